@@ -1,0 +1,52 @@
+// Scatter/gather copies between an iovec list and a flat buffer, starting at a byte offset into the
+// list. Every message path uses these, so truncation and partial rendezvous segments share one
+// bounds-checked implementation.
+#pragma once
+#include <sys/uio.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstring>
+#include <span>
+
+namespace exanet::core {
+
+inline std::size_t iov_length(std::span<const iovec> iov) noexcept {
+  std::size_t n = 0;
+  for (const iovec& v : iov) n += v.iov_len;
+  return n;
+}
+
+/// Copies up to len bytes from iov (starting offset bytes in) to dst; returns bytes copied.
+inline std::size_t copy_from_iov(void* dst, std::span<const iovec> iov, std::size_t offset,
+                                 std::size_t len) noexcept {
+  auto* out = static_cast<std::byte*>(dst);
+  std::size_t done = 0;
+  for (const iovec& v : iov) {
+    if (done == len) break;
+    if (offset >= v.iov_len) { offset -= v.iov_len; continue; }
+    const std::size_t n = std::min(v.iov_len - offset, len - done);
+    std::memcpy(out + done, static_cast<const std::byte*>(v.iov_base) + offset, n);
+    done += n;
+    offset = 0;
+  }
+  return done;
+}
+
+/// Copies up to len bytes from src into iov (starting offset bytes in); returns bytes copied.
+inline std::size_t copy_to_iov(std::span<const iovec> iov, std::size_t offset, const void* src,
+                               std::size_t len) noexcept {
+  auto* in = static_cast<const std::byte*>(src);
+  std::size_t done = 0;
+  for (const iovec& v : iov) {
+    if (done == len) break;
+    if (offset >= v.iov_len) { offset -= v.iov_len; continue; }
+    const std::size_t n = std::min(v.iov_len - offset, len - done);
+    std::memcpy(static_cast<std::byte*>(v.iov_base) + offset, in + done, n);
+    done += n;
+    offset = 0;
+  }
+  return done;
+}
+
+}  // namespace exanet::core

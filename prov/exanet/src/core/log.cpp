@@ -1,0 +1,28 @@
+#include "core/log.hpp"
+
+#include <cstdio>
+
+namespace exanet::core {
+namespace {
+// Written once by fi_prov_ini before any other thread can log; read-only afterwards.
+log_sink g_log_sink;
+}  // namespace
+
+void set_log_sink(const log_sink& sink) noexcept { g_log_sink = sink; }
+
+bool log_enabled(log_level level, log_subsys subsys) noexcept {
+  return g_log_sink.enabled && g_log_sink.enabled(level, subsys);
+}
+
+void log_write(log_level level, log_subsys subsys, const char* func, int line, const char* fmt,
+               ...) noexcept {
+  if (!g_log_sink.write) return;
+  char msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  g_log_sink.write(level, subsys, func, line, msg);
+}
+
+}  // namespace exanet::core

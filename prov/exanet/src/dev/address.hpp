@@ -1,0 +1,29 @@
+// The name of an Exanet endpoint: what fi_getname returns and fi_av_insert accepts.
+// Global virtual addresses on ExaNeST are (node, PDID, virtual address); an endpoint adds a port
+// that names its mailbox on that node. Fixed-size and trivially copyable: it crosses processes.
+#pragma once
+#include <cstdint>
+#include <type_traits>
+
+namespace exanet::dev {
+
+inline constexpr std::uint32_t address_magic = 0x584e5445;  // "ETNX": rejects foreign blobs
+
+/// Ports below this bound are chosen by the user (the libfabric "service"); the emulated backend
+/// hands out ports at or above it, derived from the process id so they never collide on a node.
+inline constexpr std::uint32_t first_auto_port = 1u << 31;
+
+struct address {
+  std::uint32_t magic = address_magic;
+  std::uint16_t node = 0;     // node id; the emulated backend is one node
+  std::uint16_t version = 1;  // layout version of this struct
+  std::uint32_t pdid = 0;     // protection domain: only equal PDIDs may talk
+  std::uint32_t port = 0;     // mailbox on the node
+
+  friend bool operator==(const address&, const address&) = default;
+  bool valid() const noexcept { return magic == address_magic && version == 1; }
+};
+static_assert(sizeof(address) == 16 && std::is_trivially_copyable_v<address>);
+
+}  // namespace exanet::dev
+

@@ -1,0 +1,434 @@
+#include "dev/emu/device.hpp"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+
+#include "core/iov.hpp"
+#include "core/log.hpp"
+
+namespace exanet::dev::emu {
+namespace {
+
+constexpr std::uint64_t peer_key(std::uint16_t node, std::uint32_t port) noexcept {
+  return (std::uint64_t{node} << 32) | port;
+}
+
+bool is_power_of_two(std::uint64_t v) noexcept { return v && !(v & (v - 1)); }
+
+bool process_alive(pid_t pid) noexcept {
+  if (pid <= 0) return false;
+  return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+std::atomic<std::uint32_t> g_next_auto_port{0};
+
+// The slice [offset, offset + len) of an iovec list as at most `max` iovecs.
+std::size_t slice_iov(std::span<const iovec> src, std::size_t offset, std::size_t len, iovec* out,
+                      std::size_t max) noexcept {
+  std::size_t n = 0;
+  for (const iovec& v : src) {
+    if (len == 0 || n == max) break;
+    if (offset >= v.iov_len) { offset -= v.iov_len; continue; }
+    const std::size_t take = std::min(v.iov_len - offset, len);
+    out[n++] = {static_cast<std::byte*>(v.iov_base) + offset, take};
+    len -= take;
+    offset = 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+core::status device::open(const params& p) noexcept {
+  if (!is_power_of_two(p.geo.mailbox_slots) || !is_power_of_two(p.geo.bounce_ring_bytes) ||
+      p.geo.staging_chunks == 0 || p.geo.staging_chunks > 64 || p.geo.notify_slots == 0)
+    return core::status::invalid;
+  geo_ = p.geo;
+  self_ = p.self;
+  use_cma_ = p.use_cma;
+  reclaim_stale_segments();
+
+  const segment_offsets off = offsets_of(geo_);
+  const bool auto_port = self_.port == 0;
+  core::status s = core::status::exists;
+  for (int attempt = 0; attempt < 256 && s == core::status::exists; ++attempt) {
+    if (auto_port) {
+      const std::uint32_t n = g_next_auto_port.fetch_add(1, std::memory_order_relaxed) & 0xff;
+      self_.port = first_auto_port | (static_cast<std::uint32_t>(getpid()) << 8) | n;
+    }
+    std::string name;
+    try {
+      name = segment_name(getuid(), self_.pdid, self_.port);
+    } catch (...) {
+      return core::status::no_memory;
+    }
+    s = shm_segment::create(name, off.total, seg_);
+    if (s == core::status::exists && !auto_port) {
+      // A user-chosen port held by a dead process is reclaimed; a live owner keeps it.
+      shm_segment old;
+      if (core::ok(shm_segment::open(name, old))) {
+        auto* h = static_cast<segment_header*>(old.data());
+        if (h->ready.load(std::memory_order_acquire) && !process_alive(h->owner_pid)) {
+          shm_unlink(name.c_str());
+          s = shm_segment::create(name, off.total, seg_);
+        }
+      }
+      if (s == core::status::exists) {
+        EXANET_LOG(warn, core, "port %u is in use by a live endpoint", self_.port);
+        return core::status::exists;
+      }
+    }
+  }
+  if (!core::ok(s)) return s;
+
+  local_ = segment_view::of(seg_.data(), geo_);
+  segment_header& h = *local_.header;
+  h.magic = segment_magic;
+  h.version = layout_version;
+  h.pdid = self_.pdid;
+  h.port = self_.port;
+  h.owner_pid = getpid();
+  h.node = self_.node;
+  h.geo = geo_;
+  local_.mbox_ctl->tail.store(0, std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < geo_.mailbox_slots; ++i)
+    local_.mailbox[i].seq.store(i, std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < geo_.notify_slots; ++i)
+    local_.notify[i].gen.store(0, std::memory_order_relaxed);
+  local_.staging_ctl->free_mask.store(
+      geo_.staging_chunks == 64 ? ~0ull : ((1ull << geo_.staging_chunks) - 1),
+      std::memory_order_relaxed);
+  mb_head_ = 0;
+  try {
+    free_notify_.clear();
+    free_notify_.reserve(geo_.notify_slots);
+    for (std::uint32_t i = geo_.notify_slots; i-- > 0;) free_notify_.push_back(i);
+    notify_gen_.assign(geo_.notify_slots, 0);
+    peers_.reserve(16);
+  } catch (...) {
+    seg_.reset();
+    return core::status::no_memory;
+  }
+  h.ready.store(1, std::memory_order_release);
+  return core::status::ok;
+}
+
+void device::close() noexcept {
+  // Give back the bounce rings this endpoint holds at live peers so other senders can use them.
+  for (peer& pr : peers_) {
+    if (pr.bounce_ring != ~0u && !pr.dead && pr.view.bounce) {
+      pr.view.bounce[pr.bounce_ring].owner.store(0, std::memory_order_release);
+    }
+  }
+  peers_.clear();
+  peer_index_.clear();
+  seg_.reset();
+  local_ = {};
+}
+
+void device::reclaim_stale_segments() noexcept {
+  DIR* d = opendir("/dev/shm");
+  if (!d) return;
+  char prefix[32];
+  std::snprintf(prefix, sizeof prefix, "exanet.%u.", static_cast<unsigned>(getuid()));
+  const std::size_t plen = std::strlen(prefix);
+  while (dirent* e = readdir(d)) {
+    if (std::strncmp(e->d_name, prefix, plen) != 0) continue;
+    std::string name = std::string("/") + e->d_name;
+    shm_segment seg;
+    if (!core::ok(shm_segment::open(name, seg)) || seg.size() < sizeof(segment_header)) continue;
+    auto* h = static_cast<segment_header*>(seg.data());
+    if (h->magic == segment_magic && h->ready.load(std::memory_order_acquire) &&
+        !process_alive(h->owner_pid)) {
+      EXANET_LOG(info, core, "reclaiming stale segment %s of dead pid %d", name.c_str(),
+                 h->owner_pid);
+      shm_unlink(name.c_str());
+    }
+  }
+  closedir(d);
+}
+
+core::status device::connect(const address& a, peer_id& out) noexcept {
+  if (!a.valid()) return core::status::invalid;
+  if (a.pdid != self_.pdid) return core::status::access;  // protection: other jobs are invisible
+  if (a.node != self_.node) return core::status::unreachable;  // the emulation is one node
+  const std::uint64_t key = peer_key(a.node, a.port);
+  if (auto it = peer_index_.find(key); it != peer_index_.end()) {
+    out = it->second;
+    return core::status::ok;
+  }
+  peer pr;
+  pr.addr = a;
+  pr.cma = use_cma_;
+  if (a.port == self_.port) {
+    // Loopback: map our own segment a second time so peer code needs no special case.
+    if (core::status s = shm_segment::open(seg_.name(), pr.seg); !core::ok(s)) return s;
+  } else {
+    std::string name;
+    try {
+      name = segment_name(getuid(), a.pdid, a.port);
+    } catch (...) {
+      return core::status::no_memory;
+    }
+    if (core::status s = shm_segment::open(name, pr.seg); !core::ok(s)) return s;
+  }
+  auto* h = static_cast<segment_header*>(pr.seg.data());
+  if (pr.seg.size() < sizeof(segment_header) || h->magic != segment_magic ||
+      h->version != layout_version || !h->ready.load(std::memory_order_acquire))
+    return core::status::unreachable;
+  if (h->pdid != self_.pdid) return core::status::access;
+  if (offsets_of(h->geo).total > pr.seg.size()) return core::status::unreachable;
+  pr.geo = h->geo;
+  pr.view = segment_view::of(pr.seg.data(), pr.geo);
+  pr.pid = h->owner_pid;
+  try {
+    peers_.push_back(std::move(pr));
+    peer_index_.emplace(key, static_cast<peer_id>(peers_.size() - 1));
+  } catch (...) {
+    if (peers_.size() > peer_index_.size()) peers_.pop_back();
+    return core::status::no_memory;
+  }
+  out = static_cast<peer_id>(peers_.size() - 1);
+  return core::status::ok;
+}
+
+peer_id device::sender_of(const mailbox_slot& s) noexcept {
+  if (auto it = peer_index_.find(peer_key(s.src_node, s.src_port)); it != peer_index_.end())
+    return it->second;
+  address a{};
+  a.node = s.src_node;
+  a.pdid = s.pdid;
+  a.port = s.src_port;
+  peer_id p = no_peer;
+  if (!core::ok(connect(a, p))) {
+    EXANET_LOG(warn, core, "cannot map the segment of sender port %u", s.src_port);
+    return no_peer;
+  }
+  return p;
+}
+
+core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept {
+  peer& pr = peers_[p];
+  if (pr.dead) return core::status::peer_dead;
+  const std::uint64_t mask = pr.geo.mailbox_slots - 1;
+  auto& tail = pr.view.mbox_ctl->tail;
+  std::uint64_t pos = tail.load(std::memory_order_relaxed);
+  for (;;) {
+    mailbox_slot& s = pr.view.mailbox[pos & mask];
+    const std::uint64_t seq = s.seq.load(std::memory_order_acquire);
+    const auto diff = static_cast<std::int64_t>(seq - pos);
+    if (diff == 0) {
+      if (tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        r.slot = &s;
+        r.pos = pos;
+        return core::status::ok;
+      }
+    } else if (diff < 0) {
+      // Full: the consumer has not freed this slot yet. Now and then make sure it still can,
+      // so a sender retrying on a dead peer gets an error instead of "again" forever.
+      if ((++mailbox_full_ & 1023) == 0 && !process_alive(pr.pid)) {
+        pr.dead = true;
+        return core::status::peer_dead;
+      }
+      return core::status::again;
+    } else {
+      pos = tail.load(std::memory_order_relaxed);
+    }
+  }
+}
+
+std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uint32_t& ring,
+                                  std::uint64_t& offset) noexcept {
+  peer& pr = peers_[p];
+  if (pr.dead || len > pr.geo.bounce_ring_bytes / 2) return nullptr;
+  if (pr.bounce_ring == ~0u) {
+    if (pr.bounce_none) return nullptr;
+    const std::uint64_t me = peer_key(self_.node, self_.port) + 1;
+    for (std::uint32_t i = 0; i < pr.geo.bounce_peers; ++i) {
+      std::uint64_t expected = 0;
+      if (pr.view.bounce[i].owner.compare_exchange_strong(expected, me,
+                                                          std::memory_order_acq_rel)) {
+        pr.bounce_ring = i;
+        // A previous owner may have left bytes the receiver has not consumed yet: continue
+        // after them so credits stay exact.
+        pr.bounce_head = pr.view.bounce[i].head.load(std::memory_order_acquire);
+        break;
+      }
+    }
+    if (pr.bounce_ring == ~0u) {
+      pr.bounce_none = true;
+      EXANET_LOG(info, core, "no free bounce ring at port %u: medium messages use rendezvous",
+                 pr.addr.port);
+      return nullptr;
+    }
+  }
+  bounce_desc& d = pr.view.bounce[pr.bounce_ring];
+  const std::uint64_t size = pr.geo.bounce_ring_bytes;
+  std::uint64_t head = pr.bounce_head;
+  const std::uint64_t room_to_end = size - (head & (size - 1));
+  if (room_to_end < len) head += room_to_end;  // a message never wraps: skip to the ring start
+  const std::uint64_t tail = d.tail.load(std::memory_order_acquire);
+  if (head + len - tail > size) return nullptr;  // no credit until the receiver consumes
+  ring = pr.bounce_ring;
+  offset = head;
+  return pr.view.bounce_data + std::size_t{pr.bounce_ring} * size + (head & (size - 1));
+}
+
+const std::byte* device::bounce_data(std::uint32_t ring, std::uint64_t offset,
+                                     std::size_t len) const noexcept {
+  const std::uint64_t size = geo_.bounce_ring_bytes;
+  if (ring >= geo_.bounce_peers || len > size || (offset & (size - 1)) + len > size)
+    return nullptr;
+  return local_.bounce_data + std::size_t{ring} * size + (offset & (size - 1));
+}
+
+bool device::notify_alloc(std::uint32_t& slot, std::uint32_t& gen) noexcept {
+  if (free_notify_.empty()) return false;
+  slot = free_notify_.back();
+  free_notify_.pop_back();
+  // Generation 0 means "never written", so it is skipped on wrap-around.
+  if (++notify_gen_[slot] == 0) ++notify_gen_[slot];
+  gen = notify_gen_[slot];
+  return true;
+}
+
+void device::notify_free(std::uint32_t slot) noexcept {
+  free_notify_.push_back(slot);  // capacity reserved at open: never allocates
+}
+
+void device::notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen,
+                          const notification& data) noexcept {
+  notify_slot& n = v.notify[slot];
+  n.data = data;
+  n.gen.store(gen, std::memory_order_release);  // data first, then the flag (DESIGN.md §3)
+}
+
+core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
+  peer& pr = peers_[w.peer];
+  if (pr.dead) return core::status::peer_dead;
+  if (w.notify && w.notify_slot >= pr.geo.notify_slots) return core::status::invalid;
+  if (pr.cma) {
+    core::status s = dma_cma(pr, w, st);
+    if (s != core::status::permission) return s;
+    pr.cma = false;  // refused by the kernel (ptrace policy, seccomp): stage from now on
+    EXANET_LOG(warn, core, "process_vm_writev refused for pid %d; copying through shared memory",
+               pr.pid);
+  }
+  return dma_staged(pr, w, st);
+}
+
+core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexcept {
+  constexpr std::size_t max_iov = 64;
+  while (st.done < w.len) {
+    iovec local[max_iov];
+    const std::size_t n = slice_iov(w.src, w.src_offset + st.done, w.len - st.done, local, max_iov);
+    const iovec remote{reinterpret_cast<void*>(w.dst_addr + st.done), w.len - st.done};
+    const ssize_t r = process_vm_writev(pr.pid, local, n, &remote, 1, 0);
+    if (r < 0) {
+      if (errno == EPERM || errno == ENOSYS) return core::status::permission;
+      if (errno == ESRCH) {
+        pr.dead = true;
+        return core::status::peer_dead;
+      }
+      if (errno == EINTR) continue;
+      EXANET_LOG(warn, core, "process_vm_writev to pid %d failed: errno %d", pr.pid, errno);
+      return errno == EFAULT ? core::status::access : core::status::io;
+    }
+    if (r == 0) return core::status::io;
+    st.done += static_cast<std::size_t>(r);
+  }
+  if (w.notify && !st.notified) {
+    notify_write(pr.view, w.notify_slot, w.notify_gen, w.notify_data);
+    st.notified = true;
+  }
+  return core::status::ok;
+}
+
+core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noexcept {
+  const std::size_t chunk_bytes = pr.geo.staging_chunk_bytes;
+  // Zero-length writes with a notification still need one packet to carry it in order.
+  while (st.done < w.len || (w.notify && !st.notified)) {
+    const std::size_t n = std::min(chunk_bytes, w.len - st.done);
+    const bool last = st.done + n == w.len;
+    auto& mask = pr.view.staging_ctl->free_mask;
+    std::uint64_t m = mask.load(std::memory_order_acquire);
+    std::uint32_t chunk = 0;
+    if (n > 0) {
+      do {
+        if (m == 0) return core::status::again;  // every chunk in flight: wait for the target
+        chunk = static_cast<std::uint32_t>(__builtin_ctzll(m));
+      } while (!mask.compare_exchange_weak(m, m & ~(1ull << chunk), std::memory_order_acq_rel));
+    }
+    mailbox_reservation r;
+    if (core::status s = mailbox_reserve(static_cast<peer_id>(&pr - peers_.data()), r);
+        !core::ok(s)) {
+      if (n > 0) mask.fetch_or(1ull << chunk, std::memory_order_release);
+      return s;
+    }
+    if (n > 0)
+      core::copy_from_iov(pr.view.staging_data + std::size_t{chunk} * chunk_bytes, w.src,
+                          w.src_offset + st.done, n);
+    staging_packet sp{};
+    sp.type = static_cast<std::uint8_t>(device_packet::staged_write);
+    sp.notify = (last && w.notify) ? 1 : 0;
+    sp.chunk = n > 0 ? chunk : ~0u;
+    sp.dst_addr = w.dst_addr + st.done;
+    sp.len = n;
+    sp.notify_slot = w.notify_slot;
+    sp.notify_gen = w.notify_gen;
+    sp.notify_data = w.notify_data;
+    std::memcpy(r.data(), &sp, sizeof sp);
+    mailbox_publish(r);
+    st.done += n;
+    if (last && w.notify) st.notified = true;
+    if (last && !w.notify) break;
+  }
+  return core::status::ok;
+}
+
+void device::on_device_packet(const mailbox_slot& s) noexcept {
+  staging_packet sp;
+  std::memcpy(&sp, s.data.data(), sizeof sp);
+  if (sp.type != static_cast<std::uint8_t>(device_packet::staged_write)) return;
+  if (sp.chunk != ~0u) {
+    if (sp.chunk >= geo_.staging_chunks || sp.len > geo_.staging_chunk_bytes) return;
+    // The emulated engine writes into this process's memory on the sender's behalf.
+    std::memcpy(reinterpret_cast<void*>(sp.dst_addr),
+                local_.staging_data + std::size_t{sp.chunk} * geo_.staging_chunk_bytes, sp.len);
+    local_.staging_ctl->free_mask.fetch_or(1ull << sp.chunk, std::memory_order_release);
+  }
+  if (sp.notify && sp.notify_slot < geo_.notify_slots)
+    notify_write(local_, sp.notify_slot, sp.notify_gen, sp.notify_data);
+}
+
+bool device::peer_alive(peer_id p) noexcept {
+  peer& pr = peers_[p];
+  if (pr.dead) return false;
+  if (!process_alive(pr.pid)) pr.dead = true;
+  return !pr.dead;
+}
+
+void device::forget_dead_peer(peer_id p) noexcept {
+  peer& pr = peers_[p];
+  pr.dead = true;
+  // Rings the dead sender held here can never be refilled by it: free them for other senders.
+  const std::uint64_t key = peer_key(pr.addr.node, pr.addr.port) + 1;
+  for (std::uint32_t i = 0; local_.bounce && i < geo_.bounce_peers; ++i) {
+    std::uint64_t expected = key;
+    local_.bounce[i].owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  }
+  auto* h = pr.view.header;
+  if (h && h->owner_pid == pr.pid && !process_alive(pr.pid) && !pr.seg.name().empty()) {
+    // The dead process cannot unlink its own segment; whoever notices first does.
+    shm_unlink(pr.seg.name().c_str());
+  }
+}
+
+}  // namespace exanet::dev::emu

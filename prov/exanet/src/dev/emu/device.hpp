@@ -1,0 +1,184 @@
+// The emulated ExaNeST device: one host is one node; each endpoint owns a shared segment
+// (layout.hpp). Packets go through a multi-producer ring; DMA writes into user memory use
+// cross-memory attach (process_vm_writev), or, when the kernel refuses it, stage chunks through
+// the target's segment, which the target copies out when it polls (still FIFO with packets).
+#pragma once
+#include <sys/types.h>
+
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.hpp"
+#include "dev/device.hpp"
+#include "dev/emu/layout.hpp"
+#include "dev/emu/segment.hpp"
+
+namespace exanet::dev::emu {
+
+struct params {
+  address self{};      // port 0: choose a free automatic port
+  geometry geo{};
+  bool use_cma = true;  // false: always stage (tests the fallback; also for ptrace-locked hosts)
+};
+
+/// A claimed, not yet published mailbox slot at a peer: write the packet, then publish.
+struct mailbox_reservation {
+  mailbox_slot* slot = nullptr;
+  std::uint64_t pos = 0;
+  std::byte* data() const noexcept { return slot->data.data(); }
+};
+
+class device {
+ public:
+  device() = default;
+  device(const device&) = delete;
+  device& operator=(const device&) = delete;
+  ~device() { close(); }
+
+  /// Creates this endpoint's segment; reclaims segments left by dead processes first.
+  core::status open(const params& p) noexcept;
+  void close() noexcept;
+
+  const address& local_address() const noexcept { return self_; }
+  caps capabilities() const noexcept { return {.dma_read = false, .direct_user_write = use_cma_}; }
+
+  /// Finds or maps the peer endpoint at a; status::unreachable if it does not exist,
+  /// status::access if it belongs to another PDID.
+  core::status connect(const address& a, peer_id& out) noexcept;
+  const address& peer_address(peer_id p) const noexcept { return peers_[p].addr; }
+  std::size_t peer_count() const noexcept { return peers_.size(); }
+
+  // ---- packetizer -------------------------------------------------------------------------
+  /// Claims a slot in p's mailbox; status::again when the mailbox is full.
+  core::status mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept;
+  void mailbox_publish(const mailbox_reservation& r) noexcept {
+    r.slot->pdid = self_.pdid;
+    r.slot->src_port = self_.port;
+    r.slot->src_node = self_.node;
+    r.slot->seq.store(r.pos + 1, std::memory_order_release);
+  }
+  core::status mailbox_send(peer_id p, const packet& pk) noexcept {
+    mailbox_reservation r;
+    if (core::status s = mailbox_reserve(p, r); !core::ok(s)) return s;
+    std::memcpy(r.data(), pk.data(), pk.size());
+    mailbox_publish(r);
+    return core::status::ok;
+  }
+
+  /// Hands up to budget packets from this endpoint's mailbox to on_packet(peer_id, const packet&)
+  /// in arrival order. Packets of another PDID are dropped and counted (the packetizer's
+  /// protection check). The sender of each packet is connected on first contact; if that fails
+  /// the packet is delivered with no_peer.
+  template <class F>
+  std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
+    std::size_t n = 0;
+    const std::uint64_t mask = geo_.mailbox_slots - 1;
+    while (n < budget) {
+      mailbox_slot& s = local_.mailbox[mb_head_ & mask];
+      if (s.seq.load(std::memory_order_acquire) != mb_head_ + 1) break;
+      const auto type = static_cast<std::uint8_t>(s.data[0]);
+      if (s.pdid != self_.pdid) [[unlikely]] {
+        ++foreign_pdid_drops_;
+      } else if (type >= first_device_packet_type) [[unlikely]] {
+        on_device_packet(s);
+      } else {
+        on_packet(sender_of(s), s.data);
+      }
+      s.seq.store(mb_head_ + geo_.mailbox_slots, std::memory_order_release);
+      ++mb_head_;
+      ++n;
+    }
+    return n;
+  }
+
+  // ---- bounce rings (medium protocol; provider-owned memory at the receiver) ------------------
+  /// Space for len bytes in p's bounce ring for this sender, without committing it. Returns
+  /// nullptr if no ring could be claimed at p or it lacks credit. len <= ring size / 2.
+  std::byte* bounce_acquire(peer_id p, std::size_t len, std::uint32_t& ring,
+                            std::uint64_t& offset) noexcept;
+  /// True if this endpoint holds a ring at p (so a failed acquire means "no credit yet").
+  bool bounce_ring_held(peer_id p) const noexcept { return peers_[p].bounce_ring != ~0u; }
+  /// Makes the space from bounce_acquire used (the packet naming it is being published).
+  void bounce_commit(peer_id p, std::uint64_t end) noexcept { peers_[p].bounce_head = end; 
+    peer_view(p).bounce[peers_[p].bounce_ring].head.store(end, std::memory_order_release); }
+  /// Receiver: the bytes a medium packet names, or nullptr if the range is not inside the ring.
+  const std::byte* bounce_data(std::uint32_t ring, std::uint64_t offset, std::size_t len) const noexcept;
+  /// Receiver: everything up to end in ring has been copied out.
+  void bounce_consume(std::uint32_t ring, std::uint64_t end) noexcept {
+    local_.bounce[ring].tail.store(end, std::memory_order_release);
+  }
+
+  // ---- notification slots (targets of DMA notifications at this endpoint) --------------------
+  /// Reserves a free local slot and a fresh generation for one expected notification.
+  bool notify_alloc(std::uint32_t& slot, std::uint32_t& gen) noexcept;
+  /// True once the notification for (slot, gen) landed; copies its data.
+  bool notify_test(std::uint32_t slot, std::uint32_t gen, notification& out) const noexcept {
+    const notify_slot& n = local_.notify[slot];
+    if (n.gen.load(std::memory_order_acquire) != gen) return false;
+    out = n.data;
+    return true;
+  }
+  void notify_free(std::uint32_t slot) noexcept;
+
+  // ---- DMA engine ---------------------------------------------------------------------------
+  /// Moves w.len bytes of w.src (from w.src_offset) to w.dst_addr in w.peer, then posts the
+  /// notification if asked. status::again: partly done (st records how far), call again after
+  /// progress; status::access: the target range is not writable; status::peer_dead.
+  core::status dma_post(const dma_write& w, dma_state& st) noexcept;
+
+  // ---- peers ----------------------------------------------------------------------------------
+  /// False once the process owning p's segment is gone.
+  bool peer_alive(peer_id p) noexcept;
+  /// Frees what this endpoint holds at a dead peer and unlinks its segment (stale reclaim).
+  void forget_dead_peer(peer_id p) noexcept;
+
+  std::uint64_t foreign_pdid_drops() const noexcept { return foreign_pdid_drops_; }
+  std::uint64_t mailbox_full_events() const noexcept { return mailbox_full_; }
+
+ private:
+  struct peer {
+    address addr{};
+    shm_segment seg;
+    segment_view view{};
+    geometry geo{};
+    pid_t pid = 0;
+    std::uint32_t bounce_ring = ~0u;  // ring claimed at this peer; ~0u none yet
+    bool bounce_none = false;         // the peer had no free ring: do not try again each send
+    std::uint64_t bounce_head = 0;
+    bool cma = true;
+    bool dead = false;
+  };
+
+  peer_id sender_of(const mailbox_slot& s) noexcept;
+  segment_view& peer_view(peer_id p) noexcept { return peers_[p].view; }
+  void on_device_packet(const mailbox_slot& s) noexcept;
+  core::status dma_cma(peer& pr, const dma_write& w, dma_state& st) noexcept;
+  core::status dma_staged(peer& pr, const dma_write& w, dma_state& st) noexcept;
+  static void notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen,
+                           const notification& data) noexcept;
+  void reclaim_stale_segments() noexcept;
+
+  address self_{};
+  geometry geo_{};
+  shm_segment seg_;
+  segment_view local_{};
+  std::uint64_t mb_head_ = 0;  // consumer position: private to this endpoint
+  bool use_cma_ = true;
+  std::vector<peer> peers_;
+  std::unordered_map<std::uint64_t, peer_id> peer_index_;
+  std::vector<std::uint32_t> free_notify_;
+  std::vector<std::uint32_t> notify_gen_;
+  std::uint64_t foreign_pdid_drops_ = 0;
+  std::uint64_t mailbox_full_ = 0;
+};
+
+static_assert(dev::device<device>);
+
+}  // namespace exanet::dev::emu
+
+namespace exanet::dev {
+/// The backend the provider is built with.
+using backend = emu::device;
+}  // namespace exanet::dev

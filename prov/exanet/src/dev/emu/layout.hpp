@@ -1,0 +1,155 @@
+// Layout of an emulated endpoint's shared segment. Every process that talks to the endpoint maps
+// this; fields are fixed-width and offsets are computed from the header, so processes built with
+// different parameters still agree. Hot producer and consumer words sit on their own cache lines.
+//
+//   +--------------------+ 0
+//   | segment_header     |  identity, owner pid, geometry, ready flag
+//   | mailbox_control    |  producers' tail (one line)
+//   | mailbox_slot[M]    |  128 B each: seq/PDID/source line + the 64-byte packet line
+//   | notify_slot[N]     |  64 B each: generation + 16 bytes of notification
+//   | bounce_desc[P]     |  per-sender medium ring: owner, head, tail on separate lines
+//   | staging_control    |  free mask of DMA staging chunks (copy fallback without CMA)
+//   | bounce data        |  P rings of R bytes
+//   | staging data       |  S chunks of C bytes
+//   +--------------------+
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+#include "dev/device.hpp"
+
+namespace exanet::dev::emu {
+
+inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
+inline constexpr std::uint32_t layout_version = 1;
+inline constexpr std::size_t cache_line = 64;
+
+struct geometry {
+  std::uint32_t mailbox_slots = 1024;  // power of two
+  std::uint32_t notify_slots = 1024;
+  std::uint32_t bounce_peers = 64;
+  std::uint32_t bounce_ring_bytes = 262144;  // power of two
+  std::uint32_t staging_chunks = 32;         // at most 64: one free-mask word
+  std::uint32_t staging_chunk_bytes = 65536;
+};
+
+struct alignas(cache_line) segment_header {
+  std::uint32_t magic;
+  std::uint32_t version;
+  std::uint32_t pdid;
+  std::uint32_t port;
+  std::int32_t owner_pid;
+  std::uint16_t node;
+  std::uint16_t reserved;
+  geometry geo;
+  std::atomic<std::uint32_t> ready;  // released last by the creator: the rest is initialised
+};
+
+struct alignas(cache_line) mailbox_control {
+  std::atomic<std::uint64_t> tail;  // next position producers claim
+};
+
+struct alignas(cache_line) mailbox_slot {
+  std::atomic<std::uint64_t> seq;  // == position: free; == position + 1: holds a packet
+  std::uint32_t pdid;              // stamped by the sending "packetizer"
+  std::uint32_t src_port;
+  std::uint16_t src_node;
+  alignas(cache_line) packet data;
+};
+static_assert(sizeof(mailbox_slot) == 2 * cache_line);
+
+struct alignas(cache_line) notify_slot {
+  std::atomic<std::uint32_t> gen;  // set to the armed generation after data is written
+  std::uint32_t reserved;
+  notification data;
+};
+static_assert(sizeof(notify_slot) == cache_line);
+
+struct bounce_desc {
+  alignas(cache_line) std::atomic<std::uint64_t> owner;  // sender's (node << 32 | port) + 1; 0 free
+  alignas(cache_line) std::atomic<std::uint64_t> head;   // sender: bytes ever produced
+  alignas(cache_line) std::atomic<std::uint64_t> tail;   // receiver: bytes ever consumed
+};
+static_assert(sizeof(bounce_desc) == 3 * cache_line);
+
+struct alignas(cache_line) staging_control {
+  std::atomic<std::uint64_t> free_mask;  // bit i set: chunk i is free
+};
+
+struct segment_offsets {
+  std::size_t mailbox_control, mailbox, notify, bounce_desc, staging_control, bounce_data,
+      staging_data, total;
+};
+
+constexpr std::size_t align_up(std::size_t v, std::size_t a) noexcept { return (v + a - 1) / a * a; }
+
+constexpr segment_offsets offsets_of(const geometry& g) noexcept {
+  segment_offsets o{};
+  std::size_t at = align_up(sizeof(segment_header), cache_line);
+  o.mailbox_control = at;
+  at += sizeof(mailbox_control);
+  o.mailbox = at;
+  at += sizeof(mailbox_slot) * g.mailbox_slots;
+  o.notify = at;
+  at += sizeof(notify_slot) * g.notify_slots;
+  o.bounce_desc = at;
+  at += sizeof(bounce_desc) * g.bounce_peers;
+  o.staging_control = at;
+  at += sizeof(staging_control);
+  at = align_up(at, 4096);
+  o.bounce_data = at;
+  at += std::size_t{g.bounce_ring_bytes} * g.bounce_peers;
+  o.staging_data = at;
+  at += std::size_t{g.staging_chunk_bytes} * g.staging_chunks;
+  o.total = align_up(at, 4096);
+  return o;
+}
+
+/// Typed views of one mapped segment.
+struct segment_view {
+  segment_header* header = nullptr;
+  mailbox_control* mbox_ctl = nullptr;
+  mailbox_slot* mailbox = nullptr;
+  notify_slot* notify = nullptr;
+  bounce_desc* bounce = nullptr;
+  staging_control* staging_ctl = nullptr;
+  std::byte* bounce_data = nullptr;
+  std::byte* staging_data = nullptr;
+
+  static segment_view of(void* base, const geometry& g) noexcept {
+    auto* b = static_cast<std::byte*>(base);
+    const segment_offsets o = offsets_of(g);
+    segment_view v;
+    v.header = reinterpret_cast<segment_header*>(b);
+    v.mbox_ctl = reinterpret_cast<mailbox_control*>(b + o.mailbox_control);
+    v.mailbox = reinterpret_cast<mailbox_slot*>(b + o.mailbox);
+    v.notify = reinterpret_cast<notify_slot*>(b + o.notify);
+    v.bounce = reinterpret_cast<bounce_desc*>(b + o.bounce_desc);
+    v.staging_ctl = reinterpret_cast<staging_control*>(b + o.staging_control);
+    v.bounce_data = b + o.bounce_data;
+    v.staging_data = b + o.staging_data;
+    return v;
+  }
+};
+
+/// Device-internal packet of the copy fallback: "chunk `chunk` of your staging area holds len
+/// bytes for address dst; then (if notify) post this notification". FIFO delivery through the
+/// mailbox orders the data before the notification, as the hardware engine does.
+struct staging_packet {
+  std::uint8_t type;  // device_packet::staged_write
+  std::uint8_t notify;
+  std::uint16_t reserved;
+  std::uint32_t chunk;
+  std::uint64_t dst_addr;
+  std::uint64_t len;
+  std::uint32_t notify_slot;
+  std::uint32_t notify_gen;
+  notification notify_data;
+  std::uint8_t pad[16];
+};
+static_assert(sizeof(staging_packet) == packet_bytes);
+
+enum class device_packet : std::uint8_t { staged_write = first_device_packet_type };
+
+}  // namespace exanet::dev::emu

@@ -1,0 +1,47 @@
+// Shared vocabulary of the fi/ layer: the guard at the C boundary, casts from fid pointers, and the
+// progress hook that CQs and counters use to drive the endpoints bound to them (manual progress).
+#pragma once
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <new>
+
+#include "core/status.hpp"
+
+namespace exanet::fi {
+
+// core::status values are negated errno numbers; libfabric's are the same numbers.
+static_assert(FI_EAGAIN == EAGAIN && FI_EINVAL == EINVAL && FI_ENOMEM == ENOMEM &&
+              FI_ENOMSG == ENOMSG && FI_ECANCELED == ECANCELED && FI_EACCES == EACCES &&
+              FI_ETRUNC == 265 && FI_ENOSYS == ENOSYS && FI_ECONNRESET == ECONNRESET &&
+              FI_EHOSTUNREACH == EHOSTUNREACH && FI_EIO == EIO && FI_ENOENT == ENOENT);
+
+/// Runs control-path code that may allocate; nothing escapes into C callers.
+template <class F>
+int fi_guard(F&& f) noexcept try {
+  return static_cast<int>(f());
+} catch (const std::bad_alloc&) {
+  return -FI_ENOMEM;
+} catch (...) {
+  return -FI_EOTHER;
+}
+
+/// Every fi object is a standard-layout class whose first member is its fid struct; this is the
+/// only cast between the two.
+template <class T, class Fid>
+T& from_fid(Fid* f) noexcept {
+  return *reinterpret_cast<T*>(f);
+}
+
+/// Something a CQ or counter read must progress (an endpoint, under manual progress).
+struct progress_source {
+  void* self = nullptr;
+  void (*progress)(void* self) noexcept = nullptr;
+  friend bool operator==(const progress_source& a, const progress_source& b) noexcept {
+    return a.self == b.self;
+  }
+};
+
+}  // namespace exanet::fi

@@ -1,0 +1,98 @@
+// fi_domain: reads the provider parameters once, owns the memory-registration keys, and opens
+// every other object. There is no domain-wide lock on the data path (DESIGN.md §6).
+#include "fi/domain.hpp"
+
+#include <rdma/fi_errno.h>
+
+#include <atomic>
+#include <cstring>
+#include <new>
+
+#include "fi/av.hpp"
+#include "fi/cntr.hpp"
+#include "fi/common.hpp"
+#include "fi/cq.hpp"
+#include "fi/enosys.hpp"
+#include "fi/ep.hpp"
+#include "fi/fabric.hpp"
+#include "fi/mr.hpp"
+#include "fi/params.hpp"
+
+namespace exanet::fi {
+namespace {
+
+class domain {
+ public:
+  fid_domain domain_fid{};  // first member
+  fid_fabric* fabric = nullptr;
+  fi_threading threading = FI_THREAD_SAFE;
+  proto::config cfg{};
+  mr_registry mrs;
+};
+
+domain& domain_of(const fid_domain* f) noexcept {
+  return from_fid<domain>(const_cast<fid_domain*>(f));
+}
+
+int domain_close(fid* f) noexcept {
+  domain& d = domain_of(reinterpret_cast<fid_domain*>(f));
+  fabric_unref(d.fabric);
+  delete &d;
+  return 0;
+}
+
+constinit fi_ops g_domain_fid_ops = {
+    .size = sizeof(fi_ops),
+    .close = &domain_close,
+    .bind = enosys_ptr<decltype(fi_ops::bind)>,
+    .control = enosys_ptr<decltype(fi_ops::control)>,
+    .ops_open = enosys_ptr<decltype(fi_ops::ops_open)>,
+    .tostr = enosys_ptr<decltype(fi_ops::tostr)>,
+    .ops_set = enosys_ptr<decltype(fi_ops::ops_set)>,
+};
+
+constinit fi_ops_domain g_domain_ops = {
+    .size = sizeof(fi_ops_domain),
+    .av_open = &av_open,
+    .cq_open = &cq_open,
+    .endpoint = &endpoint_open,
+    .scalable_ep = enosys_ptr<decltype(fi_ops_domain::scalable_ep)>,
+    .cntr_open = &cntr_open,
+    .poll_open = enosys_ptr<decltype(fi_ops_domain::poll_open)>,
+    .stx_ctx = enosys_ptr<decltype(fi_ops_domain::stx_ctx)>,
+    .srx_ctx = enosys_ptr<decltype(fi_ops_domain::srx_ctx)>,
+    .query_atomic = enosys_ptr<decltype(fi_ops_domain::query_atomic)>,
+    .query_collective = enosys_ptr<decltype(fi_ops_domain::query_collective)>,
+};
+
+}  // namespace
+
+int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context) noexcept {
+  if (!fabric || !info || !out) return -FI_EINVAL;
+  if (info->domain_attr && info->domain_attr->name &&
+      std::strcmp(info->domain_attr->name, domain_name) != 0)
+    return -FI_EINVAL;
+  return fi_guard([&]() -> int {
+    auto* d = new domain;
+    d->fabric = fabric;
+    d->cfg = params_read();
+    if (info->domain_attr && info->domain_attr->threading != FI_THREAD_UNSPEC)
+      d->threading = info->domain_attr->threading;
+    const std::uint64_t mr_mode = info->domain_attr ? static_cast<std::uint64_t>(info->domain_attr->mr_mode) : 0;
+    d->mrs.init(mr_mode, d->threading != FI_THREAD_DOMAIN);
+    d->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
+    d->domain_fid.fid.context = context;
+    d->domain_fid.fid.ops = &g_domain_fid_ops;
+    d->domain_fid.ops = &g_domain_ops;
+    d->domain_fid.mr = &g_mr_ops;
+    fabric_ref(fabric);
+    *out = &d->domain_fid;
+    return 0;
+  });
+}
+
+fi_threading domain_threading(const fid_domain* f) noexcept { return domain_of(f).threading; }
+const proto::config& domain_config(const fid_domain* f) noexcept { return domain_of(f).cfg; }
+mr_registry& domain_mr_registry(fid_domain* f) noexcept { return domain_of(f).mrs; }
+
+}  // namespace exanet::fi

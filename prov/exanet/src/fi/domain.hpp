@@ -1,0 +1,24 @@
+// fi_domain: owns the parameters of its endpoints and the memory-registration keys.
+#pragma once
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include "proto/config.hpp"
+
+namespace exanet::fi {
+
+class mr_registry;
+
+int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context) noexcept;
+
+/// The threading level the domain was opened with (enum fi_threading); decides whether the
+/// objects it creates take locks.
+fi_threading domain_threading(const fid_domain* domain) noexcept;
+
+/// Parameters read when the domain was opened.
+const proto::config& domain_config(const fid_domain* domain) noexcept;
+
+/// Keys of the memory regions registered in this domain.
+mr_registry& domain_mr_registry(fid_domain* domain) noexcept;
+
+}  // namespace exanet::fi

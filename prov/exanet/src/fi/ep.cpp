@@ -1,0 +1,357 @@
+// Endpoint lifetime, binding, options and naming. Data-path calls live in ep_xfer.cpp.
+#include "fi/ep.hpp"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_collective.h>
+#include <rdma/fi_ext_exanet.h>
+
+#include <cstring>
+#include <new>
+
+#include "core/log.hpp"
+#include "fi/av.hpp"
+#include "fi/cntr.hpp"
+#include "fi/common.hpp"
+#include "fi/cq.hpp"
+#include "fi/domain.hpp"
+#include "fi/enosys.hpp"
+
+namespace exanet::fi {
+
+// The public description of an endpoint name must match the one the device uses.
+static_assert(sizeof(fi_exanet_addr) == sizeof(dev::address) &&
+              FI_EXANET_ADDR_MAGIC == dev::address_magic);
+
+extern fi_ops_msg g_msg_ops;        // ep_xfer.cpp
+extern fi_ops_tagged g_tagged_ops;  // ep_xfer.cpp
+
+namespace {
+
+endpoint& ep_of(fid* f) noexcept { return from_fid<endpoint>(f); }
+
+progress_source source_of(endpoint& ep) noexcept {
+  return {&ep, [](void* self) noexcept { static_cast<endpoint*>(self)->progress(); }};
+}
+
+std::uint64_t resolve_source(void* self, const dev::address& a) noexcept {
+  auto& ep = *static_cast<endpoint*>(self);
+  return ep.av_ ? av_reverse_lookup(*ep.av_, a) : FI_ADDR_NOTAVAIL;
+}
+
+int ep_close(fid* f) noexcept {
+  endpoint& ep = ep_of(f);
+  {
+    core::level_guard g(ep.lock);
+    ep.proto.close();
+  }
+  if (ep.tx_cq) cq_detach(*ep.tx_cq, source_of(ep));
+  if (ep.rx_cq) cq_detach(*ep.rx_cq, source_of(ep));
+  if (ep.send_cntr) cntr_detach(*ep.send_cntr, source_of(ep));
+  if (ep.recv_cntr) cntr_detach(*ep.recv_cntr, source_of(ep));
+  if (ep.av_) av_unref(*ep.av_);
+  delete &ep;
+  return 0;
+}
+
+int bind_cq(endpoint& ep, cq& q, std::uint64_t flags) {
+  if (flags & ~(FI_TRANSMIT | FI_RECV | FI_SELECTIVE_COMPLETION)) return -FI_EBADFLAGS;
+  if (!(flags & (FI_TRANSMIT | FI_RECV))) return -FI_EINVAL;
+  if ((flags & FI_TRANSMIT && ep.tx_cq) || (flags & FI_RECV && ep.rx_cq)) return -FI_EINVAL;
+  const bool selective = flags & FI_SELECTIVE_COMPLETION;
+  if (flags & FI_TRANSMIT) {
+    cq_attach(q, source_of(ep));
+    ep.tx_cq = &q;
+    ep.tx_selective = selective;
+  }
+  if (flags & FI_RECV) {
+    cq_attach(q, source_of(ep));
+    ep.rx_cq = &q;
+    ep.rx_selective = selective;
+  }
+  return 0;
+}
+
+int bind_cntr(endpoint& ep, cntr& c, std::uint64_t flags) {
+  constexpr std::uint64_t rma_events = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  if (flags & ~(FI_SEND | FI_RECV | rma_events)) return -FI_EBADFLAGS;
+  // exanet offers no RMA yet, so RMA events can never occur; binding for them is harmless.
+  if ((flags & FI_SEND && ep.send_cntr) || (flags & FI_RECV && ep.recv_cntr)) return -FI_EINVAL;
+  if (flags & FI_SEND) {
+    cntr_attach(c, source_of(ep));
+    ep.send_cntr = &c;
+  }
+  if (flags & FI_RECV) {
+    cntr_attach(c, source_of(ep));
+    ep.recv_cntr = &c;
+  }
+  return 0;
+}
+
+int ep_bind(fid* f, fid* bfid, std::uint64_t flags) noexcept {
+  endpoint& ep = ep_of(f);
+  if (!bfid) return -FI_EINVAL;
+  if (ep.enabled) return -FI_EOPBADSTATE;
+  return fi_guard([&]() -> int {
+    switch (bfid->fclass) {
+      case FI_CLASS_AV: {
+        av* a = av_from(bfid);
+        if (!a) return -FI_EINVAL;
+        if (ep.av_) return -FI_EINVAL;
+        av_ref(*a);
+        ep.av_ = a;
+        ep.av_epoch = av_remove_epoch(*a);
+        return 0;
+      }
+      case FI_CLASS_CQ: {
+        cq* q = cq_from(bfid);
+        return q ? bind_cq(ep, *q, flags) : -FI_EINVAL;
+      }
+      case FI_CLASS_CNTR: {
+        cntr* c = cntr_from(bfid);
+        return c ? bind_cntr(ep, *c, flags) : -FI_EINVAL;
+      }
+      case FI_CLASS_EQ:
+        return 0;  // no connection events on RDM endpoints
+      default:
+        return -FI_EINVAL;
+    }
+  });
+}
+
+int ep_enable(endpoint& ep) noexcept {
+  proto::endpoint_sinks s;
+  if (ep.tx_cq) s.tx = cq_sink(*ep.tx_cq);
+  if (ep.rx_cq) s.rx = cq_sink(*ep.rx_cq);
+  if (ep.send_cntr) s.send_cntr = cntr_sink(*ep.send_cntr);
+  if (ep.recv_cntr) s.recv_cntr = cntr_sink(*ep.recv_cntr);
+  s.resolver = {&ep, &resolve_source};
+  ep.proto.set_sinks(s);
+  ep.enabled = true;
+  return 0;
+}
+
+int ep_control(fid* f, int command, void* arg) noexcept {
+  endpoint& ep = ep_of(f);
+  switch (command) {
+    case FI_ENABLE:
+      return ep.enabled ? 0 : ep_enable(ep);
+    case FI_GETOPSFLAG: {
+      auto* flags = static_cast<std::uint64_t*>(arg);
+      if (!flags) return -FI_EINVAL;
+      if ((*flags & FI_TRANSMIT) && (*flags & FI_RECV)) return -FI_EINVAL;
+      if (*flags & FI_TRANSMIT) *flags = ep.tx_op_flags;
+      else if (*flags & FI_RECV) *flags = ep.rx_op_flags;
+      else return -FI_EINVAL;
+      return 0;
+    }
+    case FI_SETOPSFLAG: {
+      auto* flags = static_cast<std::uint64_t*>(arg);
+      if (!flags) return -FI_EINVAL;
+      const std::uint64_t value = *flags & ~(FI_TRANSMIT | FI_RECV);
+      if (*flags & FI_TRANSMIT) ep.tx_op_flags = value;
+      else if (*flags & FI_RECV) ep.rx_op_flags = value;
+      else return -FI_EINVAL;
+      return 0;
+    }
+    default:
+      return -FI_ENOSYS;
+  }
+}
+
+ssize_t ep_cancel(fid* f, void* context) noexcept {
+  endpoint& ep = ep_of(f);
+  if (!context) return -FI_EINVAL;
+  core::level_guard g(ep.lock);
+  const core::status s = ep.proto.cancel(context);
+  // Not found means it already completed (or never existed): nothing to cancel is not an error.
+  return s == core::status::no_entry ? 0 : core::to_int(s);
+}
+
+int ep_getopt(fid*, int level, int, void*, size_t*) noexcept {
+  return level == FI_OPT_ENDPOINT ? -FI_ENOPROTOOPT : -FI_ENOPROTOOPT;
+}
+int ep_setopt(fid*, int level, int, const void*, size_t) noexcept {
+  return level == FI_OPT_ENDPOINT ? -FI_ENOPROTOOPT : -FI_ENOPROTOOPT;
+}
+
+ssize_t ep_tx_size_left(fid_ep* f) noexcept {
+  return static_cast<ssize_t>(ep_of(&f->fid).proto.cfg().tx_size);
+}
+ssize_t ep_rx_size_left(fid_ep* f) noexcept {
+  return static_cast<ssize_t>(ep_of(&f->fid).proto.cfg().rx_size);
+}
+
+int ep_getname(fid* f, void* addr, size_t* addrlen) noexcept {
+  endpoint& ep = ep_of(f);
+  if (!addrlen) return -FI_EINVAL;
+  const dev::address& a = ep.proto.address();
+  const size_t have = *addrlen;
+  *addrlen = sizeof a;
+  if (have < sizeof a || !addr) return -FI_ETOOSMALL;
+  std::memcpy(addr, &a, sizeof a);
+  return 0;
+}
+
+constinit fi_ops g_ep_fid_ops = {
+    .size = sizeof(fi_ops),
+    .close = &ep_close,
+    .bind = &ep_bind,
+    .control = &ep_control,
+    .ops_open = enosys_ptr<decltype(fi_ops::ops_open)>,
+    .tostr = enosys_ptr<decltype(fi_ops::tostr)>,
+    .ops_set = enosys_ptr<decltype(fi_ops::ops_set)>,
+};
+
+constinit fi_ops_ep g_ep_ops = {
+    .size = sizeof(fi_ops_ep),
+    .cancel = &ep_cancel,
+    .getopt = &ep_getopt,
+    .setopt = &ep_setopt,
+    .tx_ctx = enosys_ptr<decltype(fi_ops_ep::tx_ctx)>,
+    .rx_ctx = enosys_ptr<decltype(fi_ops_ep::rx_ctx)>,
+    .rx_size_left = &ep_rx_size_left,
+    .tx_size_left = &ep_tx_size_left,
+};
+
+constinit fi_ops_cm g_cm_ops = {
+    .size = sizeof(fi_ops_cm),
+    .setname = enosys_ptr<decltype(fi_ops_cm::setname)>,
+    .getname = &ep_getname,
+    .getpeer = enosys_ptr<decltype(fi_ops_cm::getpeer)>,
+    .connect = enosys_ptr<decltype(fi_ops_cm::connect)>,
+    .listen = enosys_ptr<decltype(fi_ops_cm::listen)>,
+    .accept = enosys_ptr<decltype(fi_ops_cm::accept)>,
+    .reject = enosys_ptr<decltype(fi_ops_cm::reject)>,
+    .shutdown = enosys_ptr<decltype(fi_ops_cm::shutdown)>,
+    .join = enosys_ptr<decltype(fi_ops_cm::join)>,
+};
+
+// RMA is the subject of a later change: not advertised, every call says so.
+constinit fi_ops_rma g_rma_ops = {
+    .size = sizeof(fi_ops_rma),
+    .read = enosys_ptr<decltype(fi_ops_rma::read)>,
+    .readv = enosys_ptr<decltype(fi_ops_rma::readv)>,
+    .readmsg = enosys_ptr<decltype(fi_ops_rma::readmsg)>,
+    .write = enosys_ptr<decltype(fi_ops_rma::write)>,
+    .writev = enosys_ptr<decltype(fi_ops_rma::writev)>,
+    .writemsg = enosys_ptr<decltype(fi_ops_rma::writemsg)>,
+    .inject = enosys_ptr<decltype(fi_ops_rma::inject)>,
+    .writedata = enosys_ptr<decltype(fi_ops_rma::writedata)>,
+    .injectdata = enosys_ptr<decltype(fi_ops_rma::injectdata)>,
+};
+
+constinit fi_ops_atomic g_atomic_ops = {
+    .size = sizeof(fi_ops_atomic),
+    .write = enosys_ptr<decltype(fi_ops_atomic::write)>,
+    .writev = enosys_ptr<decltype(fi_ops_atomic::writev)>,
+    .writemsg = enosys_ptr<decltype(fi_ops_atomic::writemsg)>,
+    .inject = enosys_ptr<decltype(fi_ops_atomic::inject)>,
+    .readwrite = enosys_ptr<decltype(fi_ops_atomic::readwrite)>,
+    .readwritev = enosys_ptr<decltype(fi_ops_atomic::readwritev)>,
+    .readwritemsg = enosys_ptr<decltype(fi_ops_atomic::readwritemsg)>,
+    .compwrite = enosys_ptr<decltype(fi_ops_atomic::compwrite)>,
+    .compwritev = enosys_ptr<decltype(fi_ops_atomic::compwritev)>,
+    .compwritemsg = enosys_ptr<decltype(fi_ops_atomic::compwritemsg)>,
+    .writevalid = enosys_ptr<decltype(fi_ops_atomic::writevalid)>,
+    .readwritevalid = enosys_ptr<decltype(fi_ops_atomic::readwritevalid)>,
+    .compwritevalid = enosys_ptr<decltype(fi_ops_atomic::compwritevalid)>,
+};
+
+constinit fi_ops_collective g_collective_ops = {
+    .size = sizeof(fi_ops_collective),
+    .barrier = enosys_ptr<decltype(fi_ops_collective::barrier)>,
+    .broadcast = enosys_ptr<decltype(fi_ops_collective::broadcast)>,
+    .alltoall = enosys_ptr<decltype(fi_ops_collective::alltoall)>,
+    .allreduce = enosys_ptr<decltype(fi_ops_collective::allreduce)>,
+    .allgather = enosys_ptr<decltype(fi_ops_collective::allgather)>,
+    .reduce_scatter = enosys_ptr<decltype(fi_ops_collective::reduce_scatter)>,
+    .reduce = enosys_ptr<decltype(fi_ops_collective::reduce)>,
+    .scatter = enosys_ptr<decltype(fi_ops_collective::scatter)>,
+    .gather = enosys_ptr<decltype(fi_ops_collective::gather)>,
+    .msg = enosys_ptr<decltype(fi_ops_collective::msg)>,
+    .barrier2 = enosys_ptr<decltype(fi_ops_collective::barrier2)>,
+};
+
+}  // namespace
+
+int endpoint::peer_of(fi_addr_t addr, dev::peer_id& out) noexcept {
+  if (!av_) return -FI_EADDRNOTAVAIL;
+  const std::uint64_t epoch = av_remove_epoch(*av_);
+  if (epoch != av_epoch) [[unlikely]] {
+    // An address was removed: cached peers may now name something else.
+    av_epoch = epoch;
+    std::fill(peers.begin(), peers.end(), dev::no_peer);
+    proto.invalidate_sources();
+  }
+  if (addr < peers.size() && peers[addr] != dev::no_peer) [[likely]] {
+    out = peers[addr];
+    return 0;
+  }
+  dev::address a;
+  if (addr == FI_ADDR_UNSPEC || addr == FI_ADDR_NOTAVAIL || !av_lookup(*av_, addr, a))
+    return -FI_EADDRNOTAVAIL;
+  dev::peer_id p = dev::no_peer;
+  if (core::status s = proto.connect(a, p); !core::ok(s)) {
+    EXANET_LOG(info, ep_data, "fi_addr %llu (port %u) unreachable: %d",
+               static_cast<unsigned long long>(addr), a.port, core::to_int(s));
+    return core::to_int(s);
+  }
+  if (addr < (1u << 24)) {
+    try {
+      if (addr >= peers.size()) peers.resize(addr + 1, dev::no_peer);
+      peers[addr] = p;
+    } catch (...) {
+      // Uncached: resolved again next time.
+    }
+  }
+  out = p;
+  return 0;
+}
+
+void endpoint::progress() noexcept {
+  core::level_guard g(lock);
+  proto.progress();
+}
+
+int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) noexcept {
+  if (!domain || !info || !out) return -FI_EINVAL;
+  if (info->ep_attr && info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_UNSPEC)
+    return -FI_ENOPROTOOPT;
+  auto* ep = new (std::nothrow) endpoint;
+  if (!ep) return -FI_ENOMEM;
+  ep->domain = domain;
+  ep->caps = info->caps;
+  ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
+  ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
+  ep->inject_size = domain_config(domain).inject_size;
+  if (info->tx_attr && info->tx_attr->inject_size && info->tx_attr->inject_size < ep->inject_size)
+    ep->inject_size = info->tx_attr->inject_size;
+  ep->lock.enable(domain_threading(domain) == FI_THREAD_SAFE);
+
+  dev::address src{};
+  if (info->src_addr && info->src_addrlen == sizeof(dev::address)) {
+    std::memcpy(&src, info->src_addr, sizeof src);
+    if (!src.valid()) src = {};
+  }
+  if (core::status s = ep->proto.open(domain_config(domain), src); !core::ok(s)) {
+    delete ep;
+    return s == core::status::exists ? -FI_EADDRINUSE : core::to_int(s);
+  }
+  ep->ep_fid.fid.fclass = FI_CLASS_EP;
+  ep->ep_fid.fid.context = context;
+  ep->ep_fid.fid.ops = &g_ep_fid_ops;
+  ep->ep_fid.ops = &g_ep_ops;
+  ep->ep_fid.cm = &g_cm_ops;
+  ep->ep_fid.msg = &g_msg_ops;
+  ep->ep_fid.rma = &g_rma_ops;
+  ep->ep_fid.tagged = &g_tagged_ops;
+  ep->ep_fid.atomic = &g_atomic_ops;
+  ep->ep_fid.collective = &g_collective_ops;
+  *out = &ep->ep_fid;
+  return 0;
+}
+
+}  // namespace exanet::fi

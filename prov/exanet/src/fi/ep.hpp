@@ -1,0 +1,46 @@
+// fi_endpoint (FI_EP_RDM): binds the libfabric objects to one proto::endpoint and translates the
+// data-path calls. No protocol logic here.
+#pragma once
+#include <rdma/fabric.h>
+#include <rdma/fi_endpoint.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "core/lock.hpp"
+#include "proto/endpoint.hpp"
+
+namespace exanet::fi {
+
+class av;
+class cq;
+class cntr;
+
+int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) noexcept;
+
+class endpoint {
+ public:
+  fid_ep ep_fid{};  // first member: from_fid casts rely on it
+
+  fid_domain* domain = nullptr;
+  std::uint64_t caps = 0;
+  std::uint64_t tx_op_flags = 0, rx_op_flags = 0;
+  std::size_t inject_size = 0;
+  core::level_lock lock;
+  proto::endpoint proto;
+  av* av_ = nullptr;
+  cq* tx_cq = nullptr;
+  cq* rx_cq = nullptr;
+  bool tx_selective = false, rx_selective = false;
+  cntr* send_cntr = nullptr;
+  cntr* recv_cntr = nullptr;
+  bool enabled = false;
+  std::uint64_t av_epoch = 0;
+  std::vector<dev::peer_id> peers;  // fi_addr -> device peer; no_peer: not resolved yet
+
+  /// The device peer for fi_addr, connecting on first use. Negative -FI_E* on failure.
+  int peer_of(fi_addr_t addr, dev::peer_id& out) noexcept;
+  void progress() noexcept;
+};
+
+}  // namespace exanet::fi

@@ -1,0 +1,215 @@
+// The FI_MSG and FI_TAGGED data-path calls. Both ops tables are generated from one template over
+// the queue kind (STYLE.md rule 9), and every call funnels into post_send / post_recv, which
+// validate, resolve the address and hand a proto::send_args / recv_args down.
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+
+#include "core/iov.hpp"
+#include "fi/common.hpp"
+#include "fi/ep.hpp"
+
+namespace exanet::fi {
+namespace {
+
+using proto::queue_kind;
+
+constexpr std::uint64_t send_flags_known = FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA |
+                                           FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
+                                           FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE;
+constexpr std::uint64_t recv_flags_known = FI_COMPLETION | FI_MORE;
+constexpr std::uint64_t match_flags = FI_PEEK | FI_CLAIM | FI_DISCARD;
+
+endpoint& ep_of(fid_ep* f) noexcept { return from_fid<endpoint>(&f->fid); }
+
+bool iov_valid(const iovec* iov, size_t count) noexcept {
+  if (count > proto::max_iov || (count && !iov)) return false;
+  for (size_t i = 0; i < count; ++i)
+    if (iov[i].iov_len && !iov[i].iov_base) return false;  // NULL buffer with a length
+  return true;
+}
+
+template <queue_kind K>
+ssize_t post_send(fid_ep* f, const iovec* iov, size_t count, fi_addr_t dest, std::uint64_t tag,
+                  std::uint64_t data, std::uint64_t flags, void* context) noexcept {
+  endpoint& ep = ep_of(f);
+  if (!ep.enabled) [[unlikely]] return -FI_EOPBADSTATE;
+  if (flags & ~send_flags_known) [[unlikely]] return -FI_EBADFLAGS;
+  if (!iov_valid(iov, count)) [[unlikely]] return -FI_EINVAL;
+  proto::send_args a;
+  a.iov = {iov, count};
+  a.tag = tag;
+  a.cq_data = data;
+  a.has_cq_data = flags & FI_REMOTE_CQ_DATA;
+  a.context = context;
+  a.inject = flags & FI_INJECT;
+  a.completion = !a.inject && (!ep.tx_selective || (flags & FI_COMPLETION));
+  a.delivery_complete = flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE);
+  a.kind = K;
+  if (a.inject && core::iov_length(a.iov) > ep.inject_size) [[unlikely]] return -FI_EMSGSIZE;
+
+  core::level_guard g(ep.lock);
+  if (int rc = ep.peer_of(dest, a.peer); rc != 0) [[unlikely]] return rc;
+  core::status s = ep.proto.send(a);
+  if (s == core::status::again) {
+    // The peer's mailbox or ring is full: make what progress we can, then try once more before
+    // handing the back-pressure to the caller.
+    ep.proto.progress();
+    s = ep.proto.send(a);
+  }
+  return core::to_int(s);
+}
+
+template <queue_kind K>
+ssize_t post_recv(fid_ep* f, const iovec* iov, size_t count, fi_addr_t src, std::uint64_t tag,
+                  std::uint64_t ignore, std::uint64_t flags, void* context) noexcept {
+  endpoint& ep = ep_of(f);
+  if (!ep.enabled) [[unlikely]] return -FI_EOPBADSTATE;
+  const std::uint64_t allowed = recv_flags_known | (K == queue_kind::tagged ? match_flags : 0);
+  if (flags & ~allowed) [[unlikely]] return -FI_EBADFLAGS;
+  if (!iov_valid(iov, count)) [[unlikely]] return -FI_EINVAL;
+  proto::recv_args a;
+  a.iov = {iov, count};
+  a.tag = tag;
+  a.ignore = ignore;
+  a.context = context;
+  a.completion = !ep.rx_selective || (flags & FI_COMPLETION);
+  a.kind = K;
+
+  core::level_guard g(ep.lock);
+  // Without FI_DIRECTED_RECV the source address is ignored (fi_msg(3)).
+  if (src != FI_ADDR_UNSPEC && (ep.caps & FI_DIRECTED_RECV)) {
+    if (int rc = ep.peer_of(src, a.peer); rc != 0) return rc;
+  }
+  if (flags & match_flags) [[unlikely]] {
+    // The claimed message's handle lives in the caller's fi_context (fi_tagged(3), FI_CLAIM).
+    auto* ctx = static_cast<fi_context*>(context);
+    const bool claim = flags & FI_CLAIM, discard = flags & FI_DISCARD;
+    if ((claim || discard) && !ctx) return -FI_EINVAL;
+    if (flags & FI_PEEK)
+      return core::to_int(ep.proto.peek(a, claim, discard, claim ? &ctx->internal[0] : nullptr));
+    if (!claim) return -FI_EBADFLAGS;  // FI_DISCARD alone names no message
+    return core::to_int(ep.proto.claim(a, ctx->internal[0], discard));
+  }
+  return core::to_int(ep.proto.recv(a));
+}
+
+iovec one(const void* buf, size_t len) noexcept { return {const_cast<void*>(buf), len}; }
+
+// ---- FI_MSG -----------------------------------------------------------------------------------
+
+ssize_t msg_recv(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, void* ctx) noexcept {
+  const iovec v = one(buf, len);
+  return post_recv<queue_kind::msg>(ep, &v, 1, src, 0, 0, ep_of(ep).rx_op_flags & recv_flags_known, ctx);
+}
+ssize_t msg_recvv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src,
+                  void* ctx) noexcept {
+  return post_recv<queue_kind::msg>(ep, iov, count, src, 0, 0, ep_of(ep).rx_op_flags & recv_flags_known, ctx);
+}
+ssize_t msg_recvmsg(fid_ep* ep, const fi_msg* m, std::uint64_t flags) noexcept {
+  if (!m) return -FI_EINVAL;
+  return post_recv<queue_kind::msg>(ep, m->msg_iov, m->iov_count, m->addr, 0, 0, flags, m->context);
+}
+ssize_t msg_send(fid_ep* ep, const void* buf, size_t len, void*, fi_addr_t dest, void* ctx) noexcept {
+  const iovec v = one(buf, len);
+  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, 0, ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT, ctx);
+}
+ssize_t msg_sendv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t dest,
+                  void* ctx) noexcept {
+  return post_send<queue_kind::msg>(ep, iov, count, dest, 0, 0, ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT, ctx);
+}
+ssize_t msg_sendmsg(fid_ep* ep, const fi_msg* m, std::uint64_t flags) noexcept {
+  if (!m) return -FI_EINVAL;
+  return post_send<queue_kind::msg>(ep, m->msg_iov, m->iov_count, m->addr, 0, m->data, flags, m->context);
+}
+ssize_t msg_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest) noexcept {
+  const iovec v = one(buf, len);
+  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, 0, FI_INJECT, nullptr);
+}
+ssize_t msg_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64_t data,
+                     fi_addr_t dest, void* ctx) noexcept {
+  const iovec v = one(buf, len);
+  return post_send<queue_kind::msg>(
+      ep, &v, 1, dest, 0, data, (ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT) | FI_REMOTE_CQ_DATA, ctx);
+}
+ssize_t msg_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t data,
+                       fi_addr_t dest) noexcept {
+  const iovec v = one(buf, len);
+  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr);
+}
+
+// ---- FI_TAGGED --------------------------------------------------------------------------------
+
+ssize_t tagged_recv(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, std::uint64_t tag,
+                    std::uint64_t ignore, void* ctx) noexcept {
+  const iovec v = one(buf, len);
+  return post_recv<queue_kind::tagged>(ep, &v, 1, src, tag, ignore, ep_of(ep).rx_op_flags & recv_flags_known, ctx);
+}
+ssize_t tagged_recvv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src,
+                     std::uint64_t tag, std::uint64_t ignore, void* ctx) noexcept {
+  return post_recv<queue_kind::tagged>(ep, iov, count, src, tag, ignore, ep_of(ep).rx_op_flags & recv_flags_known, ctx);
+}
+ssize_t tagged_recvmsg(fid_ep* ep, const fi_msg_tagged* m, std::uint64_t flags) noexcept {
+  if (!m) return -FI_EINVAL;
+  return post_recv<queue_kind::tagged>(ep, m->msg_iov, m->iov_count, m->addr, m->tag, m->ignore,
+                                       flags, m->context);
+}
+ssize_t tagged_send(fid_ep* ep, const void* buf, size_t len, void*, fi_addr_t dest,
+                    std::uint64_t tag, void* ctx) noexcept {
+  const iovec v = one(buf, len);
+  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, 0, ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT, ctx);
+}
+ssize_t tagged_sendv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t dest,
+                     std::uint64_t tag, void* ctx) noexcept {
+  return post_send<queue_kind::tagged>(ep, iov, count, dest, tag, 0, ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT, ctx);
+}
+ssize_t tagged_sendmsg(fid_ep* ep, const fi_msg_tagged* m, std::uint64_t flags) noexcept {
+  if (!m) return -FI_EINVAL;
+  return post_send<queue_kind::tagged>(ep, m->msg_iov, m->iov_count, m->addr, m->tag, m->data,
+                                       flags, m->context);
+}
+ssize_t tagged_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest,
+                      std::uint64_t tag) noexcept {
+  const iovec v = one(buf, len);
+  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, 0, FI_INJECT, nullptr);
+}
+ssize_t tagged_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64_t data,
+                        fi_addr_t dest, std::uint64_t tag, void* ctx) noexcept {
+  const iovec v = one(buf, len);
+  return post_send<queue_kind::tagged>(
+      ep, &v, 1, dest, tag, data, (ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT) | FI_REMOTE_CQ_DATA, ctx);
+}
+ssize_t tagged_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t data,
+                          fi_addr_t dest, std::uint64_t tag) noexcept {
+  const iovec v = one(buf, len);
+  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr);
+}
+
+}  // namespace
+
+constinit fi_ops_msg g_msg_ops = {
+    .size = sizeof(fi_ops_msg),
+    .recv = &msg_recv,
+    .recvv = &msg_recvv,
+    .recvmsg = &msg_recvmsg,
+    .send = &msg_send,
+    .sendv = &msg_sendv,
+    .sendmsg = &msg_sendmsg,
+    .inject = &msg_inject,
+    .senddata = &msg_senddata,
+    .injectdata = &msg_injectdata,
+};
+
+constinit fi_ops_tagged g_tagged_ops = {
+    .size = sizeof(fi_ops_tagged),
+    .recv = &tagged_recv,
+    .recvv = &tagged_recvv,
+    .recvmsg = &tagged_recvmsg,
+    .send = &tagged_send,
+    .sendv = &tagged_sendv,
+    .sendmsg = &tagged_sendmsg,
+    .inject = &tagged_inject,
+    .senddata = &tagged_senddata,
+    .injectdata = &tagged_injectdata,
+};
+
+}  // namespace exanet::fi

@@ -1,0 +1,92 @@
+// The tag-matching engine (DESIGN.md §4, "Matching cost"): posted receives sit in a queue per
+// source peer or, for FI_ADDR_UNSPEC, in one wildcard queue; unexpected messages sit in a queue per
+// source and in one arrival-ordered queue. Sequence numbers decide between queues, so the earliest
+// posted matching receive wins (fi_tagged(3)) without a global scan. Pure data structure: it
+// owns nothing, allocates only when a new peer appears, and knows nothing of devices or libfabric.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "core/intrusive_list.hpp"
+
+namespace exanet::match {
+
+using source_id = std::uint32_t;
+inline constexpr source_id any_source = ~source_id{0};
+
+constexpr bool tag_matches(std::uint64_t want, std::uint64_t ignore, std::uint64_t got) noexcept {
+  return ((want ^ got) & ~ignore) == 0;
+}
+
+/// Embedded in a posted receive.
+struct posted_entry {
+  core::list_hook hook;
+  std::uint64_t seq = 0;  // posting order
+  source_id source = any_source;
+  std::uint64_t tag = 0;
+  std::uint64_t ignore = 0;
+  bool matches(source_id src, std::uint64_t t) const noexcept {
+    return (source == any_source || source == src) && tag_matches(tag, ignore, t);
+  }
+};
+
+/// Embedded in an unexpected message record.
+struct unexpected_entry {
+  core::list_hook peer_hook;
+  core::list_hook all_hook;
+  std::uint64_t seq = 0;  // arrival order
+  source_id source = any_source;  // any_source: the sender could not be identified
+  std::uint64_t tag = 0;
+};
+
+class matcher {
+ public:
+  /// Queues a receive. May allocate when e.source is a peer never seen before (throws
+  /// std::bad_alloc; call ensure_source first on paths that must not throw).
+  void post(posted_entry& e);
+  /// Makes per-source queues exist up to src; false if memory ran out.
+  bool ensure_source(source_id src) noexcept;
+
+  /// Removes and returns the earliest-posted receive matching a message, or nullptr.
+  posted_entry* take_posted(source_id src, std::uint64_t tag) noexcept;
+  /// The earliest-posted receive matching a message, left in place.
+  posted_entry* peek_posted(source_id src, std::uint64_t tag) const noexcept;
+  void remove_posted(posted_entry& e) noexcept;
+
+  /// Records a message no posted receive matched.
+  void add_unexpected(unexpected_entry& u) noexcept;
+  /// The earliest-arrived unexpected message a receive (src or any_source, tag, ignore) matches.
+  unexpected_entry* find_unexpected(source_id src, std::uint64_t tag,
+                                    std::uint64_t ignore) const noexcept;
+  void remove_unexpected(unexpected_entry& u) noexcept;
+
+  std::size_t posted_count() const noexcept { return posted_count_; }
+  std::size_t unexpected_count() const noexcept { return all_unexpected_.size(); }
+
+  /// Visits every posted receive (cold paths: endpoint close, dead peer); f may remove it.
+  template <class F>
+  void for_each_posted(F&& f) {
+    wildcard_.for_each(f);
+    for (auto& q : posted_) q.for_each(f);
+  }
+  template <class F>
+  void for_each_unexpected(F&& f) {
+    all_unexpected_.for_each(f);
+  }
+
+ private:
+  using posted_queue = core::intrusive_list<posted_entry, &posted_entry::hook>;
+  using peer_unexpected_queue = core::intrusive_list<unexpected_entry, &unexpected_entry::peer_hook>;
+  using all_unexpected_queue = core::intrusive_list<unexpected_entry, &unexpected_entry::all_hook>;
+
+  std::vector<posted_queue> posted_;  // indexed by source
+  posted_queue wildcard_;
+  std::vector<peer_unexpected_queue> unexpected_;  // indexed by source
+  all_unexpected_queue all_unexpected_;
+  std::uint64_t post_seq_ = 0;
+  std::uint64_t arrival_seq_ = 0;
+  std::size_t posted_count_ = 0;
+};
+
+}  // namespace exanet::match

@@ -1,0 +1,299 @@
+// Endpoint lifetime, posting entry points and the helpers every protocol file shares:
+// matching glue, completion writing, control-packet backlog and unexpected buffers.
+#include "proto/endpoint.hpp"
+
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/iov.hpp"
+#include "core/log.hpp"
+
+namespace exanet::proto {
+namespace {
+
+std::uint64_t recv_flags(queue_kind k, bool has_cq_data) noexcept {
+  return FI_RECV | (k == queue_kind::tagged ? FI_TAGGED : FI_MSG) |
+         (has_cq_data ? FI_REMOTE_CQ_DATA : 0);
+}
+
+std::uint32_t next_pow2(std::size_t v) noexcept {
+  std::uint32_t p = 1;
+  while (p < v && p < (1u << 30)) p <<= 1;
+  return p;
+}
+
+constexpr std::uint64_t unresolved = unknown_source - 1;
+
+}  // namespace
+
+core::status endpoint::open(const config& cfg, const dev::address& src) noexcept {
+  cfg_ = cfg;
+  dev::emu::params p;
+  p.self = src;
+  p.self.pdid = cfg.pdid;
+  p.self.node = cfg.node;
+  p.geo.mailbox_slots = next_pow2(cfg.mailbox_slots);
+  p.geo.notify_slots = static_cast<std::uint32_t>(cfg.notify_slots);
+  p.geo.bounce_peers = static_cast<std::uint32_t>(cfg.bounce_peers);
+  p.geo.bounce_ring_bytes = next_pow2(cfg.bounce_ring_bytes);
+  p.use_cma = cfg.use_cma;
+  // A medium message must fit half a ring so two can always be in flight.
+  if (cfg_.medium_max > p.geo.bounce_ring_bytes / 2) cfg_.medium_max = p.geo.bounce_ring_bytes / 2;
+  if (core::status s = dev_.open(p); !core::ok(s)) return s;
+  open_ = true;
+  return core::status::ok;
+}
+
+void endpoint::close() noexcept {
+  if (!open_) return;
+  open_ = false;
+  dev_.close();
+  matchers_[0].for_each_unexpected([](match::unexpected_entry& e) {
+    std::free(reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
+                                                offsetof(unexpected_msg, entry))->payload);
+  });
+  matchers_[1].for_each_unexpected([](match::unexpected_entry& e) {
+    std::free(reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
+                                                offsetof(unexpected_msg, entry))->payload);
+  });
+  auto free_owned = [](send_request& s) { std::free(s.owned); s.owned = nullptr; };
+  wait_cts_.for_each(free_owned);
+  dma_backlog_.for_each(free_owned);
+}
+
+core::status endpoint::connect(const dev::address& a, dev::peer_id& out) noexcept {
+  core::status s = dev_.connect(a, out);
+  if (!core::ok(s)) return s;
+  if (!matchers_[0].ensure_source(out) || !matchers_[1].ensure_source(out))
+    return core::status::no_memory;
+  return core::status::ok;
+}
+
+void endpoint::invalidate_sources() noexcept {
+  for (auto& v : source_cache_) v = unresolved;
+}
+
+std::uint64_t endpoint::source_of(dev::peer_id p) noexcept {
+  if (p == dev::no_peer) return unknown_source;
+  if (p >= source_cache_.size()) {
+    try {
+      source_cache_.resize(std::size_t{p} + 1, unresolved);
+    } catch (...) {
+      return unknown_source;
+    }
+  }
+  if (source_cache_[p] == unresolved) {
+    source_cache_[p] = sinks_.resolver.resolve
+                           ? sinks_.resolver.resolve(sinks_.resolver.self, dev_.peer_address(p))
+                           : unknown_source;
+  }
+  return source_cache_[p];
+}
+
+// ---- posting ------------------------------------------------------------------------------
+
+core::status endpoint::send(const send_args& a) noexcept {
+  const std::size_t len = core::iov_length(a.iov);
+  // The rendezvous completes a send only after the DMA wrote the receive buffer, which is what
+  // FI_DELIVERY_COMPLETE asks; the buffered paths complete at copy-out.
+  if (a.delivery_complete) return rts_send(a, len);
+  if (len <= wire::eager_payload_max) return eager_send(a, len);
+  if (len <= cfg_.medium_max) {
+    core::status s = medium_send(a, len);
+    if (s != core::status::not_supported) return s;
+    // No bounce ring at this receiver: fall through to the rendezvous, which needs none.
+  }
+  return rts_send(a, len);
+}
+
+recv_request* endpoint::make_recv(const recv_args& a) noexcept {
+  recv_request* r = recvs_.acquire();
+  if (!r) return nullptr;
+  r->context = a.context;
+  r->iov_count = a.iov.size();
+  std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
+  r->capacity = core::iov_length(a.iov);
+  r->kind = a.kind;
+  r->completion = a.completion;
+  r->entry.source = a.peer == dev::no_peer ? match::any_source : a.peer;
+  r->entry.tag = a.kind == queue_kind::tagged ? a.tag : 0;
+  r->entry.ignore = a.kind == queue_kind::tagged ? a.ignore : 0;
+  return r;
+}
+
+void endpoint::take_unexpected(recv_request& r, unexpected_msg& u) noexcept {
+  if (u.type == wire::pkt_type::rts) {
+    wire::rts m{};
+    m.tag = u.tag;
+    m.cq_data = u.cq_data;
+    m.msg_len = u.len;
+    m.send_id = u.send_id;
+    m.hdr.flags = u.has_cq_data ? wire::flag_cq_data : 0;
+    rndv_recv_start(r, u.peer, m);
+  } else {
+    const std::byte* data = u.payload ? u.payload : u.inline_payload;
+    deliver_recv(r, u.peer, u.tag, u.cq_data, u.has_cq_data, data, u.len);
+    std::free(u.payload);
+  }
+  unexpected_.release(&u);
+}
+
+core::status endpoint::recv(const recv_args& a) noexcept {
+  recv_request* r = make_recv(a);
+  if (!r) return core::status::again;
+  match::matcher& m = matcher_for(a.kind);
+  if (match::unexpected_entry* e = m.find_unexpected(r->entry.source, r->entry.tag, r->entry.ignore)) {
+    m.remove_unexpected(*e);
+    take_unexpected(*r, *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(e) -
+                                                           offsetof(unexpected_msg, entry)));
+    return core::status::ok;
+  }
+  try {
+    m.post(r->entry);
+  } catch (...) {
+    recvs_.release(r);
+    return core::status::no_memory;
+  }
+  return core::status::ok;
+}
+
+core::status endpoint::cancel(void* context) noexcept {
+  recv_request* found = nullptr;
+  for (match::matcher& m : matchers_) {
+    m.for_each_posted([&](match::posted_entry& e) {
+      auto* r = reinterpret_cast<recv_request*>(reinterpret_cast<char*>(&e) -
+                                                offsetof(recv_request, entry));
+      if (!found && r->context == context) {
+        m.remove_posted(e);
+        found = r;
+      }
+    });
+    if (found) break;
+  }
+  if (!found) return core::status::no_entry;
+  fail_recv(*found, FI_ECANCELED);
+  return core::status::ok;
+}
+
+// ---- matching glue --------------------------------------------------------------------------
+
+recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from, std::uint64_t tag) noexcept {
+  const match::source_id src = from == dev::no_peer ? match::any_source - 1 : from;
+  match::posted_entry* e = matcher_for(k).take_posted(src, k == queue_kind::tagged ? tag : 0);
+  if (!e) return nullptr;
+  return reinterpret_cast<recv_request*>(reinterpret_cast<char*>(e) - offsetof(recv_request, entry));
+}
+
+void endpoint::add_unexpected(queue_kind k, unexpected_msg& u) noexcept {
+  u.entry.source = u.peer == dev::no_peer ? match::any_source : u.peer;
+  u.entry.tag = k == queue_kind::tagged ? u.tag : 0;
+  matcher_for(k).add_unexpected(u.entry);
+  const std::size_t depth = matchers_[0].unexpected_count() + matchers_[1].unexpected_count();
+  if (depth > stats_.unexpected_max) stats_.unexpected_max = depth;
+}
+
+// ---- completions ----------------------------------------------------------------------------
+
+void endpoint::deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag,
+                            std::uint64_t cq_data, bool has_cq_data, const std::byte* data,
+                            std::size_t len) noexcept {
+  const std::size_t n = std::min(len, r.capacity);
+  if (n) core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
+  complete_recv(r, from, tag, cq_data, has_cq_data, len, n);
+}
+
+void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag,
+                             std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len,
+                             std::size_t delivered) noexcept {
+  completion c;
+  c.context = r.context;
+  c.flags = recv_flags(r.kind, has_cq_data);
+  c.len = delivered;
+  c.data = has_cq_data ? cq_data : 0;
+  c.tag = r.kind == queue_kind::tagged ? tag : 0;
+  c.src = source_of(from);
+  const bool truncated = delivered < msg_len && !r.discard;
+  if (truncated) {
+    c.err = FI_ETRUNC;
+    c.olen = msg_len - delivered;
+  }
+  if ((r.completion || truncated) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
+  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, truncated);
+  recvs_.release(&r);
+}
+
+void endpoint::fail_recv(recv_request& r, int err) noexcept {
+  completion c;
+  c.context = r.context;
+  c.flags = recv_flags(r.kind, false);
+  c.tag = r.entry.tag;
+  c.src = source_of(r.peer);
+  c.err = err;
+  if (sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
+  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, true);
+  recvs_.release(&r);
+}
+
+void endpoint::complete_send(send_request& s) noexcept {
+  if (s.completion && sinks_.tx) {
+    completion c;
+    c.context = s.context;
+    c.flags = FI_SEND | (s.kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);
+    c.len = s.len;
+    sinks_.tx.write(sinks_.tx.self, c);
+  }
+  if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);
+  release_send(s);
+}
+
+void endpoint::complete_buffered_send(const send_args& a, std::size_t len) noexcept {
+  if (!a.inject && a.completion && sinks_.tx) {
+    completion c;
+    c.context = a.context;
+    c.flags = FI_SEND | (a.kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);
+    c.len = len;
+    sinks_.tx.write(sinks_.tx.self, c);
+  }
+  if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);
+}
+
+void endpoint::fail_send(send_request& s, int err) noexcept {
+  completion c;
+  c.context = s.context;
+  c.flags = FI_SEND | (s.kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);
+  c.len = 0;
+  c.tag = s.tag;
+  c.err = err;
+  if (sinks_.tx) sinks_.tx.write(sinks_.tx.self, c);
+  if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, true);
+  release_send(s);
+}
+
+void endpoint::release_send(send_request& s) noexcept {
+  std::free(s.owned);
+  sends_.release(&s);
+}
+
+// ---- control packets ------------------------------------------------------------------------
+
+void endpoint::send_control(dev::peer_id to, const dev::packet& pkt) noexcept {
+  if (backlog_.empty()) {
+    core::status s = dev_.mailbox_send(to, pkt);
+    if (core::ok(s)) return;
+    if (s != core::status::again) return;  // dead peer: its waiters fail by the liveness check
+    ++stats_.mailbox_full;
+  }
+  backlog_packet* b = backlog_pool_.acquire();
+  if (!b) {
+    EXANET_LOG(warn, ep_data, "out of memory queueing a control packet; peer %u", to);
+    return;
+  }
+  b->peer = to;
+  b->pkt = pkt;
+  backlog_.push_back(*b);
+}
+
+}  // namespace exanet::proto

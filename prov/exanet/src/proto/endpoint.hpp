@@ -1,0 +1,224 @@
+// One endpoint's protocol engine: requests, matching, the device, and the progress loop. It is
+// one independent context (DESIGN.md §6): its own queues, pools and device; the fi/ layer wraps
+// it with the lock the threading level needs. Protocol code is split by packet family:
+// eager.cpp (env_data), medium.cpp (bounce ring), rndv_rts.cpp (RTS/CTS/DMA write), and
+// progress.cpp owns the order of work.
+#pragma once
+#include <sys/uio.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "core/intrusive_list.hpp"
+#include "core/pool.hpp"
+#include "core/status.hpp"
+#include "dev/emu/device.hpp"
+#include "match/matcher.hpp"
+#include "proto/completion.hpp"
+#include "proto/config.hpp"
+#include "proto/wire.hpp"
+
+namespace exanet::proto {
+
+inline constexpr std::size_t max_iov = 8;
+inline constexpr std::uint64_t unknown_source = ~0ull;  // FI_ADDR_NOTAVAIL
+
+enum class queue_kind : std::uint8_t { msg = 0, tagged = 1 };
+
+/// What fi/ hands down for a send (already validated there).
+struct send_args {
+  std::span<const iovec> iov;
+  std::uint64_t tag = 0;
+  std::uint64_t cq_data = 0;
+  bool has_cq_data = false;
+  dev::peer_id peer = dev::no_peer;
+  void* context = nullptr;
+  bool inject = false;       // copy now, never complete
+  bool completion = true;    // write a CQ entry on success
+  bool delivery_complete = false;  // complete only once the data is in the receive buffer
+  queue_kind kind = queue_kind::tagged;
+};
+
+struct recv_args {
+  std::span<const iovec> iov;
+  std::uint64_t tag = 0;
+  std::uint64_t ignore = 0;
+  dev::peer_id peer = dev::no_peer;  // no_peer: any source
+  void* context = nullptr;
+  bool completion = true;
+  queue_kind kind = queue_kind::tagged;
+};
+
+struct send_request {
+  core::list_hook hook;  // waiting for CTS, or in the DMA backlog
+  void* context = nullptr;
+  std::array<iovec, max_iov> iov{};
+  std::size_t iov_count = 0;
+  std::size_t len = 0;
+  std::uint64_t tag = 0;
+  dev::peer_id peer = dev::no_peer;
+  queue_kind kind = queue_kind::tagged;
+  bool completion = true;
+  std::byte* owned = nullptr;  // inject above the bounce path: payload copied here
+  // Current rendezvous segment (one CTS at a time).
+  dev::dma_write dma{};
+  dev::dma_state dma_state{};
+  bool last_segment = false;
+};
+
+struct recv_request {
+  match::posted_entry entry;
+  core::list_hook hook;  // rendezvous receives waiting for a notification
+  void* context = nullptr;
+  std::array<iovec, max_iov> iov{};
+  std::size_t iov_count = 0;
+  std::size_t capacity = 0;
+  queue_kind kind = queue_kind::tagged;
+  bool completion = true;
+  bool discard = false;  // FI_DISCARD: consume the message, report nothing but success
+  // Filled once matched to a rendezvous message.
+  dev::peer_id peer = dev::no_peer;
+  std::uint64_t msg_len = 0, tag = 0, cq_data = 0, send_id = 0;
+  bool has_cq_data = false;
+  std::size_t delivered = 0;  // bytes landed so far
+  std::size_t segment_len = 0;  // bytes the outstanding CTS asked for
+  std::uint32_t notify_slot = no_slot, notify_gen = 0;
+  static constexpr std::uint32_t no_slot = ~0u;
+};
+
+struct unexpected_msg {
+  match::unexpected_entry entry;
+  wire::pkt_type type = wire::pkt_type::env_data;
+  dev::peer_id peer = dev::no_peer;
+  std::uint64_t tag = 0, cq_data = 0, len = 0, send_id = 0;
+  bool has_cq_data = false;
+  std::byte* payload = nullptr;  // medium: malloc'ed copy out of the bounce ring
+  std::byte inline_payload[wire::eager_payload_max];
+};
+
+/// A control packet that met a full mailbox, retried in order by progress.
+struct backlog_packet {
+  core::list_hook hook;
+  dev::peer_id peer = dev::no_peer;
+  dev::packet pkt{};
+};
+
+/// Resolves a sender's device address to the fi_addr the application knows it by.
+struct source_resolver {
+  void* self = nullptr;
+  std::uint64_t (*resolve)(void* self, const dev::address& a) noexcept = nullptr;
+};
+
+struct endpoint_sinks {
+  completion_sink tx, rx;
+  counter_sink send_cntr, recv_cntr;
+  source_resolver resolver;
+};
+
+/// Counters kept per endpoint (printed by tools; a stable set grows in later issues).
+struct endpoint_stats {
+  std::uint64_t eager_sent = 0, medium_sent = 0, rndv_sent = 0;
+  std::uint64_t eager_recv = 0, medium_recv = 0, rndv_recv = 0;
+  std::uint64_t unexpected_max = 0, mailbox_full = 0, dead_peers = 0;
+};
+
+class endpoint {
+ public:
+  endpoint() = default;
+  endpoint(const endpoint&) = delete;
+  endpoint& operator=(const endpoint&) = delete;
+  ~endpoint() { close(); }
+
+  /// src.port == 0 picks a free port.
+  core::status open(const config& cfg, const dev::address& src) noexcept;
+  void close() noexcept;
+  void set_sinks(const endpoint_sinks& s) noexcept { sinks_ = s; }
+  const dev::address& address() const noexcept { return dev_.local_address(); }
+  const config& cfg() const noexcept { return cfg_; }
+
+  /// Maps a peer address to a device peer (cold: first use of each peer).
+  core::status connect(const dev::address& a, dev::peer_id& out) noexcept;
+  /// Forgets every cached sender fi_addr (the AV removed an entry).
+  void invalidate_sources() noexcept;
+
+  core::status send(const send_args& a) noexcept;
+  core::status recv(const recv_args& a) noexcept;
+  /// FI_PEEK: reports through the rx sink whether a matching message has arrived (FI_ENOMSG if
+  /// not). With claim, the message is taken out of matching and its handle stored in *handle
+  /// for a later claim(); with discard (and no claim), the message is dropped.
+  core::status peek(const recv_args& a, bool claim, bool discard, void** handle) noexcept;
+  /// FI_CLAIM: receives (or, with discard, drops) the message an earlier peek claimed.
+  core::status claim(const recv_args& a, void* handle, bool discard) noexcept;
+  /// Removes a posted receive with this context; writes an FI_ECANCELED error completion.
+  core::status cancel(void* context) noexcept;
+  std::size_t progress() noexcept;
+
+  const endpoint_stats& stats() const noexcept { return stats_; }
+
+ private:
+  friend struct protocol_access;
+  // dispatch (progress.cpp)
+  void on_packet(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept;
+  // eager.cpp
+  core::status eager_send(const send_args& a, std::size_t len) noexcept;
+  void on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept;
+  // medium.cpp
+  core::status medium_send(const send_args& a, std::size_t len) noexcept;
+  void on_medium(dev::peer_id from, const dev::packet& pkt) noexcept;
+  // rndv_rts.cpp
+  core::status rts_send(const send_args& a, std::size_t len) noexcept;
+  void on_rts(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_cts(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void rndv_recv_start(recv_request& r, dev::peer_id from, const wire::rts& m) noexcept;
+  void rndv_recv_next_segment(recv_request& r) noexcept;
+  bool rndv_send_segment(send_request& s) noexcept;  // false: blocked, queued for retry
+  std::size_t poll_notifications() noexcept;
+  std::size_t retry_dma() noexcept;
+  // progress.cpp
+  std::size_t retry_backlog() noexcept;
+  void check_dead_peers() noexcept;
+  void fail_peer(dev::peer_id p) noexcept;
+
+  // shared helpers (endpoint.cpp)
+  void send_control(dev::peer_id to, const dev::packet& pkt) noexcept;
+  std::uint64_t source_of(dev::peer_id p) noexcept;
+  match::matcher& matcher_for(queue_kind k) noexcept { return matchers_[static_cast<int>(k)]; }
+  recv_request* take_posted(queue_kind k, dev::peer_id from, std::uint64_t tag) noexcept;
+  void add_unexpected(queue_kind k, unexpected_msg& u) noexcept;
+  /// Gives an unexpected message (already out of the matcher) to a receive and frees it.
+  void take_unexpected(recv_request& r, unexpected_msg& u) noexcept;
+  recv_request* make_recv(const recv_args& a) noexcept;
+  void deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
+                    bool has_cq_data, const std::byte* data, std::size_t len) noexcept;
+  void complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
+                     bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept;
+  void fail_recv(recv_request& r, int err) noexcept;
+  void complete_send(send_request& s) noexcept;
+  /// Eager and medium sends complete as soon as the payload is copied out of the user buffer.
+  void complete_buffered_send(const send_args& a, std::size_t len) noexcept;
+  void fail_send(send_request& s, int err) noexcept;
+  void release_send(send_request& s) noexcept;
+
+  config cfg_{};
+  dev::backend dev_;
+  endpoint_sinks sinks_{};
+  std::array<match::matcher, 2> matchers_;
+  core::pool<send_request> sends_{64};
+  core::pool<recv_request> recvs_{64};
+  core::pool<unexpected_msg> unexpected_{256};
+  core::pool<backlog_packet> backlog_pool_{16};
+  core::intrusive_list<send_request, &send_request::hook> wait_cts_, dma_backlog_;
+  core::intrusive_list<recv_request, &recv_request::hook> wait_notify_;
+  core::intrusive_list<backlog_packet, &backlog_packet::hook> backlog_;
+  std::vector<std::uint64_t> source_cache_;  // peer -> fi_addr; unknown_source + 1 = unresolved
+  std::uint32_t progress_calls_ = 0;
+  std::uint64_t last_dead_check_ms_ = 0;
+  endpoint_stats stats_{};
+  bool open_ = false;
+};
+
+}  // namespace exanet::proto

@@ -1,0 +1,122 @@
+// The order of work (STYLE.md rule 11): only this file decides it. Every phase is bounded, and
+// nothing blocks. Incoming packets are dispatched through one table indexed by packet type.
+#include <rdma/fi_errno.h>
+
+#include <time.h>
+
+#include <array>
+
+#include "core/log.hpp"
+#include "proto/endpoint.hpp"
+
+namespace exanet::proto {
+
+struct protocol_access {
+  using handler = void (endpoint::*)(dev::peer_id, const dev::packet&) noexcept;
+  static constexpr std::array<handler, static_cast<std::size_t>(wire::pkt_type::count)> table() {
+    std::array<handler, static_cast<std::size_t>(wire::pkt_type::count)> t{};
+    t.fill(&endpoint::on_unknown);
+    t[static_cast<std::size_t>(wire::pkt_type::env_data)] = &endpoint::on_env_data;
+    t[static_cast<std::size_t>(wire::pkt_type::medium)] = &endpoint::on_medium;
+    t[static_cast<std::size_t>(wire::pkt_type::rts)] = &endpoint::on_rts;
+    t[static_cast<std::size_t>(wire::pkt_type::cts)] = &endpoint::on_cts;
+    return t;
+  }
+};
+
+namespace {
+constexpr auto g_rx_handlers = protocol_access::table();
+constexpr std::size_t mailbox_budget = 64;
+constexpr std::uint32_t dead_check_every = 256;  // progress calls between clock reads
+
+std::uint64_t now_ms() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return std::uint64_t(ts.tv_sec) * 1000 + std::uint64_t(ts.tv_nsec) / 1000000;
+}
+}  // namespace
+
+void endpoint::on_packet(dev::peer_id from, const dev::packet& pkt) noexcept {
+  const auto type = static_cast<std::uint8_t>(pkt[0]);
+  const auto version = static_cast<std::uint8_t>(pkt[1]);
+  if (type >= g_rx_handlers.size() || version != wire::version) [[unlikely]] {
+    on_unknown(from, pkt);
+    return;
+  }
+  (this->*g_rx_handlers[type])(from, pkt);
+}
+
+void endpoint::on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept {
+  // Version skew or a peer bug: drop, say so, keep going (never assert on peer input).
+  EXANET_LOG(warn, ep_data, "unknown packet type %u version %u from peer %u dropped",
+             static_cast<unsigned>(pkt[0]), static_cast<unsigned>(pkt[1]), from);
+}
+
+std::size_t endpoint::progress() noexcept {
+  if (!open_) return 0;
+  // First the mailbox: every arrival may complete or unblock something below.
+  std::size_t n = dev_.poll_mailbox(
+      mailbox_budget, [this](dev::peer_id from, const dev::packet& pkt) { on_packet(from, pkt); });
+  if (!wait_notify_.empty()) n += poll_notifications();  // rendezvous data that landed here
+  if (!dma_backlog_.empty()) n += retry_dma();          // our writes that met a busy engine
+  if (!backlog_.empty()) n += retry_backlog();          // control packets that met a full mailbox
+  if (++progress_calls_ % dead_check_every == 0 &&
+      !(wait_notify_.empty() && wait_cts_.empty() && dma_backlog_.empty() && backlog_.empty()))
+    check_dead_peers();
+  return n;
+}
+
+std::size_t endpoint::retry_backlog() noexcept {
+  std::size_t n = 0;
+  while (backlog_packet* b = backlog_.front()) {
+    const core::status s = dev_.mailbox_send(b->peer, b->pkt);
+    if (s == core::status::again) break;  // in order: later packets wait behind this one
+    backlog_.remove(*b);
+    backlog_pool_.release(b);
+    ++n;
+  }
+  return n;
+}
+
+void endpoint::check_dead_peers() noexcept {
+  const std::uint64_t now = now_ms();
+  if (now - last_dead_check_ms_ < cfg_.dead_peer_check_ms) return;
+  last_dead_check_ms_ = now;
+  auto check = [this](dev::peer_id p) {
+    if (p != dev::no_peer && !dev_.peer_alive(p)) fail_peer(p);
+  };
+  // Copy peers first: fail_peer edits the lists being walked.
+  wait_notify_.for_each([&](recv_request& r) { check(r.peer); });
+  wait_cts_.for_each([&](send_request& s) { check(s.peer); });
+  dma_backlog_.for_each([&](send_request& s) { check(s.peer); });
+  backlog_.for_each([&](backlog_packet& b) { check(b.peer); });
+}
+
+void endpoint::fail_peer(dev::peer_id p) noexcept {
+  ++stats_.dead_peers;
+  EXANET_LOG(warn, ep_data, "peer port %u died: failing its transfers",
+             dev_.peer_address(p).port);
+  wait_notify_.for_each([&](recv_request& r) {
+    if (r.peer != p) return;
+    wait_notify_.remove(r);
+    if (r.notify_slot != recv_request::no_slot) dev_.notify_free(r.notify_slot);
+    fail_recv(r, FI_ECONNRESET);
+  });
+  auto fail_sends = [&](auto& list) {
+    list.for_each([&](send_request& s) {
+      if (s.peer != p) return;
+      list.remove(s);
+      fail_send(s, FI_ECONNRESET);
+    });
+  };
+  fail_sends(wait_cts_);
+  fail_sends(dma_backlog_);
+  backlog_.for_each([&](backlog_packet& b) {
+    if (b.peer != p) return;
+    backlog_.remove(b);
+    backlog_pool_.release(&b);
+  });
+  dev_.forget_dead_peer(p);
+}
+
+}  // namespace exanet::proto

@@ -1,0 +1,218 @@
+// Sender-initiated rendezvous (DESIGN.md §4): the sender announces the message with an RTS; the
+// receiver, once it has matched a receive, answers with a CTS naming one destination segment and
+// a notification slot; the sender's DMA engine writes the segment straight into the receive
+// buffer and then posts the 16-byte notification. A receive made of several iovecs is served one
+// CTS per segment; truncation simply asks for fewer bytes. The sender completes after the last
+// segment's write, the receiver when the last notification lands.
+//
+//   sender                                   receiver
+//     |---- RTS(tag, len, send_id) ------------>|  match (now or when the receive is posted)
+//     |<--- CTS(send_id, off, addr, len, slot) -|
+//     |==== DMA write [off, off+len) ==========>|
+//     |---- notify(slot: bytes, send_id) ------>|  next CTS, or complete
+//
+// Owns: rts, cts. Consumes: notifications. Counters: rndv_sent, rndv_recv.
+#include <rdma/fi_errno.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/iov.hpp"
+#include "core/log.hpp"
+#include "proto/endpoint.hpp"
+
+namespace exanet::proto {
+
+core::status endpoint::rts_send(const send_args& a, std::size_t len) noexcept {
+  send_request* s = sends_.acquire();
+  if (!s) return core::status::again;
+  s->context = a.context;
+  s->len = len;
+  s->tag = a.tag;
+  s->peer = a.peer;
+  s->kind = a.kind;
+  s->completion = a.completion && !a.inject;
+  if (a.inject) {
+    // The caller may reuse its buffer on return: keep a private copy for the later DMA.
+    s->owned = static_cast<std::byte*>(std::malloc(len));
+    if (!s->owned) {
+      sends_.release(s);
+      return core::status::no_memory;
+    }
+    core::copy_from_iov(s->owned, a.iov, 0, len);
+    s->iov[0] = {s->owned, len};
+    s->iov_count = 1;
+  } else {
+    std::copy(a.iov.begin(), a.iov.end(), s->iov.begin());
+    s->iov_count = a.iov.size();
+  }
+  dev::emu::mailbox_reservation slot;
+  if (core::status st = dev_.mailbox_reserve(a.peer, slot); !core::ok(st)) {
+    release_send(*s);
+    return st;
+  }
+  wire::rts p{};
+  p.hdr = wire::make_header(
+      wire::pkt_type::rts,
+      (a.kind == queue_kind::tagged ? wire::flag_tagged : 0) | (a.has_cq_data ? wire::flag_cq_data : 0));
+  p.tag = a.tag;
+  p.cq_data = a.cq_data;
+  p.msg_len = len;
+  p.send_id = sends_.id_of(s);
+  wire::write(slot.data(), p);
+  dev_.mailbox_publish(slot);
+  wait_cts_.push_back(*s);
+  ++stats_.rndv_sent;
+  return core::status::ok;
+}
+
+void endpoint::on_rts(dev::peer_id from, const dev::packet& pkt) noexcept {
+  const auto p = wire::read<wire::rts>(pkt);
+  if (from == dev::no_peer) {
+    EXANET_LOG(warn, ep_data, "RTS from an unreachable sender dropped");
+    return;
+  }
+  const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
+  ++stats_.rndv_recv;
+  if (recv_request* r = take_posted(kind, from, p.tag)) {
+    rndv_recv_start(*r, from, p);
+    return;
+  }
+  unexpected_msg* u = unexpected_.acquire();
+  if (!u) {
+    EXANET_LOG(warn, ep_data, "out of memory: unexpected RTS dropped");
+    return;
+  }
+  u->type = wire::pkt_type::rts;
+  u->peer = from;
+  u->tag = p.tag;
+  u->cq_data = p.cq_data;
+  u->has_cq_data = p.hdr.flags & wire::flag_cq_data;
+  u->len = p.msg_len;
+  u->send_id = p.send_id;
+  add_unexpected(kind, *u);
+}
+
+void endpoint::rndv_recv_start(recv_request& r, dev::peer_id from, const wire::rts& m) noexcept {
+  r.peer = from;
+  r.msg_len = m.msg_len;
+  r.tag = m.tag;
+  r.cq_data = m.cq_data;
+  r.has_cq_data = m.hdr.flags & wire::flag_cq_data;
+  r.send_id = m.send_id;
+  r.delivered = 0;
+  r.notify_slot = recv_request::no_slot;
+  wait_notify_.push_back(r);
+  rndv_recv_next_segment(r);
+}
+
+// Asks for the next contiguous piece of the receive buffer. A truncating receive asks for no
+// more than fits; an empty one still sends one zero-length CTS so the sender can complete.
+void endpoint::rndv_recv_next_segment(recv_request& r) noexcept {
+  if (!dev_.notify_alloc(r.notify_slot, r.notify_gen)) {
+    r.notify_slot = recv_request::no_slot;  // poll_notifications retries when a slot frees
+    return;
+  }
+  const std::size_t total = std::min<std::size_t>(r.msg_len, r.capacity);
+  std::size_t skip = r.delivered;
+  std::uint64_t addr = 0;
+  std::size_t len = 0;
+  for (std::size_t i = 0; i < r.iov_count; ++i) {
+    const iovec& v = r.iov[i];
+    if (skip >= v.iov_len) { skip -= v.iov_len; continue; }
+    addr = reinterpret_cast<std::uint64_t>(v.iov_base) + skip;
+    len = std::min(v.iov_len - skip, total - r.delivered);
+    break;
+  }
+  r.segment_len = len;
+  wire::cts c{};
+  c.hdr = wire::make_header(wire::pkt_type::cts,
+                            static_cast<std::uint16_t>(r.delivered + len == total ? wire::flag_last : 0));
+  c.send_id = r.send_id;
+  c.msg_offset = r.delivered;
+  c.buf_addr = addr;
+  c.buf_len = len;
+  c.notify_slot = r.notify_slot;
+  c.notify_gen = r.notify_gen;
+  dev::packet raw;
+  wire::write(raw.data(), c);
+  send_control(r.peer, raw);
+}
+
+std::size_t endpoint::poll_notifications() noexcept {
+  std::size_t n = 0;
+  wait_notify_.for_each([&](recv_request& r) {
+    if (r.notify_slot == recv_request::no_slot) {
+      rndv_recv_next_segment(r);
+      return;
+    }
+    dev::notification raw;
+    if (!dev_.notify_test(r.notify_slot, r.notify_gen, raw)) return;
+    dev_.notify_free(r.notify_slot);
+    r.notify_slot = recv_request::no_slot;
+    ++n;
+    // The receiver asked for segment_len bytes; that is what the engine wrote before notifying.
+    r.delivered += r.segment_len;
+    const std::size_t total = std::min<std::size_t>(r.msg_len, r.capacity);
+    if (r.delivered < total) {
+      rndv_recv_next_segment(r);
+      return;
+    }
+    wait_notify_.remove(r);
+    complete_recv(r, r.peer, r.tag, r.cq_data, r.has_cq_data, r.msg_len, r.delivered);
+  });
+  return n;
+}
+
+void endpoint::on_cts(dev::peer_id from, const dev::packet& pkt) noexcept {
+  const auto c = wire::read<wire::cts>(pkt);
+  send_request* s = sends_.from_id(c.send_id);
+  if (!s || s->peer != from || !s->hook.linked() || c.msg_offset > s->len) {
+    EXANET_LOG(warn, ep_data, "stale or forged CTS for send %llu dropped",
+               static_cast<unsigned long long>(c.send_id));
+    return;
+  }
+  wait_cts_.remove(*s);
+  s->dma = {};
+  s->dma.peer = from;
+  s->dma.src = {s->iov.data(), s->iov_count};
+  s->dma.src_offset = c.msg_offset;
+  s->dma.dst_addr = c.buf_addr;
+  s->dma.len = std::min<std::uint64_t>(c.buf_len, s->len - c.msg_offset);
+  s->dma.notify = true;
+  s->dma.notify_slot = c.notify_slot;
+  s->dma.notify_gen = c.notify_gen;
+  const wire::rndv_notification note{s->dma.len, c.send_id};
+  std::memcpy(s->dma.notify_data.data(), &note, sizeof note);
+  s->dma_state = {};
+  s->last_segment = c.hdr.flags & wire::flag_last;
+  rndv_send_segment(*s);
+}
+
+bool endpoint::rndv_send_segment(send_request& s) noexcept {
+  const core::status st = dev_.dma_post(s.dma, s.dma_state);
+  if (st == core::status::again) {
+    dma_backlog_.push_back(s);
+    return false;
+  }
+  if (!core::ok(st))
+    fail_send(s, -core::to_int(st));
+  else if (s.last_segment)
+    complete_send(s);
+  else
+    wait_cts_.push_back(s);
+  return true;
+}
+
+std::size_t endpoint::retry_dma() noexcept {
+  std::size_t n = 0;
+  // In order: a later write to the same peer must not overtake an earlier one's notification.
+  for (std::size_t todo = dma_backlog_.size(); todo > 0; --todo) {
+    send_request* s = dma_backlog_.pop_front();
+    if (!rndv_send_segment(*s)) break;  // still blocked: the target has not freed staging yet
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace exanet::proto

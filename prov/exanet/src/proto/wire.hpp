@@ -1,0 +1,110 @@
+// Every packet exanet puts on the wire (DESIGN.md §4; prov/exanet/docs/protocol.md). Each is a
+// trivially copyable, standard-layout 64-byte struct of fixed-width integers, read and written with
+// memcpy. Type values are never renumbered or reused; a layout change bumps `version`.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "dev/device.hpp"
+
+namespace exanet::proto::wire {
+
+inline constexpr std::uint8_t version = 1;
+
+enum class pkt_type : std::uint8_t {
+  env_data = 1,  // eager: envelope and payload in one packet          (eager.cpp)
+  medium = 2,    // envelope; payload already in the bounce ring       (medium.cpp)
+  rts = 3,       // ready to send: envelope of a rendezvous message    (rndv_rts.cpp)
+  cts = 4,       // clear to send: one destination segment             (rndv_rts.cpp)
+  count = 5,
+};
+static_assert(static_cast<std::uint8_t>(pkt_type::count) < dev::first_device_packet_type);
+
+/// header.flags
+enum : std::uint16_t {
+  flag_tagged = 1u << 0,    // FI_TAGGED queue (else FI_MSG)
+  flag_cq_data = 1u << 1,   // remote CQ data present
+  flag_last = 1u << 2,      // cts: the final segment; the sender completes after writing it
+};
+
+struct header {
+  pkt_type type;
+  std::uint8_t version;
+  std::uint16_t flags;
+  std::uint32_t len;  // env_data, medium: payload bytes
+};
+static_assert(sizeof(header) == 8);
+
+inline constexpr std::size_t eager_payload_max = 40;
+
+struct env_data {
+  header hdr;
+  std::uint64_t tag;
+  std::uint64_t cq_data;
+  std::byte payload[eager_payload_max];
+};
+
+struct medium {
+  header hdr;
+  std::uint64_t tag;
+  std::uint64_t cq_data;
+  std::uint64_t ring_offset;  // absolute position in the sender's bounce ring at the receiver
+  std::uint32_t ring;         // which bounce ring
+  std::uint32_t reserved;
+  std::uint8_t pad[24];
+};
+
+struct rts {
+  header hdr;
+  std::uint64_t tag;
+  std::uint64_t cq_data;
+  std::uint64_t msg_len;
+  std::uint64_t send_id;  // names the send request at the sender; echoed by every cts
+  std::uint8_t pad[24];
+};
+
+struct cts {
+  header hdr;
+  std::uint64_t send_id;
+  std::uint64_t msg_offset;   // first message byte this segment receives
+  std::uint64_t buf_addr;     // receiver's virtual address for that byte
+  std::uint64_t buf_len;      // bytes to write (0 only when the message is empty after truncation)
+  std::uint32_t notify_slot;  // where the DMA engine posts the notification
+  std::uint32_t notify_gen;
+  std::uint8_t pad[16];
+};
+
+/// The 16 bytes the DMA engine posts after a rendezvous segment lands.
+struct rndv_notification {
+  std::uint64_t bytes;  // bytes written by this segment
+  std::uint64_t send_id;
+};
+static_assert(sizeof(rndv_notification) == dev::notification_bytes);
+
+template <class P>
+inline constexpr bool is_packet = sizeof(P) == dev::packet_bytes &&
+                                  std::is_trivially_copyable_v<P> && std::is_standard_layout_v<P>;
+static_assert(is_packet<env_data> && is_packet<medium> && is_packet<rts> && is_packet<cts>);
+static_assert(offsetof(env_data, hdr) == 0 && offsetof(rts, hdr) == 0 && offsetof(cts, hdr) == 0);
+
+template <class P>
+P read(const dev::packet& raw) noexcept {
+  static_assert(is_packet<P>);
+  P p;
+  std::memcpy(&p, raw.data(), sizeof p);
+  return p;
+}
+
+template <class P>
+void write(std::byte* slot, const P& p) noexcept {
+  static_assert(is_packet<P>);
+  std::memcpy(slot, &p, sizeof p);
+}
+
+inline header make_header(pkt_type t, std::uint16_t flags, std::uint32_t len = 0) noexcept {
+  return {t, version, flags, len};
+}
+
+}  // namespace exanet::proto::wire
