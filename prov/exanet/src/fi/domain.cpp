@@ -17,6 +17,7 @@
 #include "fi/fabric.hpp"
 #include "fi/mr.hpp"
 #include "fi/params.hpp"
+#include "fi/provider.hpp"
 
 namespace exanet::fi {
 namespace {

@@ -85,7 +85,8 @@ std::uint64_t endpoint::source_of(dev::peer_id p) noexcept {
       return unknown_source;
     }
   }
-  if (source_cache_[p] == unresolved) {
+  if (source_cache_[p] == unresolved || source_cache_[p] == unknown_source) {
+    // Not cached while unknown: the application may insert the sender into its AV later.
     source_cache_[p] = sinks_.resolver.resolve
                            ? sinks_.resolver.resolve(sinks_.resolver.self, dev_.peer_address(p))
                            : unknown_source;

@@ -82,14 +82,10 @@ void endpoint::check_dead_peers() noexcept {
   const std::uint64_t now = now_ms();
   if (now - last_dead_check_ms_ < cfg_.dead_peer_check_ms) return;
   last_dead_check_ms_ = now;
-  auto check = [this](dev::peer_id p) {
-    if (p != dev::no_peer && !dev_.peer_alive(p)) fail_peer(p);
-  };
-  // Copy peers first: fail_peer edits the lists being walked.
-  wait_notify_.for_each([&](recv_request& r) { check(r.peer); });
-  wait_cts_.for_each([&](send_request& s) { check(s.peer); });
-  dma_backlog_.for_each([&](send_request& s) { check(s.peer); });
-  backlog_.for_each([&](backlog_packet& b) { check(b.peer); });
+  // One kill(pid, 0) per known peer, only while something waits on a peer: cheap, and it also
+  // reclaims the segments of peers that died with nothing in flight.
+  for (dev::peer_id p = 0; p < dev_.peer_count(); ++p)
+    if (!dev_.peer_forgotten(p) && !dev_.peer_alive(p)) fail_peer(p);
 }
 
 void endpoint::fail_peer(dev::peer_id p) noexcept {

@@ -91,7 +91,9 @@ TEST_P(pair_test, every_size_expected_and_unexpected) {
       SCOPED_TRACE(testing::Message() << "size " << n << " pre_post " << pre_post);
       auto data = pattern(n, static_cast<unsigned>(n));
       std::vector<std::byte> out(n + 16, std::byte{0xee});
-      if (pre_post) ASSERT_EQ(recv({out.data(), n}, 7, 0, &ctx_recv), core::status::ok);
+      if (pre_post) {
+        ASSERT_EQ(recv({out.data(), n}, 7, 0, &ctx_recv), core::status::ok);
+      }
       ASSERT_EQ(send(data, 7, &ctx_send), core::status::ok);
       if (!pre_post) {
         for (int i = 0; i < 100; ++i) b.progress();  // let it arrive unexpected
@@ -113,7 +115,9 @@ TEST_P(pair_test, every_size_expected_and_unexpected) {
       EXPECT_EQ(sc.context, &ctx_send);
       EXPECT_EQ(sc.flags, FI_SEND | FI_TAGGED);
       EXPECT_EQ(std::memcmp(out.data(), data.data(), n), 0);
-      for (std::size_t i = n; i < out.size(); ++i) ASSERT_EQ(out[i], std::byte{0xee});
+      for (std::size_t i = n; i < out.size(); ++i) {
+        ASSERT_EQ(out[i], std::byte{0xee});
+      }
     }
   }
 }

@@ -418,6 +418,7 @@ bool device::peer_alive(peer_id p) noexcept {
 void device::forget_dead_peer(peer_id p) noexcept {
   peer& pr = peers_[p];
   pr.dead = true;
+  pr.forgotten = true;
   // Rings the dead sender held here can never be refilled by it: free them for other senders.
   const std::uint64_t key = peer_key(pr.addr.node, pr.addr.port) + 1;
   for (std::uint32_t i = 0; local_.bounce && i < geo_.bounce_peers; ++i) {

@@ -131,6 +131,8 @@ class device {
   // ---- peers ----------------------------------------------------------------------------------
   /// False once the process owning p's segment is gone.
   bool peer_alive(peer_id p) noexcept;
+  /// True once forget_dead_peer ran for p.
+  bool peer_forgotten(peer_id p) const noexcept { return peers_[p].forgotten; }
   /// Frees what this endpoint holds at a dead peer and unlinks its segment (stale reclaim).
   void forget_dead_peer(peer_id p) noexcept;
 
@@ -149,6 +151,7 @@ class device {
     std::uint64_t bounce_head = 0;
     bool cma = true;
     bool dead = false;
+    bool forgotten = false;
   };
 
   peer_id sender_of(const mailbox_slot& s) noexcept;

@@ -1,0 +1,191 @@
+#include "fi/cntr.hpp"
+
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <atomic>
+#include <vector>
+
+#include "core/lock.hpp"
+#include "fi/domain.hpp"
+#include "fi/enosys.hpp"
+#include "fi/wait.hpp"
+
+namespace exanet::fi {
+
+class cntr {
+ public:
+  fid_cntr cntr_fid{};  // first member
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  std::atomic<std::uint64_t> value{0};
+  std::atomic<std::uint64_t> errors{0};
+  core::level_lock sources_lock;
+  std::vector<progress_source> sources;
+  wait_fd fd;
+
+  void progress() noexcept {
+    core::level_guard g(sources_lock);
+    for (const progress_source& s : sources) s.progress(s.self);
+  }
+};
+
+namespace {
+
+cntr& cntr_of(fid* f) noexcept { return from_fid<cntr>(f); }
+cntr& cntr_of(fid_cntr* f) noexcept { return from_fid<cntr>(&f->fid); }
+
+uint64_t cntr_read(fid_cntr* f) noexcept {
+  cntr& c = cntr_of(f);
+  c.progress();
+  return c.value.load(std::memory_order_acquire);
+}
+
+uint64_t cntr_readerr(fid_cntr* f) noexcept {
+  cntr& c = cntr_of(f);
+  c.progress();
+  return c.errors.load(std::memory_order_acquire);
+}
+
+int cntr_add(fid_cntr* f, uint64_t v) noexcept {
+  cntr_of(f).value.fetch_add(v, std::memory_order_acq_rel);
+  cntr_of(f).fd.signal();
+  return 0;
+}
+
+int cntr_set(fid_cntr* f, uint64_t v) noexcept {
+  cntr_of(f).value.store(v, std::memory_order_release);
+  cntr_of(f).fd.signal();
+  return 0;
+}
+
+int cntr_adderr(fid_cntr* f, uint64_t v) noexcept {
+  cntr_of(f).errors.fetch_add(v, std::memory_order_acq_rel);
+  cntr_of(f).fd.signal();
+  return 0;
+}
+
+int cntr_seterr(fid_cntr* f, uint64_t v) noexcept {
+  cntr_of(f).errors.store(v, std::memory_order_release);
+  cntr_of(f).fd.signal();
+  return 0;
+}
+
+// fi_cntr_wait: returns once the count reaches threshold; an error counted meanwhile ends the
+// wait with -FI_EAVAIL (fi_cntr(3)), and the timeout with -FI_ETIMEDOUT.
+int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) noexcept {
+  cntr& c = cntr_of(f);
+  if (c.wait_obj == FI_WAIT_NONE) return -FI_ENOSYS;
+  const std::uint64_t errors_before = c.errors.load(std::memory_order_acquire);
+  const std::uint64_t deadline = timeout < 0 ? UINT64_MAX : now_ms() + std::uint64_t(timeout);
+  unsigned round = 0;
+  for (;;) {
+    c.progress();
+    if (c.value.load(std::memory_order_acquire) >= threshold) return 0;
+    if (c.errors.load(std::memory_order_acquire) != errors_before) return -FI_EAVAIL;
+    if (now_ms() >= deadline) return -FI_ETIMEDOUT;
+    idle_backoff(round);
+  }
+}
+
+int cntr_close(fid* f) noexcept {
+  cntr& c = cntr_of(f);
+  {
+    core::level_guard g(c.sources_lock);
+    if (!c.sources.empty()) return -FI_EBUSY;
+  }
+  delete &c;
+  return 0;
+}
+
+int cntr_control(fid* f, int command, void* arg) noexcept {
+  cntr& c = cntr_of(f);
+  if (command != FI_GETWAIT) return -FI_ENOSYS;
+  if (c.wait_obj != FI_WAIT_FD && c.wait_obj != FI_WAIT_UNSPEC) return -FI_ENODATA;
+  if (!arg) return -FI_EINVAL;
+  if (int rc = c.fd.open(); rc != 0) return rc;
+  *static_cast<int*>(arg) = c.fd.fd();
+  return 0;
+}
+
+constinit fi_ops g_cntr_fid_ops = {
+    .size = sizeof(fi_ops),
+    .close = &cntr_close,
+    .bind = enosys_ptr<decltype(fi_ops::bind)>,
+    .control = &cntr_control,
+    .ops_open = enosys_ptr<decltype(fi_ops::ops_open)>,
+    .tostr = enosys_ptr<decltype(fi_ops::tostr)>,
+    .ops_set = enosys_ptr<decltype(fi_ops::ops_set)>,
+};
+
+constinit fi_ops_cntr g_cntr_ops = {
+    .size = sizeof(fi_ops_cntr),
+    .read = &cntr_read,
+    .readerr = &cntr_readerr,
+    .add = &cntr_add,
+    .set = &cntr_set,
+    .wait = &cntr_wait,
+    .adderr = &cntr_adderr,
+    .seterr = &cntr_seterr,
+};
+
+void count_event(void* self, bool error) noexcept {
+  auto& c = *static_cast<cntr*>(self);
+  (error ? c.errors : c.value).fetch_add(1, std::memory_order_acq_rel);
+  c.fd.signal();
+}
+
+}  // namespace
+
+int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context) noexcept {
+  if (!domain || !out) return -FI_EINVAL;
+  fi_cntr_attr defaults{};
+  defaults.events = FI_CNTR_EVENTS_COMP;
+  defaults.wait_obj = FI_WAIT_UNSPEC;
+  const fi_cntr_attr& a = attr ? *attr : defaults;
+  if (a.events != FI_CNTR_EVENTS_COMP) return -FI_ENOSYS;
+  switch (a.wait_obj) {
+    case FI_WAIT_NONE: case FI_WAIT_UNSPEC: case FI_WAIT_FD: case FI_WAIT_YIELD:
+      break;
+    default:
+      return -FI_ENOSYS;
+  }
+  if (a.flags) return -FI_EBADFLAGS;
+  return fi_guard([&]() -> int {
+    auto* c = new cntr;
+    c->wait_obj = a.wait_obj;
+    const fi_threading t = domain_threading(domain);
+    c->sources_lock.enable(t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT);
+    c->cntr_fid.fid.fclass = FI_CLASS_CNTR;
+    c->cntr_fid.fid.context = context;
+    c->cntr_fid.fid.ops = &g_cntr_fid_ops;
+    c->cntr_fid.ops = &g_cntr_ops;
+    *out = &c->cntr_fid;
+    return 0;
+  });
+}
+
+cntr* cntr_from(fid* f) noexcept {
+  if (!f || f->fclass != FI_CLASS_CNTR || f->ops != &g_cntr_fid_ops) return nullptr;
+  return &cntr_of(f);
+}
+
+proto::counter_sink cntr_sink(cntr& c) noexcept { return {&c, &count_event}; }
+
+void cntr_attach(cntr& c, progress_source src) {
+  core::level_guard g(c.sources_lock);
+  c.sources.push_back(src);
+}
+
+void cntr_detach(cntr& c, progress_source src) noexcept {
+  core::level_guard g(c.sources_lock);
+  auto it = std::find(c.sources.begin(), c.sources.end(), src);
+  if (it != c.sources.end()) c.sources.erase(it);
+}
+
+int cntr_trywait(cntr& c) noexcept {
+  c.progress();
+  c.fd.drain();
+  return 0;  // a counter has no "threshold reached" state of its own: the caller checks its value
+}
+
+}  // namespace exanet::fi

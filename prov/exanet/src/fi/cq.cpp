@@ -1,0 +1,312 @@
+#include "fi/cq.hpp"
+
+#include <rdma/fi_errno.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <new>
+#include <vector>
+
+#include "core/lock.hpp"
+#include "fi/domain.hpp"
+#include "fi/enosys.hpp"
+#include "fi/wait.hpp"
+
+namespace exanet::fi {
+
+class cq {
+ public:
+  fid_cq cq_fid{};  // first member
+  fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  core::level_lock lock;          // the entries
+  core::level_lock sources_lock;  // the bound endpoints; held while progressing them
+  std::vector<proto::completion> ring;  // capacity grows, entries never dropped
+  std::size_t head = 0, count = 0;
+  std::vector<progress_source> sources;
+  std::atomic<bool> signaled{false};  // fi_cq_signal: wake one sread
+  std::atomic<bool> armed{false};     // fi_trywait said "block": signal the fd on the next write
+  wait_fd fd;
+
+  void progress() noexcept {
+    core::level_guard g(sources_lock);
+    for (const progress_source& s : sources) s.progress(s.self);
+  }
+
+  [[gnu::cold, gnu::noinline]] bool grow() noexcept try {
+    std::vector<proto::completion> bigger(std::max<std::size_t>(ring.size() * 2, 64));
+    for (std::size_t i = 0; i < count; ++i) bigger[i] = ring[(head + i) % ring.size()];
+    ring.swap(bigger);
+    head = 0;
+    return true;
+  } catch (...) {
+    return false;
+  }
+
+  void push(const proto::completion& c) noexcept {
+    {
+      core::level_guard g(lock);
+      if (count == ring.size() && !grow()) return;  // out of memory: nothing else we can do
+      ring[(head + count) % ring.size()] = c;
+      ++count;
+    }
+    if (armed.exchange(false, std::memory_order_acq_rel)) fd.signal();
+  }
+};
+
+namespace {
+
+cq& cq_of(fid* f) noexcept { return from_fid<cq>(f); }
+cq& cq_of(fid_cq* f) noexcept { return from_fid<cq>(&f->fid); }
+
+std::size_t entry_size(fi_cq_format f) noexcept {
+  switch (f) {
+    case FI_CQ_FORMAT_MSG: return sizeof(fi_cq_msg_entry);
+    case FI_CQ_FORMAT_DATA: return sizeof(fi_cq_data_entry);
+    case FI_CQ_FORMAT_TAGGED: return sizeof(fi_cq_tagged_entry);
+    default: return sizeof(fi_cq_entry);
+  }
+}
+
+void convert(const proto::completion& c, fi_cq_format f, void* out) noexcept {
+  switch (f) {
+    case FI_CQ_FORMAT_TAGGED: {
+      auto* e = static_cast<fi_cq_tagged_entry*>(out);
+      *e = {c.context, c.flags, c.len, c.buf, c.data, c.tag};
+      return;
+    }
+    case FI_CQ_FORMAT_DATA: {
+      auto* e = static_cast<fi_cq_data_entry*>(out);
+      *e = {c.context, c.flags, c.len, c.buf, c.data};
+      return;
+    }
+    case FI_CQ_FORMAT_MSG: {
+      auto* e = static_cast<fi_cq_msg_entry*>(out);
+      *e = {c.context, c.flags, c.len};
+      return;
+    }
+    default:
+      static_cast<fi_cq_entry*>(out)->op_context = c.context;
+      return;
+  }
+}
+
+ssize_t read_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
+  q.progress();
+  core::level_guard g(q.lock);
+  if (q.count == 0) return -FI_EAGAIN;
+  if (q.ring[q.head].err != 0) return -FI_EAVAIL;  // errors wait their turn, in order
+  const std::size_t size = entry_size(q.format);
+  size_t n = 0;
+  while (n < count && q.count > 0 && q.ring[q.head].err == 0) {
+    const proto::completion& c = q.ring[q.head];
+    convert(c, q.format, static_cast<char*>(buf) + n * size);
+    if (src) src[n] = c.src;
+    q.head = (q.head + 1) % q.ring.size();
+    --q.count;
+    ++n;
+  }
+  if (q.count == 0) q.fd.drain();
+  return static_cast<ssize_t>(n);
+}
+
+ssize_t cq_read(fid_cq* f, void* buf, size_t count) noexcept {
+  if (count && !buf) return -FI_EINVAL;
+  if (count == 0) {  // fi_cq_read(cq, NULL, 0): progress only (fabtests use it that way)
+    cq_of(f).progress();
+    return -FI_EAGAIN;
+  }
+  return read_entries(cq_of(f), buf, count, nullptr);
+}
+
+ssize_t cq_readfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src) noexcept {
+  if (count && (!buf || !src)) return -FI_EINVAL;
+  if (count == 0) {
+    cq_of(f).progress();
+    return -FI_EAGAIN;
+  }
+  return read_entries(cq_of(f), buf, count, src);
+}
+
+ssize_t cq_readerr(fid_cq* f, fi_cq_err_entry* e, uint64_t flags) noexcept {
+  cq& q = cq_of(f);
+  if (!e || flags) return -FI_EINVAL;
+  core::level_guard g(q.lock);
+  if (q.count == 0 || q.ring[q.head].err == 0) return -FI_EAGAIN;
+  const proto::completion& c = q.ring[q.head];
+  // API >= 1.5 lets the caller supply err_data; exanet has no provider-specific error data, so
+  // the size reported back is 0 either way.
+  void* err_data = e->err_data && e->err_data_size > 0 ? e->err_data : nullptr;
+  e->op_context = c.context;
+  e->flags = c.flags;
+  e->len = c.len;
+  e->buf = c.buf;
+  e->data = c.data;
+  e->tag = c.tag;
+  e->olen = c.olen;
+  e->err = c.err;
+  e->prov_errno = c.prov_errno;
+  e->err_data = err_data;
+  e->err_data_size = 0;
+  q.head = (q.head + 1) % q.ring.size();
+  --q.count;
+  return 1;
+}
+
+ssize_t cq_sreadfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src, const void* cond,
+                     int timeout) noexcept {
+  cq& q = cq_of(f);
+  if (q.wait_obj == FI_WAIT_NONE) return -FI_ENOSYS;
+  // A FI_CQ_COND_THRESHOLD is treated as 1: fi_cq(3) lets a provider return early.
+  (void)cond;
+  const std::uint64_t deadline = timeout < 0 ? UINT64_MAX : now_ms() + std::uint64_t(timeout);
+  unsigned round = 0;
+  for (;;) {
+    ssize_t r = src ? read_entries(q, buf, count, src) : read_entries(q, buf, count, nullptr);
+    if (r != -FI_EAGAIN) return r;
+    if (q.signaled.exchange(false, std::memory_order_acq_rel)) return -FI_EAGAIN;
+    if (now_ms() >= deadline) return -FI_EAGAIN;
+    idle_backoff(round);
+  }
+}
+
+ssize_t cq_sread(fid_cq* f, void* buf, size_t count, const void* cond, int timeout) noexcept {
+  return cq_sreadfrom(f, buf, count, nullptr, cond, timeout);
+}
+
+int cq_signal(fid_cq* f) noexcept {
+  cq& q = cq_of(f);
+  q.signaled.store(true, std::memory_order_release);
+  q.fd.signal();
+  return 0;
+}
+
+const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) noexcept {
+  const char* s = fi_strerror(prov_errno);
+  if (buf && len) {
+    std::strncpy(buf, s, len - 1);
+    buf[len - 1] = '\0';
+    return buf;
+  }
+  return s;
+}
+
+int cq_close(fid* f) noexcept {
+  cq& q = cq_of(f);
+  {
+    core::level_guard g(q.sources_lock);
+    if (!q.sources.empty()) return -FI_EBUSY;
+  }
+  delete &q;
+  return 0;
+}
+
+int cq_control(fid* f, int command, void* arg) noexcept {
+  cq& q = cq_of(f);
+  if (command != FI_GETWAIT) return -FI_ENOSYS;
+  if (q.wait_obj != FI_WAIT_FD && q.wait_obj != FI_WAIT_UNSPEC) return -FI_ENODATA;
+  if (!arg) return -FI_EINVAL;
+  if (int rc = q.fd.open(); rc != 0) return rc;
+  *static_cast<int*>(arg) = q.fd.fd();
+  return 0;
+}
+
+constinit fi_ops g_cq_fid_ops = {
+    .size = sizeof(fi_ops),
+    .close = &cq_close,
+    .bind = enosys_ptr<decltype(fi_ops::bind)>,
+    .control = &cq_control,
+    .ops_open = enosys_ptr<decltype(fi_ops::ops_open)>,
+    .tostr = enosys_ptr<decltype(fi_ops::tostr)>,
+    .ops_set = enosys_ptr<decltype(fi_ops::ops_set)>,
+};
+
+constinit fi_ops_cq g_cq_ops = {
+    .size = sizeof(fi_ops_cq),
+    .read = &cq_read,
+    .readfrom = &cq_readfrom,
+    .readerr = &cq_readerr,
+    .sread = &cq_sread,
+    .sreadfrom = &cq_sreadfrom,
+    .signal = &cq_signal,
+    .strerror = &cq_strerror,
+};
+
+void write_completion(void* self, const proto::completion& c) noexcept {
+  static_cast<cq*>(self)->push(c);
+}
+
+}  // namespace
+
+int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) noexcept {
+  if (!domain || !attr || !out) return -FI_EINVAL;
+  switch (attr->format) {
+    case FI_CQ_FORMAT_UNSPEC: case FI_CQ_FORMAT_CONTEXT: case FI_CQ_FORMAT_MSG:
+    case FI_CQ_FORMAT_DATA: case FI_CQ_FORMAT_TAGGED:
+      break;
+    default:
+      return -FI_ENOSYS;
+  }
+  switch (attr->wait_obj) {
+    case FI_WAIT_NONE: case FI_WAIT_UNSPEC: case FI_WAIT_FD: case FI_WAIT_YIELD:
+      break;
+    default:
+      return -FI_ENOSYS;  // wait sets and mutex/cond waits are not offered
+  }
+  if (attr->flags & ~static_cast<std::uint64_t>(FI_AFFINITY)) return -FI_EBADFLAGS;
+  return fi_guard([&]() -> int {
+    auto* q = new cq;
+    q->format = attr->format == FI_CQ_FORMAT_UNSPEC ? FI_CQ_FORMAT_CONTEXT : attr->format;
+    attr->format = q->format;
+    q->wait_obj = attr->wait_obj;
+    // The levels below FI_THREAD_FID promise that one thread at a time uses the CQ together with
+    // everything that writes it.
+    const fi_threading t = domain_threading(domain);
+    const bool locked = t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT;
+    q->lock.enable(locked);
+    q->sources_lock.enable(locked);
+    q->ring.resize(attr->size ? attr->size : 1024);
+    q->cq_fid.fid.fclass = FI_CLASS_CQ;
+    q->cq_fid.fid.context = context;
+    q->cq_fid.fid.ops = &g_cq_fid_ops;
+    q->cq_fid.ops = &g_cq_ops;
+    if (q->wait_obj == FI_WAIT_FD && q->fd.open() != 0) {
+      delete q;
+      return -FI_EMFILE;
+    }
+    *out = &q->cq_fid;
+    return 0;
+  });
+}
+
+cq* cq_from(fid* f) noexcept {
+  if (!f || f->fclass != FI_CLASS_CQ || f->ops != &g_cq_fid_ops) return nullptr;
+  return &cq_of(f);
+}
+
+proto::completion_sink cq_sink(cq& q) noexcept { return {&q, &write_completion}; }
+
+void cq_attach(cq& q, progress_source src) {
+  core::level_guard g(q.sources_lock);
+  q.sources.push_back(src);
+}
+
+void cq_detach(cq& q, progress_source src) noexcept {
+  core::level_guard g(q.sources_lock);
+  auto it = std::find(q.sources.begin(), q.sources.end(), src);
+  if (it != q.sources.end()) q.sources.erase(it);
+}
+
+int cq_trywait(cq& q) noexcept {
+  q.progress();
+  q.armed.store(true, std::memory_order_release);
+  core::level_guard g(q.lock);
+  if (q.count > 0) {
+    q.armed.store(false, std::memory_order_release);
+    return -FI_EAGAIN;
+  }
+  return 0;
+}
+
+}  // namespace exanet::fi

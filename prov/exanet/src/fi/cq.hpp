@@ -1,0 +1,25 @@
+// fi_cq: completions of the endpoints bound to it, in order, successes and errors alike. Reading
+// it is what drives those endpoints under manual progress.
+#pragma once
+#include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
+
+#include "fi/common.hpp"
+#include "proto/completion.hpp"
+
+namespace exanet::fi {
+
+class cq;
+
+int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) noexcept;
+/// nullptr unless f is an exanet CQ.
+cq* cq_from(fid* f) noexcept;
+/// Where an endpoint writes its completions.
+proto::completion_sink cq_sink(cq& q) noexcept;
+/// An endpoint bound to the CQ; reads progress it. May throw std::bad_alloc (control path).
+void cq_attach(cq& q, progress_source src);
+void cq_detach(cq& q, progress_source src) noexcept;
+/// fi_trywait: progress, then 0 if empty (the wait fd is armed) or -FI_EAGAIN.
+int cq_trywait(cq& q) noexcept;
+
+}  // namespace exanet::fi

@@ -1,0 +1,193 @@
+#include "fi/eq.hpp"
+
+#include <rdma/fi_errno.h>
+
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+#include "fi/common.hpp"
+#include "fi/enosys.hpp"
+#include "fi/wait.hpp"
+
+namespace exanet::fi {
+
+class eq {
+ public:
+  fid_eq eq_fid{};  // first member
+  fi_wait_obj wait_obj = FI_WAIT_NONE;
+  std::size_t capacity = 256;
+  struct event {
+    std::uint32_t type;
+    bool error;
+    std::vector<std::byte> data;
+  };
+  std::mutex lock;  // the control path: always locked, whatever the threading level
+  std::deque<event> events;
+  wait_fd fd;
+};
+
+namespace {
+
+eq& eq_of(fid* f) noexcept { return from_fid<eq>(f); }
+eq& eq_of(fid_eq* f) noexcept { return from_fid<eq>(&f->fid); }
+
+ssize_t eq_read(fid_eq* f, uint32_t* event, void* buf, size_t len, uint64_t flags) noexcept {
+  eq& q = eq_of(f);
+  if (flags & ~static_cast<std::uint64_t>(FI_PEEK)) return -FI_EBADFLAGS;
+  std::lock_guard g(q.lock);
+  if (q.events.empty()) return -FI_EAGAIN;
+  const eq::event& e = q.events.front();
+  if (e.error) return -FI_EAVAIL;
+  if (len < e.data.size() || (e.data.size() && !buf)) return -FI_ETOOSMALL;
+  if (event) *event = e.type;
+  if (e.data.size()) std::memcpy(buf, e.data.data(), e.data.size());
+  const auto n = static_cast<ssize_t>(e.data.size());
+  if (!(flags & FI_PEEK)) q.events.pop_front();
+  if (q.events.empty()) q.fd.drain();
+  return n;
+}
+
+ssize_t eq_readerr(fid_eq* f, fi_eq_err_entry* buf, uint64_t flags) noexcept {
+  eq& q = eq_of(f);
+  if (!buf) return -FI_EINVAL;
+  if (flags & ~static_cast<std::uint64_t>(FI_PEEK)) return -FI_EBADFLAGS;
+  std::lock_guard g(q.lock);
+  if (q.events.empty() || !q.events.front().error) return -FI_EAGAIN;
+  const eq::event& e = q.events.front();
+  fi_eq_err_entry out{};
+  std::memcpy(&out, e.data.data(), std::min(e.data.size(), sizeof out));
+  out.err_data = nullptr;
+  out.err_data_size = 0;
+  *buf = out;
+  if (!(flags & FI_PEEK)) q.events.pop_front();
+  return sizeof(fi_eq_err_entry);
+}
+
+ssize_t eq_write(fid_eq* f, uint32_t event, const void* buf, size_t len, uint64_t flags) noexcept {
+  return eq_write_event(eq_of(f), event, buf, len, flags);
+}
+
+ssize_t eq_sread(fid_eq* f, uint32_t* event, void* buf, size_t len, int timeout,
+                 uint64_t flags) noexcept {
+  eq& q = eq_of(f);
+  if (q.wait_obj == FI_WAIT_NONE) return -FI_ENOSYS;
+  const std::uint64_t deadline = timeout < 0 ? UINT64_MAX : now_ms() + std::uint64_t(timeout);
+  unsigned round = 0;
+  for (;;) {
+    const ssize_t r = eq_read(f, event, buf, len, flags);
+    if (r != -FI_EAGAIN) return r;
+    if (now_ms() >= deadline) return -FI_EAGAIN;
+    idle_backoff(round);
+  }
+}
+
+const char* eq_strerror(fid_eq*, int prov_errno, const void*, char* buf, size_t len) noexcept {
+  const char* s = fi_strerror(prov_errno);
+  if (buf && len) {
+    std::strncpy(buf, s, len - 1);
+    buf[len - 1] = '\0';
+    return buf;
+  }
+  return s;
+}
+
+int eq_close(fid* f) noexcept {
+  delete &eq_of(f);
+  return 0;
+}
+
+int eq_control(fid* f, int command, void* arg) noexcept {
+  eq& q = eq_of(f);
+  if (command != FI_GETWAIT) return -FI_ENOSYS;
+  if (q.wait_obj != FI_WAIT_FD && q.wait_obj != FI_WAIT_UNSPEC) return -FI_ENODATA;
+  if (!arg) return -FI_EINVAL;
+  std::lock_guard g(q.lock);
+  if (int rc = q.fd.open(); rc != 0) return rc;
+  if (!q.events.empty()) q.fd.signal();
+  *static_cast<int*>(arg) = q.fd.fd();
+  return 0;
+}
+
+constinit fi_ops g_eq_fid_ops = {
+    .size = sizeof(fi_ops),
+    .close = &eq_close,
+    .bind = enosys_ptr<decltype(fi_ops::bind)>,
+    .control = &eq_control,
+    .ops_open = enosys_ptr<decltype(fi_ops::ops_open)>,
+    .tostr = enosys_ptr<decltype(fi_ops::tostr)>,
+    .ops_set = enosys_ptr<decltype(fi_ops::ops_set)>,
+};
+
+constinit fi_ops_eq g_eq_ops = {
+    .size = sizeof(fi_ops_eq),
+    .read = &eq_read,
+    .readerr = &eq_readerr,
+    .write = &eq_write,
+    .sread = &eq_sread,
+    .strerror = &eq_strerror,
+};
+
+}  // namespace
+
+ssize_t eq_write_event(eq& q, std::uint32_t event, const void* buf, std::size_t len,
+                       std::uint64_t flags) noexcept {
+  if (len && !buf) return -FI_EINVAL;
+  // fi_eq(3) defines no write flags; every written event is an ordinary one.
+  (void)flags;
+  const bool error = false;
+  try {
+    std::lock_guard g(q.lock);
+    if (q.events.size() >= q.capacity) return -FI_EAGAIN;
+    eq::event e{event, error, std::vector<std::byte>(len)};
+    if (len) std::memcpy(e.data.data(), buf, len);
+    q.events.push_back(std::move(e));
+  } catch (...) {
+    return -FI_ENOMEM;
+  }
+  q.fd.signal();
+  return static_cast<ssize_t>(len);
+}
+
+int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** out, void* context) noexcept {
+  if (!fabric || !out) return -FI_EINVAL;
+  fi_eq_attr defaults{};
+  defaults.wait_obj = FI_WAIT_UNSPEC;
+  const fi_eq_attr& a = attr ? *attr : defaults;
+  switch (a.wait_obj) {
+    case FI_WAIT_NONE: case FI_WAIT_UNSPEC: case FI_WAIT_FD: case FI_WAIT_YIELD:
+      break;
+    default:
+      return -FI_ENOSYS;
+  }
+  return fi_guard([&]() -> int {
+    auto* q = new eq;
+    q->wait_obj = a.wait_obj;
+    q->capacity = a.size ? a.size : 256;
+    q->eq_fid.fid.fclass = FI_CLASS_EQ;
+    q->eq_fid.fid.context = context;
+    q->eq_fid.fid.ops = &g_eq_fid_ops;
+    q->eq_fid.ops = &g_eq_ops;
+    if (q->wait_obj == FI_WAIT_FD && q->fd.open() != 0) {
+      delete q;
+      return -FI_EMFILE;
+    }
+    *out = &q->eq_fid;
+    return 0;
+  });
+}
+
+eq* eq_from(fid* f) noexcept {
+  if (!f || f->fclass != FI_CLASS_EQ || f->ops != &g_eq_fid_ops) return nullptr;
+  return &eq_of(f);
+}
+
+int eq_trywait(eq& q) noexcept {
+  std::lock_guard g(q.lock);
+  if (!q.events.empty()) return -FI_EAGAIN;
+  q.fd.drain();
+  return 0;
+}
+
+}  // namespace exanet::fi

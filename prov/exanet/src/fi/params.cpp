@@ -1,0 +1,126 @@
+#include "fi/params.hpp"
+
+#include <rdma/fi_errno.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "core/log.hpp"
+#include "fi/provider.hpp"
+
+namespace exanet::fi {
+namespace {
+
+struct size_param {
+  const char* name;
+  const char* help;
+  std::size_t proto::config::*field;
+};
+
+constexpr size_param g_size_params[] = {
+    {"medium_max", "Largest message sent through the per-sender bounce ring (bytes); larger ones "
+                   "use the rendezvous (default 16384)", &proto::config::medium_max},
+    {"inject_size", "Largest fi_inject payload, copied at post time (default 4096)",
+     &proto::config::inject_size},
+    {"mailbox_slots", "64-byte packets per endpoint mailbox, rounded up to a power of two "
+                      "(default 1024)", &proto::config::mailbox_slots},
+    {"bounce_ring_bytes", "Bytes of each per-sender bounce ring at a receiver, rounded up to a "
+                          "power of two (default 262144)", &proto::config::bounce_ring_bytes},
+    {"bounce_peers", "Senders that can hold a bounce ring at one receiver; others use the "
+                     "rendezvous for medium messages (default 64)", &proto::config::bounce_peers},
+    {"notify_slots", "DMA notification slots per endpoint: rendezvous receives in progress at "
+                     "once (default 1024)", &proto::config::notify_slots},
+    {"tx_size", "Transmit queue size reported to applications (default 1024)",
+     &proto::config::tx_size},
+    {"rx_size", "Receive queue size reported to applications (default 1024)",
+     &proto::config::rx_size},
+};
+
+// FNV-1a: a stable PDID from a launcher's job name, identical in every rank of the job.
+std::uint32_t hash_pdid(std::string_view s) noexcept {
+  std::uint32_t h = 2166136261u;
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 16777619u;
+  h &= 0x7fffffff;
+  return h < 2 ? h + 2 : h;  // 0 is never a PDID, 1 is the default of hand-started processes
+}
+
+// The ranks of one job share these variables; separate jobs differ.
+std::uint32_t pdid_from_launcher() noexcept {
+  static constexpr const char* job_vars[] = {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
+                                             "SLURM_JOB_ID", "PMI_KVSNAME", "I_MPI_JOB_ID"};
+  for (const char* var : job_vars) {
+    if (const char* v = std::getenv(var); v && *v) {
+      std::string_view job(v);
+      if (std::strcmp(var, "SLURM_JOB_ID") == 0) {
+        // Steps of one allocation are separate jobs.
+        if (const char* step = std::getenv("SLURM_STEP_ID")) return hash_pdid(std::string(job) + "." + step);
+      }
+      return hash_pdid(job);
+    }
+  }
+  return 1;
+}
+
+}  // namespace
+
+void params_define(fi_provider* prov) noexcept {
+  for (const size_param& p : g_size_params) fi_param_define(prov, p.name, FI_PARAM_SIZE_T, p.help);
+  fi_param_define(prov, "pdid", FI_PARAM_INT,
+                  "Protection domain id; only endpoints of equal PDID can talk. Default: derived "
+                  "from the job launcher (PMIx, Slurm, Hydra), else 1");
+  fi_param_define(prov, "node", FI_PARAM_INT, "Node id of this host (default 0)");
+  fi_param_define(prov, "use_cma", FI_PARAM_BOOL,
+                  "Write into peer memory with process_vm_writev; 0 stages DMA writes through "
+                  "shared memory (default 1; also falls back by itself when the kernel refuses)");
+  fi_param_define(prov, "dead_peer_check_ms", FI_PARAM_INT,
+                  "Period of the liveness check of peers that transfers wait on (default 200)");
+  fi_param_define(prov, "protocol", FI_PARAM_STRING,
+                  "Protocol family: write (default). read and optimistic are not implemented yet");
+}
+
+proto::config params_read() noexcept {
+  proto::config c;
+  fi_provider* prov = &provider();
+  for (const size_param& p : g_size_params) {
+    std::size_t v = 0;
+    if (fi_param_get_size_t(prov, p.name, &v) == 0) c.*p.field = v;
+  }
+  int v = 0;
+  c.pdid = pdid_from_launcher();
+  if (fi_param_get_int(prov, "pdid", &v) == 0) {
+    if (v > 0)
+      c.pdid = static_cast<std::uint32_t>(v);
+    else
+      EXANET_LOG(warn, core, "FI_EXANET_PDID must be positive; using %u", c.pdid);
+  }
+  if (fi_param_get_int(prov, "node", &v) == 0 && v >= 0 && v < 65536)
+    c.node = static_cast<std::uint16_t>(v);
+  if (fi_param_get_bool(prov, "use_cma", &v) == 0) c.use_cma = v != 0;
+  if (fi_param_get_int(prov, "dead_peer_check_ms", &v) == 0 && v > 0)
+    c.dead_peer_check_ms = static_cast<unsigned>(v);
+  char* proto_name = nullptr;
+  if (fi_param_get_str(prov, "protocol", &proto_name) == 0 && proto_name &&
+      std::strcmp(proto_name, "write") != 0)
+    EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=%s is not implemented; using write", proto_name);
+
+  // Keep the sizes consistent: a medium message fits half a ring, an inject fits the buffered
+  // paths (so it never needs the rendezvous), and nothing is zero.
+  if (c.bounce_ring_bytes < 4096) c.bounce_ring_bytes = 4096;
+  if (c.medium_max > c.bounce_ring_bytes / 2) {
+    EXANET_LOG(warn, core, "FI_EXANET_MEDIUM_MAX %zu exceeds half a bounce ring; using %zu",
+               c.medium_max, c.bounce_ring_bytes / 2);
+    c.medium_max = c.bounce_ring_bytes / 2;
+  }
+  if (c.inject_size > c.medium_max) c.inject_size = c.medium_max;
+  c.rndv_threshold = c.medium_max + 1;
+  if (c.mailbox_slots < 16) c.mailbox_slots = 16;
+  if (c.notify_slots < 16) c.notify_slots = 16;
+  if (c.bounce_peers == 0) c.bounce_peers = 1;
+  if (c.tx_size == 0) c.tx_size = 1;
+  if (c.rx_size == 0) c.rx_size = 1;
+  return c;
+}
+
+}  // namespace exanet::fi

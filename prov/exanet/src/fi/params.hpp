@@ -1,0 +1,13 @@
+// Provider parameters: defined once at load (they show in `fi_info -e` as FI_EXANET_*), read
+// once per domain into a proto::config that is passed down by value.
+#pragma once
+#include <rdma/providers/fi_prov.h>
+
+#include "proto/config.hpp"
+
+namespace exanet::fi {
+
+void params_define(fi_provider* prov) noexcept;
+proto::config params_read() noexcept;
+
+}  // namespace exanet::fi

@@ -1,0 +1,74 @@
+#include "fi/wait.hpp"
+
+#include <rdma/fi_errno.h>
+#include <sched.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdint>
+
+#include "fi/cntr.hpp"
+#include "fi/cq.hpp"
+#include "fi/eq.hpp"
+
+namespace exanet::fi {
+
+wait_fd::~wait_fd() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+int wait_fd::open() noexcept {
+  if (fd_ >= 0) return 0;
+  fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  return fd_ >= 0 ? 0 : -FI_EMFILE;
+}
+
+void wait_fd::signal() noexcept {
+  if (fd_ < 0) return;
+  const std::uint64_t one = 1;
+  [[maybe_unused]] ssize_t r = ::write(fd_, &one, sizeof one);
+}
+
+void wait_fd::drain() noexcept {
+  if (fd_ < 0) return;
+  std::uint64_t v;
+  [[maybe_unused]] ssize_t r = ::read(fd_, &v, sizeof v);
+}
+
+std::uint64_t now_ms() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return std::uint64_t(ts.tv_sec) * 1000 + std::uint64_t(ts.tv_nsec) / 1000000;
+}
+
+void idle_backoff(unsigned& round) noexcept {
+  ++round;
+  if (round < 64) return;
+  if (round < 256) {
+    sched_yield();
+    return;
+  }
+  const timespec nap{0, round < 1024 ? 10'000 : 100'000};
+  nanosleep(&nap, nullptr);
+}
+
+int trywait_one(fid* f) noexcept {
+  if (!f) return -FI_EINVAL;
+  switch (f->fclass) {
+    case FI_CLASS_CQ:
+      if (cq* q = cq_from(f)) return cq_trywait(*q);
+      break;
+    case FI_CLASS_CNTR:
+      if (cntr* c = cntr_from(f)) return cntr_trywait(*c);
+      break;
+    case FI_CLASS_EQ:
+      if (eq* q = eq_from(f)) return eq_trywait(*q);
+      break;
+    default:
+      break;
+  }
+  return -FI_EINVAL;
+}
+
+}  // namespace exanet::fi
