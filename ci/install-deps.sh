@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs everything exanet needs to build, test and benchmark on Debian bookworm (run as root).
+# Idempotent: packages already present are left as they are.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+packages=(
+  cmake g++ make pkg-config            # build
+  libfabric-dev libfabric-bin          # the libfabric we plug into; fi_info, fi_pingpong
+  googletest libgtest-dev              # unit tests
+  procps iproute2                      # process and socket checks in the test scripts
+  spin                                 # the protocol models in shared/model
+)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# The test command (README, second line; .ci/run calls it): installs what is needed, builds,
+# and runs every test, first in a normal build and then under AddressSanitizer and
+# UndefinedBehaviorSanitizer.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+bash "$root/ci/install-deps.sh"
+
+bash "$root/ci/build.sh" "$root/build"
+ctest --test-dir "$root/build" --output-on-failure -j2 --timeout 300
+
+# The sanitized module is loaded by uninstrumented programs (fi_info, fi_pingpong, our C tests),
+# so the runtimes are preloaded for every test of this build (EXANET_TEST_PRELOAD); leak checks
+# stay off because libfabric itself keeps allocations until exit.
+bash "$root/ci/build.sh" "$root/build-asan" -DEXANET_SANITIZE=ON
+ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+  ctest --test-dir "$root/build-asan" --output-on-failure -j2 --timeout 600
