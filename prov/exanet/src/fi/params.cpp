@@ -21,7 +21,7 @@ struct size_param {
 
 constexpr size_param g_size_params[] = {
     {"medium_max", "Largest message sent through the per-sender bounce ring (bytes); larger ones "
-                   "use the rendezvous (default 16384)", &proto::config::medium_max},
+                   "use the rendezvous (default 8192)", &proto::config::medium_max},
     {"inject_size", "Largest fi_inject payload, copied at post time (default 4096)",
      &proto::config::inject_size},
     {"mailbox_slots", "64-byte packets per endpoint mailbox, rounded up to a power of two "
@@ -114,7 +114,6 @@ proto::config params_read() noexcept {
     c.medium_max = c.bounce_ring_bytes / 2;
   }
   if (c.inject_size > c.medium_max) c.inject_size = c.medium_max;
-  c.rndv_threshold = c.medium_max + 1;
   if (c.mailbox_slots < 16) c.mailbox_slots = 16;
   if (c.notify_slots < 16) c.notify_slots = 16;
   if (c.bounce_peers == 0) c.bounce_peers = 1;

@@ -6,11 +6,9 @@
 
 namespace exanet::proto {
 
-enum class protocol_variant : std::uint8_t { write, read, optimistic };
-
 struct config {
-  std::size_t medium_max = 16384;          // largest message sent through the bounce ring
-  std::size_t rndv_threshold = 16385;      // first size that uses a rendezvous
+  std::size_t medium_max = 8192;           // largest message sent through the bounce ring;
+                                           // measured crossover with the rendezvous (issue 2)
   std::size_t inject_size = 4096;          // fi_inject limit (eager or medium, copied at post)
   std::size_t mailbox_slots = 1024;        // 64-byte packets per endpoint mailbox
   std::size_t bounce_ring_bytes = 262144;  // per-peer medium ring in the receiver's segment
@@ -22,7 +20,6 @@ struct config {
   std::uint16_t node = 0;                  // node id of this host
   bool use_cma = true;                     // false forces the copy-through-shared-memory DMA
   unsigned dead_peer_check_ms = 200;       // liveness check period while waiting on a peer
-  protocol_variant variant = protocol_variant::write;
 };
 
 }  // namespace exanet::proto
