@@ -1,0 +1,250 @@
+#include "xt.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+static int xt_is_child;
+static pid_t xt_children[16];
+static int xt_nchildren;
+
+static void kill_children(void)
+{
+	for (int i = 0; i < xt_nchildren; i++)
+		if (xt_children[i] > 0)
+			kill(xt_children[i], SIGKILL);
+}
+
+void xt_fail(const char *file, int line, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "FAIL [%s pid %d] %s:%d: ", xt_is_child ? "child" : "parent", getpid(), file, line);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	fflush(stderr);
+	if (xt_is_child)
+		_exit(1);
+	kill_children();
+	exit(1);
+}
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	static const char msg[] = "FAIL: TIMEOUT\n";
+	ssize_t r = write(2, msg, sizeof msg - 1);
+	(void)r;
+	if (!xt_is_child)
+		kill_children();
+	_exit(2);
+}
+
+void xt_init(int seconds)
+{
+	signal(SIGALRM, on_alarm);
+	signal(SIGPIPE, SIG_IGN);
+	alarm((unsigned)seconds);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+}
+
+void xt_pass(const char *name)
+{
+	printf("PASS: %s\n", name);
+}
+
+struct fi_info *xt_hints(void)
+{
+	struct fi_info *h = fi_allocinfo();
+	XT_CHECK(h, "fi_allocinfo");
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = FI_TAGGED | FI_MSG | FI_DIRECTED_RECV;
+	h->mode = 0;
+	h->domain_attr->mr_mode = 0;
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	const char *prov = getenv("FI_PROVIDER");
+	h->fabric_attr->prov_name = strdup(prov && *prov ? prov : "exanet");
+	return h;
+}
+
+void xt_open(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags)
+{
+	memset(x, 0, sizeof *x);
+	XT_RC(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &x->info));
+	XT_RC(fi_fabric(x->info->fabric_attr, &x->fabric, NULL));
+	XT_RC(fi_domain(x->fabric, x->info, &x->domain, NULL));
+	struct fi_av_attr av = {.type = FI_AV_MAP};
+	XT_RC(fi_av_open(x->domain, &av, &x->av, NULL));
+	struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+	XT_RC(fi_cq_open(x->domain, &cq, &x->txcq, NULL));
+	XT_RC(fi_cq_open(x->domain, &cq, &x->rxcq, NULL));
+	XT_RC(fi_endpoint(x->domain, x->info, &x->ep, NULL));
+	XT_RC(fi_ep_bind(x->ep, &x->av->fid, 0));
+	XT_RC(fi_ep_bind(x->ep, &x->txcq->fid, FI_TRANSMIT | cq_flags));
+	XT_RC(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV | cq_flags));
+	XT_RC(fi_enable(x->ep));
+	x->namelen = sizeof x->name;
+	XT_RC(fi_getname(&x->ep->fid, x->name, &x->namelen));
+}
+
+void xt_close(struct xt_ep *x)
+{
+	XT_RC(fi_close(&x->ep->fid));
+	XT_RC(fi_close(&x->av->fid));
+	XT_RC(fi_close(&x->txcq->fid));
+	XT_RC(fi_close(&x->rxcq->fid));
+	XT_RC(fi_close(&x->domain->fid));
+	XT_RC(fi_close(&x->fabric->fid));
+	fi_freeinfo(x->info);
+}
+
+fi_addr_t xt_insert(struct xt_ep *x, const void *name)
+{
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+	XT_CHECK(fi_av_insert(x->av, name, 1, &a, 0, NULL) == 1, "fi_av_insert");
+	return a;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+int xt_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err, int seconds)
+{
+	struct fi_cq_tagged_entry scratch;
+	const double end = now_s() + seconds;
+	for (;;) {
+		ssize_t r = fi_cq_read(cq, e ? e : &scratch, 1);
+		if (r == 1)
+			return 1;
+		if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry tmp = {0};
+			XT_CHECK(fi_cq_readerr(cq, err ? err : &tmp, 0) == 1, "fi_cq_readerr");
+			return 0;
+		}
+		XT_CHECK(r == -FI_EAGAIN, "fi_cq_read = %zd (%s)", r, fi_strerror((int)-r));
+		XT_CHECK(now_s() < end, "no completion within %d s", seconds);
+	}
+}
+
+int xt_drain(struct fid_cq *cq)
+{
+	struct fi_cq_tagged_entry e[16];
+	int n = 0;
+	for (int idle = 0; idle < 20000; idle++) {
+		ssize_t r = fi_cq_read(cq, e, 16);
+		if (r > 0) {
+			n += (int)r;
+			idle = 0;
+		} else {
+			XT_CHECK(r == -FI_EAGAIN, "fi_cq_read while draining = %zd", r);
+		}
+	}
+	return n;
+}
+
+void xt_spawn(int n, xt_child_fn fn, int *socks, pid_t *pids)
+{
+	for (int i = 0; i < n; i++) {
+		int sv[2];
+		XT_CHECK(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+		fflush(stdout);
+		pid_t pid = fork();
+		XT_CHECK(pid >= 0, "fork");
+		if (pid == 0) {
+			xt_is_child = 1;
+			xt_nchildren = 0;
+			close(sv[0]);
+			_exit(fn(i, sv[1]));
+		}
+		close(sv[1]);
+		socks[i] = sv[0];
+		pids[i] = pid;
+		if (xt_nchildren < 16)
+			xt_children[xt_nchildren++] = pid;
+	}
+}
+
+void xt_reap(int n, pid_t *pids)
+{
+	for (int i = 0; i < n; i++) {
+		int status = 0;
+		XT_CHECK(waitpid(pids[i], &status, 0) == pids[i], "waitpid");
+		XT_CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			 "child %d failed (status 0x%x)", i, status);
+	}
+	xt_nchildren = 0;
+}
+
+void xt_send_all(int sock, const void *buf, size_t len)
+{
+	const char *p = buf;
+	while (len) {
+		ssize_t r = write(sock, p, len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		XT_CHECK(r > 0, "write to peer process");
+		p += r;
+		len -= (size_t)r;
+	}
+}
+
+void xt_recv_all(int sock, void *buf, size_t len)
+{
+	char *p = buf;
+	while (len) {
+		ssize_t r = read(sock, p, len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		XT_CHECK(r > 0, "read from peer process");
+		p += r;
+		len -= (size_t)r;
+	}
+}
+
+void xt_send_name(int sock, const struct xt_ep *x)
+{
+	uint32_t len = (uint32_t)x->namelen;
+	xt_send_all(sock, &len, sizeof len);
+	xt_send_all(sock, x->name, len);
+}
+
+void xt_recv_name(int sock, char name[64])
+{
+	uint32_t len = 0;
+	xt_recv_all(sock, &len, sizeof len);
+	XT_CHECK(len <= 64, "name length %u", len);
+	xt_recv_all(sock, name, len);
+}
+
+void xt_sync(int sock)
+{
+	char c = 's';
+	xt_send_all(sock, &c, 1);
+	xt_recv_all(sock, &c, 1);
+}
+
+void xt_fill(void *buf, size_t len, unsigned seed)
+{
+	unsigned char *p = buf;
+	for (size_t i = 0; i < len; i++)
+		p[i] = (unsigned char)(i * 131u + seed * 7u + (i >> 8));
+}
+
+int xt_verify(const void *buf, size_t len, unsigned seed)
+{
+	const unsigned char *p = buf;
+	for (size_t i = 0; i < len; i++)
+		if (p[i] != (unsigned char)(i * 131u + seed * 7u + (i >> 8)))
+			return 0;
+	return 1;
+}

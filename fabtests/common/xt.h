@@ -1,0 +1,78 @@
+/*
+ * A small harness for exanet's conformance programs: real processes over real shared memory.
+ * Processes are forked before any libfabric object exists, exchange endpoint names over a
+ * socketpair, and every program is bounded by alarm(). Checks print one line each and make the
+ * program exit non-zero on the first failure of a case.
+ */
+#ifndef EXANET_XT_H
+#define EXANET_XT_H
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Failure of a check: report where and why, then leave (children _exit, the parent exit). */
+void xt_fail(const char *file, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4), noreturn));
+#define XT_CHECK(cond, ...) \
+	do { if (!(cond)) xt_fail(__FILE__, __LINE__, __VA_ARGS__); } while (0)
+#define XT_RC(call) \
+	do { long xt_rc_ = (long)(call); \
+	     XT_CHECK(xt_rc_ >= 0, "%s = %ld (%s)", #call, xt_rc_, fi_strerror((int)-xt_rc_)); } while (0)
+
+/* Bounds the whole program (children included) to `seconds`. */
+void xt_init(int seconds);
+/* Prints "PASS: name" for a finished case. */
+void xt_pass(const char *name);
+
+/* One libfabric endpoint with everything it needs. */
+struct xt_ep {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *txcq, *rxcq;
+	struct fid_ep *ep;
+	char name[64];
+	size_t namelen;
+};
+
+/* Hints most programs start from: RDM, FI_TAGGED|FI_MSG|FI_DIRECTED_RECV, no mode, mr_mode 0. */
+struct fi_info *xt_hints(void);
+/* Opens fabric, domain, AV (map), two CQs (tagged format) and an enabled endpoint.
+ * cq_flags are added to the CQ bindings (e.g. FI_SELECTIVE_COMPLETION). */
+void xt_open(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags);
+void xt_close(struct xt_ep *x);
+fi_addr_t xt_insert(struct xt_ep *x, const void *name);
+
+/* Waits for one completion on cq (success: returns 1, fills e; error: returns 0, fills err).
+ * Fails the program after `seconds` without any. */
+int xt_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err, int seconds);
+/* Progresses cq until no entry arrives for a while; returns how many successes it drained. */
+int xt_drain(struct fid_cq *cq);
+
+/* Processes: xt_spawn forks n children; child i runs fn(i, sock) and its return is its exit code.
+ * The parent talks to child i over socks[i]. xt_reap waits for all and fails on a bad exit. */
+typedef int (*xt_child_fn)(int index, int sock);
+void xt_spawn(int n, xt_child_fn fn, int *socks, pid_t *pids);
+void xt_reap(int n, pid_t *pids);
+void xt_send_all(int sock, const void *buf, size_t len);
+void xt_recv_all(int sock, void *buf, size_t len);
+/* Sends/receives a length-prefixed endpoint name. */
+void xt_send_name(int sock, const struct xt_ep *x);
+void xt_recv_name(int sock, char name[64]);
+/* A one-byte barrier over a socket (both sides call it). */
+void xt_sync(int sock);
+
+/* Deterministic payloads: byte i of message `seed`. */
+void xt_fill(void *buf, size_t len, unsigned seed);
+int xt_verify(const void *buf, size_t len, unsigned seed);
+
+#endif
