@@ -1,6 +1,7 @@
 #include "xt.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <string.h>
@@ -230,6 +231,19 @@ void xt_sync(int sock)
 {
 	char c = 's';
 	xt_send_all(sock, &c, 1);
+	xt_recv_all(sock, &c, 1);
+}
+
+void xt_sync_progress(int sock, struct fid_cq *cq)
+{
+	char c = 's';
+	xt_send_all(sock, &c, 1);
+	for (;;) {
+		struct pollfd p = {.fd = sock, .events = POLLIN};
+		if (poll(&p, 1, 0) == 1)
+			break;
+		fi_cq_read(cq, NULL, 0);
+	}
 	xt_recv_all(sock, &c, 1);
 }
 

@@ -70,6 +70,8 @@ void xt_send_name(int sock, const struct xt_ep *x);
 void xt_recv_name(int sock, char name[64]);
 /* A one-byte barrier over a socket (both sides call it). */
 void xt_sync(int sock);
+/* The same barrier, progressing cq while it waits (manual progress: a peer may need us). */
+void xt_sync_progress(int sock, struct fid_cq *cq);
 
 /* Deterministic payloads: byte i of message `seed`. */
 void xt_fill(void *buf, size_t len, unsigned seed);

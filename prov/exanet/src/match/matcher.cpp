@@ -40,12 +40,14 @@ void matcher::remove_posted(posted_entry& e) noexcept {
   --posted_count_;
 }
 
-void matcher::add_unexpected(unexpected_entry& u) noexcept {
+bool matcher::add_unexpected(unexpected_entry& u) noexcept {
+  // A sender may be heard from before any receive names it: its queue starts existing here.
+  if (!ensure_source(u.source)) return false;
   u.seq = arrival_seq_++;
   all_unexpected_.push_back(u);
-  // ensure_source was called when the sender became known; an unidentified sender's message is
-  // reachable only through the arrival-ordered queue (wildcard receives).
-  if (u.source != any_source && u.source < unexpected_.size()) unexpected_[u.source].push_back(u);
+  // An unidentified sender's message is reachable only through the arrival-ordered queue.
+  if (u.source != any_source) unexpected_[u.source].push_back(u);
+  return true;
 }
 
 unexpected_entry* matcher::find_unexpected(source_id src, std::uint64_t tag,

@@ -54,8 +54,9 @@ class matcher {
   posted_entry* peek_posted(source_id src, std::uint64_t tag) const noexcept;
   void remove_posted(posted_entry& e) noexcept;
 
-  /// Records a message no posted receive matched.
-  void add_unexpected(unexpected_entry& u) noexcept;
+  /// Records a message no posted receive matched. False only if memory for a new source's queue
+  /// ran out (the message is then not recorded).
+  [[nodiscard]] bool add_unexpected(unexpected_entry& u) noexcept;
   /// The earliest-arrived unexpected message a receive (src or any_source, tag, ignore) matches.
   unexpected_entry* find_unexpected(source_id src, std::uint64_t tag,
                                     std::uint64_t ignore) const noexcept;

@@ -54,7 +54,7 @@ void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {
   u->has_cq_data = has_data;
   u->len = len;
   std::memcpy(u->inline_payload, p.payload, len);
-  add_unexpected(kind, *u);
+  (void)add_unexpected(kind, *u);  // on failure it logged and freed the record
 }
 
 }  // namespace exanet::proto

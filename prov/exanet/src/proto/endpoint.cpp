@@ -105,7 +105,7 @@ core::status endpoint::send(const send_args& a) noexcept {
   if (len <= cfg_.medium_max) {
     core::status s = medium_send(a, len);
     if (s != core::status::not_supported) return s;
-    // No bounce ring at this receiver: fall through to the rendezvous, which needs none.
+    // No bounce ring or no credit at this receiver: the rendezvous needs neither.
   }
   return rts_send(a, len);
 }
@@ -188,12 +188,18 @@ recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from, std::uint64
   return reinterpret_cast<recv_request*>(reinterpret_cast<char*>(e) - offsetof(recv_request, entry));
 }
 
-void endpoint::add_unexpected(queue_kind k, unexpected_msg& u) noexcept {
+bool endpoint::add_unexpected(queue_kind k, unexpected_msg& u) noexcept {
   u.entry.source = u.peer == dev::no_peer ? match::any_source : u.peer;
   u.entry.tag = k == queue_kind::tagged ? u.tag : 0;
-  matcher_for(k).add_unexpected(u.entry);
+  if (!matcher_for(k).add_unexpected(u.entry)) {
+    EXANET_LOG(warn, ep_data, "out of memory: unexpected message dropped");
+    std::free(u.payload);
+    unexpected_.release(&u);
+    return false;
+  }
   const std::size_t depth = matchers_[0].unexpected_count() + matchers_[1].unexpected_count();
   if (depth > stats_.unexpected_max) stats_.unexpected_max = depth;
+  return true;
 }
 
 // ---- completions ----------------------------------------------------------------------------

@@ -188,7 +188,8 @@ class endpoint {
   std::uint64_t source_of(dev::peer_id p) noexcept;
   match::matcher& matcher_for(queue_kind k) noexcept { return matchers_[static_cast<int>(k)]; }
   recv_request* take_posted(queue_kind k, dev::peer_id from, std::uint64_t tag) noexcept;
-  void add_unexpected(queue_kind k, unexpected_msg& u) noexcept;
+  /// False if the message could not be recorded (out of memory); the caller frees it.
+  [[nodiscard]] bool add_unexpected(queue_kind k, unexpected_msg& u) noexcept;
   /// Gives an unexpected message (already out of the matcher) to a receive and frees it.
   void take_unexpected(recv_request& r, unexpected_msg& u) noexcept;
   recv_request* make_recv(const recv_args& a) noexcept;

@@ -18,11 +18,9 @@ core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept
   std::uint32_t ring = 0;
   std::uint64_t offset = 0;
   std::byte* dst = dev_.bounce_acquire(a.peer, len, ring, offset);
-  if (!dst) {
-    // No ring at this receiver at all: the caller uses the rendezvous. A ring without credit is
-    // back-pressure, like a full mailbox.
-    return dev_.bounce_ring_held(a.peer) ? core::status::again : core::status::not_supported;
-  }
+  // No ring at this receiver, or no credit in it (the receiver has not drained it yet): the
+  // caller uses the rendezvous, which needs only a mailbox slot, rather than refusing the send.
+  if (!dst) return core::status::not_supported;
   // Claim the mailbox slot before touching the ring, so a full mailbox leaves the ring untouched.
   dev::emu::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
@@ -81,7 +79,7 @@ void endpoint::on_medium(dev::peer_id from, const dev::packet& pkt) noexcept {
   u->has_cq_data = has_data;
   u->len = len;
   u->payload = buf;
-  add_unexpected(kind, *u);
+  (void)add_unexpected(kind, *u);  // on failure it logged and freed the record
 }
 
 }  // namespace exanet::proto

@@ -25,13 +25,12 @@ core::status endpoint::peek(const recv_args& a, bool claim_it, bool discard, voi
     m.remove_unexpected(*e);
     *handle = &u;
   } else if (discard) {
-    m.remove_unexpected(*e);
     recv_request* sink = make_recv({.kind = a.kind});
     if (!sink) {
-      m.add_unexpected(*e);
       recvs_.release(r);
       return core::status::again;
     }
+    m.remove_unexpected(*e);
     sink->completion = false;
     sink->discard = true;
     take_unexpected(*sink, u);  // a rendezvous sender still gets its (empty) CTS and completes

@@ -90,7 +90,7 @@ void endpoint::on_rts(dev::peer_id from, const dev::packet& pkt) noexcept {
   u->has_cq_data = p.hdr.flags & wire::flag_cq_data;
   u->len = p.msg_len;
   u->send_id = p.send_id;
-  add_unexpected(kind, *u);
+  (void)add_unexpected(kind, *u);  // on failure it logged and freed the record
 }
 
 void endpoint::rndv_recv_start(recv_request& r, dev::peer_id from, const wire::rts& m) noexcept {

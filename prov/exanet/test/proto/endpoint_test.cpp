@@ -177,6 +177,66 @@ TEST_P(pair_test, messages_of_one_sender_match_in_send_order) {
   }
 }
 
+TEST_P(pair_test, many_unexpected_of_every_protocol_match_in_reverse_posting_order) {
+  constexpr int count = 1000;
+  auto size_of = [](int i) -> std::size_t { return i % 3 == 0 ? 8 : (i % 3 == 1 ? 2048 : 65536); };
+  std::vector<std::vector<std::byte>> sent(count), got(count);
+  for (int i = 0; i < count; ++i) {
+    sent[i] = pattern(size_of(i), static_cast<unsigned>(i));
+    iovec v{sent[i].data(), sent[i].size()};
+    send_args s;
+    s.iov = {&v, 1};
+    s.tag = 1000 + i;
+    s.peer = a_to_b;
+    ASSERT_EQ(a.send(s), core::status::ok) << "send " << i;  // no receiver progress at all
+  }
+  for (int i = 0; i < 10; ++i) b.progress();
+  for (int i = count - 1; i >= 0; --i) {
+    got[i].assign(size_of(i), std::byte{0});
+    ASSERT_EQ(recv(got[i], 1000 + i, 0, &got[i]), core::status::ok);
+  }
+  pump_until([&] { return b_rx.entries.size() == count; });
+  for (const completion& c : b_rx.entries) {
+    ASSERT_EQ(c.err, 0);
+    const int i = static_cast<int>(c.tag - 1000);
+    ASSERT_EQ(c.context, &got[i]);
+    ASSERT_EQ(got[i], sent[i]) << "message " << i;
+  }
+}
+
+TEST_P(pair_test, directed_receive_finds_messages_that_arrived_before_the_sender_was_known) {
+  endpoint c;  // has never heard of a
+  ASSERT_EQ(c.open(cfg, {}), core::status::ok);
+  collected c_rx;
+  c.set_sinks({.rx = c_rx.sink()});
+  dev::peer_id a_to_c = dev::no_peer, c_to_a = dev::no_peer;
+  ASSERT_EQ(a.connect(c.address(), a_to_c), core::status::ok);
+  for (std::size_t n : {std::size_t{8}, std::size_t{2048}, std::size_t{65536}}) {
+    auto d = pattern(n, 4);
+    iovec v{d.data(), n};
+    send_args s;
+    s.iov = {&v, 1};
+    s.tag = n;
+    s.peer = a_to_c;
+    ASSERT_EQ(a.send(s), core::status::ok);
+    for (int i = 0; i < 10; ++i) c.progress();  // arrives unexpected from an unknown sender
+    if (c_to_a == dev::no_peer) {
+      ASSERT_EQ(c.connect(a.address(), c_to_a), core::status::ok);
+    }
+    std::vector<std::byte> out(n);
+    iovec rv{out.data(), n};
+    recv_args r;
+    r.iov = {&rv, 1};
+    r.tag = n;
+    r.peer = c_to_a;
+    ASSERT_EQ(c.recv(r), core::status::ok);
+    pump_until([&] { c.progress(); return !c_rx.entries.empty(); });
+    EXPECT_EQ(c_rx.entries.front().err, 0);
+    EXPECT_EQ(out, d);
+    c_rx.entries.clear();
+  }
+}
+
 TEST_P(pair_test, msg_and_tagged_queues_are_separate) {
   std::array<std::byte, 16> t{}, m{};
   int tctx = 0, mctx = 0;

@@ -98,8 +98,6 @@ class device {
   /// nullptr if no ring could be claimed at p or it lacks credit. len <= ring size / 2.
   std::byte* bounce_acquire(peer_id p, std::size_t len, std::uint32_t& ring,
                             std::uint64_t& offset) noexcept;
-  /// True if this endpoint holds a ring at p (so a failed acquire means "no credit yet").
-  bool bounce_ring_held(peer_id p) const noexcept { return peers_[p].bounce_ring != ~0u; }
   /// Makes the space from bounce_acquire used (the packet naming it is being published).
   void bounce_commit(peer_id p, std::uint64_t end) noexcept { peers_[p].bounce_head = end; 
     peer_view(p).bounce[peers_[p].bounce_ring].head.store(end, std::memory_order_release); }
