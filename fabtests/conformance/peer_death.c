@@ -1,0 +1,108 @@
+/*
+ * A peer killed in the middle of a rendezvous: the survivor gets an error completion within
+ * seconds instead of waiting forever, in both directions, and the dead peer's shared memory is
+ * reclaimed by the survivor (the killed process cannot unlink it itself).
+ */
+#include "xt.h"
+
+#include <rdma/fi_ext_exanet.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BIG (16u << 20)
+
+static int segment_exists(const char *name)
+{
+	struct fi_exanet_addr a;
+	memcpy(&a, name, sizeof a);
+	char path[128];
+	snprintf(path, sizeof path, "/dev/shm/exanet.%u.%u.%u", (unsigned)getuid(), a.pdid, a.port);
+	struct stat st;
+	return stat(path, &st) == 0;
+}
+
+/* Child: opens, exchanges names, posts one 16 MiB operation, reports, then stops progressing. */
+static int stalled_peer(int role_sender, int sock)
+{
+	struct xt_ep x;
+	struct fi_info *h = xt_hints();
+	xt_open(&x, h, 0);
+	fi_freeinfo(h);
+	char name[64];
+	xt_send_name(sock, &x);
+	xt_recv_name(sock, name);
+	fi_addr_t peer = xt_insert(&x, name);
+	void *buf = malloc(BIG);
+	if (role_sender)
+		XT_RC(fi_tsend(x.ep, buf, BIG, NULL, peer, 1, NULL));
+	else
+		XT_RC(fi_trecv(x.ep, buf, BIG, NULL, peer, 1, 0, NULL));
+	xt_sync(sock);
+	pause(); /* never progresses again; the parent kills us */
+	return 0;
+}
+
+static int child_sender(int i, int sock) { (void)i; return stalled_peer(1, sock); }
+static int child_receiver(int i, int sock) { (void)i; return stalled_peer(0, sock); }
+
+static void run(int survivor_sends)
+{
+	int sock;
+	pid_t pid;
+	xt_spawn(1, survivor_sends ? child_receiver : child_sender, &sock, &pid);
+	struct xt_ep x;
+	struct fi_info *h = xt_hints();
+	xt_open(&x, h, 0);
+	fi_freeinfo(h);
+	char name[64];
+	xt_recv_name(sock, name);
+	xt_send_name(sock, &x);
+	fi_addr_t peer = xt_insert(&x, name);
+	void *buf = malloc(BIG);
+	int ctx;
+	xt_sync(sock); /* the child's 16 MiB operation is posted */
+	if (survivor_sends)
+		XT_RC(fi_tsend(x.ep, buf, BIG, NULL, peer, 1, &ctx));
+	else
+		XT_RC(fi_trecv(x.ep, buf, BIG, NULL, peer, 1, 0, &ctx));
+	/* Let the handshake start, then kill the peer in the middle of it. */
+	for (int i = 0; i < 1000; i++)
+		fi_cq_read(survivor_sends ? x.txcq : x.rxcq, NULL, 0);
+	kill(pid, SIGKILL);
+	int status;
+	waitpid(pid, &status, 0);
+	XT_CHECK(segment_exists(name), "the killed peer's segment should still be there before reclaim");
+
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(survivor_sends ? x.txcq : x.rxcq, NULL, &err, 20) == 0,
+		 "an operation with a dead peer must fail");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	XT_CHECK(err.err != 0 && err.op_context == &ctx, "error completion err %d", err.err);
+	printf("  error %d (%s) after %.2f s\n", err.err, fi_strerror(err.err),
+	       (t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) * 1e-9);
+	XT_CHECK(!segment_exists(name), "the dead peer's segment was not reclaimed");
+	/* The endpoint stays usable: a message to itself still goes through. */
+	fi_addr_t self = xt_insert(&x, x.name);
+	uint64_t v = 42, got = 0;
+	XT_RC(fi_trecv(x.ep, &got, sizeof got, NULL, self, 9, 0, NULL));
+	XT_RC(fi_tsend(x.ep, &v, sizeof v, NULL, self, 9, NULL));
+	XT_CHECK(xt_wait(x.rxcq, NULL, NULL, 10) == 1 && got == 42, "loopback after a peer died");
+	free(buf);
+	xt_close(&x);
+}
+
+int main(void)
+{
+	xt_init(120);
+	run(0);
+	xt_pass("sender killed while the receiver waits for its data");
+	run(1);
+	xt_pass("receiver killed while the sender waits for its CTS");
+	return 0;
+}
