@@ -1,0 +1,378 @@
+// The emulated ExaNeST device with real processes and real shared memory: the mailbox ring under
+// several producer processes, back-pressure, PDID protection, bounce-ring credits, notification
+// generations, DMA writes across processes (CMA and the staged fallback), dead peers and the
+// reclaiming of their segments.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "dev/emu/device.hpp"
+
+namespace exanet::dev::emu {
+namespace {
+
+// A distinct PDID per test program run keeps parallel runs apart. Taken from the pid of the
+// test process once, so forked children compute the same value.
+const pid_t g_test_pid = getpid();
+std::uint32_t test_pdid(std::uint32_t salt) { return 5000 + (g_test_pid % 10000) * 16 + salt; }
+
+params make_params(std::uint32_t pdid, std::uint32_t slots = 64) {
+  params p;
+  p.self.pdid = pdid;
+  p.geo.mailbox_slots = slots;
+  p.geo.notify_slots = 64;
+  p.geo.bounce_peers = 4;
+  p.geo.bounce_ring_bytes = 1 << 16;
+  p.geo.staging_chunks = 4;
+  p.geo.staging_chunk_bytes = 4096;
+  return p;
+}
+
+bool segment_exists(const address& a) {
+  struct stat st {};
+  return stat(("/dev/shm" + segment_name(getuid(), a.pdid, a.port)).c_str(), &st) == 0;
+}
+
+packet numbered(std::uint8_t type, std::uint32_t producer, std::uint64_t n) {
+  packet p{};
+  p[0] = std::byte{type};
+  std::memcpy(p.data() + 8, &producer, 4);
+  std::memcpy(p.data() + 16, &n, 8);
+  return p;
+}
+
+TEST(emu_device, packets_flow_both_ways_and_to_self) {
+  device a, b;
+  ASSERT_EQ(a.open(make_params(test_pdid(1))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(1))), core::status::ok);
+  peer_id ab, aa;
+  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  ASSERT_EQ(a.connect(a.local_address(), aa), core::status::ok);
+  ASSERT_EQ(a.mailbox_send(ab, numbered(1, 0, 7)), core::status::ok);
+  ASSERT_EQ(a.mailbox_send(aa, numbered(1, 0, 8)), core::status::ok);
+  std::uint64_t got = 0;
+  peer_id from = no_peer;
+  EXPECT_EQ(b.poll_mailbox(8, [&](peer_id p, const packet& pk) {
+    from = p;
+    std::memcpy(&got, pk.data() + 16, 8);
+  }), 1u);
+  EXPECT_EQ(got, 7u);
+  EXPECT_EQ(b.peer_address(from), a.local_address());  // the sender is identified and connected
+  EXPECT_EQ(a.poll_mailbox(8, [&](peer_id, const packet& pk) { std::memcpy(&got, pk.data() + 16, 8); }), 1u);
+  EXPECT_EQ(got, 8u);
+}
+
+TEST(emu_device, full_mailbox_says_again_and_loses_nothing) {
+  device a, b;
+  ASSERT_EQ(a.open(make_params(test_pdid(2), 16)), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(2), 16)), core::status::ok);
+  peer_id ab;
+  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  std::uint64_t sent = 0, received = 0;
+  for (int round = 0; round < 5; ++round) {
+    while (a.mailbox_send(ab, numbered(1, 0, sent)) == core::status::ok) ++sent;
+    EXPECT_EQ(sent, 16u * (round + 1));
+    b.poll_mailbox(1000, [&](peer_id, const packet& pk) {
+      std::uint64_t n;
+      std::memcpy(&n, pk.data() + 16, 8);
+      EXPECT_EQ(n, received++);
+    });
+  }
+  EXPECT_EQ(received, sent);
+}
+
+TEST(emu_device, many_producer_processes_keep_fifo_per_producer) {
+  constexpr int producers = 4;
+  constexpr std::uint64_t per_producer = 200000;
+  device consumer;
+  ASSERT_EQ(consumer.open(make_params(test_pdid(3), 64)), core::status::ok);
+  const address target = consumer.local_address();
+  std::vector<pid_t> kids;
+  for (int p = 0; p < producers; ++p) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      alarm(120);
+      device d;
+      peer_id to;
+      if (d.open(make_params(test_pdid(3), 64)) != core::status::ok || d.connect(target, to) != core::status::ok)
+        _exit(3);
+      for (std::uint64_t n = 0; n < per_producer;) {
+        const core::status s = d.mailbox_send(to, numbered(1, static_cast<std::uint32_t>(p), n));
+        if (s == core::status::ok) ++n;
+        else if (s != core::status::again) _exit(4);
+      }
+      d.close();
+      _exit(0);
+    }
+    kids.push_back(pid);
+  }
+  std::vector<std::uint64_t> next(producers, 0);
+  std::uint64_t total = 0;
+  bool order_ok = true;
+  const auto deadline = time(nullptr) + 120;
+  while (total < producers * per_producer && time(nullptr) < deadline) {
+    total += consumer.poll_mailbox(256, [&](peer_id, const packet& pk) {
+      std::uint32_t p;
+      std::uint64_t n;
+      std::memcpy(&p, pk.data() + 8, 4);
+      std::memcpy(&n, pk.data() + 16, 8);
+      if (p >= producers || n != next[p]) order_ok = false;
+      else ++next[p];
+    });
+  }
+  for (pid_t k : kids) {
+    int st = 0;
+    waitpid(k, &st, 0);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  }
+  EXPECT_TRUE(order_ok) << "a producer's packets arrived out of order, duplicated or corrupted";
+  EXPECT_EQ(total, producers * per_producer) << "packets lost";
+  for (int p = 0; p < producers; ++p) EXPECT_EQ(next[p], per_producer);
+  // Nothing more than what was sent.
+  EXPECT_EQ(consumer.poll_mailbox(16, [](peer_id, const packet&) {}), 0u);
+}
+
+TEST(emu_device, other_pdids_cannot_connect_and_foreign_packets_are_dropped) {
+  device a, b;
+  ASSERT_EQ(a.open(make_params(test_pdid(4))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(5))), core::status::ok);
+  peer_id p;
+  address other = b.local_address();
+  EXPECT_NE(a.connect(other, p), core::status::ok);
+  other.pdid = a.local_address().pdid;  // pretend: same port, our PDID: no such segment
+  EXPECT_EQ(a.connect(other, p), core::status::unreachable);
+  // A packet stamped with a foreign PDID (as a misbehaving packetizer would deliver it) is dropped.
+  const std::string name = segment_name(getuid(), b.local_address().pdid, b.local_address().port);
+  shm_segment seg;
+  ASSERT_EQ(shm_segment::open(name, seg), core::status::ok);
+  auto v = segment_view::of(seg.data(), static_cast<segment_header*>(seg.data())->geo);
+  const std::uint64_t pos = v.mbox_ctl->tail.fetch_add(1);
+  mailbox_slot& s = v.mailbox[pos % 64];
+  s.data = numbered(1, 9, 9);
+  s.pdid = a.local_address().pdid;
+  s.src_port = a.local_address().port;
+  s.src_node = 0;
+  s.seq.store(pos + 1, std::memory_order_release);
+  int delivered = 0;
+  b.poll_mailbox(8, [&](peer_id, const packet&) { ++delivered; });
+  EXPECT_EQ(delivered, 0);
+  EXPECT_EQ(b.foreign_pdid_drops(), 1u);
+}
+
+TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
+  device a, b;
+  ASSERT_EQ(a.open(make_params(test_pdid(6))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(6))), core::status::ok);
+  peer_id ab;
+  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  const std::size_t ring = 1 << 16, len = 24000;  // does not divide the ring: forces skips
+  std::uint64_t consumed = 0;
+  for (int i = 0; i < 40; ++i) {
+    std::uint32_t r;
+    std::uint64_t off;
+    std::byte* dst = a.bounce_acquire(ab, len, r, off);
+    if (!dst) {  // out of credit: the receiver consumes everything, then it must succeed
+      b.bounce_consume(r, consumed);
+      dst = a.bounce_acquire(ab, len, r, off);
+      ASSERT_NE(dst, nullptr);
+    }
+    EXPECT_LE((off % ring) + len, ring) << "a message straddles the end of the ring";
+    std::memset(dst, i, len);
+    a.bounce_commit(ab, off + len);
+    const std::byte* seen = b.bounce_data(r, off, len);
+    ASSERT_NE(seen, nullptr);
+    EXPECT_EQ(seen[0], std::byte(i));
+    EXPECT_EQ(seen[len - 1], std::byte(i));
+    consumed = off + len;
+  }
+  std::uint32_t r;
+  std::uint64_t off;
+  EXPECT_EQ(a.bounce_acquire(ab, ring, r, off), nullptr) << "a message larger than half a ring";
+  EXPECT_EQ(b.bounce_data(0, ring - 8, 64), nullptr) << "a range outside the ring";
+}
+
+TEST(emu_device, notification_generations_never_alias) {
+  device a;
+  ASSERT_EQ(a.open(make_params(test_pdid(7))), core::status::ok);
+  peer_id self;
+  ASSERT_EQ(a.connect(a.local_address(), self), core::status::ok);
+  std::uint32_t slot, gen1, gen2;
+  ASSERT_TRUE(a.notify_alloc(slot, gen1));
+  notification out{};
+  EXPECT_FALSE(a.notify_test(slot, gen1, out));
+  std::byte data[8] = {};
+  iovec v{data, sizeof data};
+  dma_write w;
+  w.peer = self;
+  w.src = {&v, 1};
+  w.dst_addr = reinterpret_cast<std::uint64_t>(data);
+  w.len = 0;
+  w.notify = true;
+  w.notify_slot = slot;
+  w.notify_gen = gen1;
+  w.notify_data[0] = std::byte{42};
+  dma_state st;
+  ASSERT_EQ(a.dma_post(w, st), core::status::ok);
+  ASSERT_TRUE(a.notify_test(slot, gen1, out));
+  EXPECT_EQ(out[0], std::byte{42});
+  a.notify_free(slot);
+  std::uint32_t slot2;
+  ASSERT_TRUE(a.notify_alloc(slot2, gen2));
+  ASSERT_EQ(slot2, slot);  // reused...
+  EXPECT_NE(gen2, gen1);
+  EXPECT_FALSE(a.notify_test(slot2, gen2, out)) << "...but the old write does not satisfy the new use";
+}
+
+// The child owns a buffer; the parent DMA-writes into it and the child checks data then
+// notification order.
+void dma_into_other_process(bool cma, std::size_t len, std::uint32_t salt) {
+  params pp = make_params(test_pdid(salt));
+  pp.use_cma = cma;
+  int to_child[2], to_parent[2];
+  ASSERT_EQ(pipe(to_child), 0);
+  ASSERT_EQ(pipe(to_parent), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    alarm(60);
+    device d;
+    if (d.open(pp) != core::status::ok) _exit(2);
+    std::vector<std::byte> buf(len + 64, std::byte{0x11});
+    std::uint32_t slot, gen;
+    d.notify_alloc(slot, gen);
+    struct { address a; std::uint64_t addr; std::uint32_t slot, gen; } msg{d.local_address(),
+        reinterpret_cast<std::uint64_t>(buf.data()), slot, gen};
+    if (write(to_parent[1], &msg, sizeof msg) != sizeof msg) _exit(3);
+    notification n{};
+    while (!d.notify_test(slot, gen, n)) d.poll_mailbox(16, [](peer_id, const packet&) {});
+    // Data first, then the notification: everything is there now.
+    for (std::size_t i = 0; i < len; ++i)
+      if (buf[i] != std::byte(static_cast<unsigned char>(i * 7 + 1))) _exit(4);
+    for (std::size_t i = len; i < len + 64; ++i)
+      if (buf[i] != std::byte{0x11}) _exit(5);
+    if (n[0] != std::byte{0x5e}) _exit(6);
+    char c;
+    if (read(to_child[0], &c, 1) != 1) _exit(7);
+    _exit(0);
+  }
+  struct { address a; std::uint64_t addr; std::uint32_t slot, gen; } msg{};
+  ASSERT_EQ(read(to_parent[0], &msg, sizeof msg), static_cast<ssize_t>(sizeof msg));
+  device d;
+  ASSERT_EQ(d.open(pp), core::status::ok);
+  peer_id p;
+  ASSERT_EQ(d.connect(msg.a, p), core::status::ok);
+  // Source: three iovecs, starting 5 bytes into the first.
+  std::vector<std::byte> src(len + 5);
+  for (std::size_t i = 0; i < len; ++i) src[i + 5] = std::byte(static_cast<unsigned char>(i * 7 + 1));
+  const std::size_t cut1 = std::min<std::size_t>(len + 5, 100), cut2 = std::min<std::size_t>(len + 5, cut1 + len / 2);
+  iovec iov[3] = {{src.data(), cut1}, {src.data() + cut1, cut2 - cut1}, {src.data() + cut2, len + 5 - cut2}};
+  dma_write w;
+  w.peer = p;
+  w.src = {iov, 3};
+  w.src_offset = 5;
+  w.dst_addr = msg.addr;
+  w.len = len;
+  w.notify = true;
+  w.notify_slot = msg.slot;
+  w.notify_gen = msg.gen;
+  w.notify_data[0] = std::byte{0x5e};
+  dma_state st;
+  core::status s;
+  const auto deadline = time(nullptr) + 60;
+  while ((s = d.dma_post(w, st)) == core::status::again && time(nullptr) < deadline) {
+  }
+  EXPECT_EQ(s, core::status::ok);
+  ASSERT_EQ(write(to_child[1], "x", 1), 1);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
+}
+
+TEST(emu_device, dma_write_into_another_process_with_cma) {
+  for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{65536},
+                          std::size_t{(1 << 20) + 7}})
+    dma_into_other_process(true, len, 8);
+}
+
+TEST(emu_device, dma_write_into_another_process_staged_without_cma) {
+  for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{65536},
+                          std::size_t{(1 << 20) + 7}})
+    dma_into_other_process(false, len, 9);
+}
+
+TEST(emu_device, dead_peer_is_detected_and_its_segment_reclaimed) {
+  int to_parent[2];
+  ASSERT_EQ(pipe(to_parent), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    device d;
+    if (d.open(make_params(test_pdid(10))) != core::status::ok) _exit(2);
+    address a = d.local_address();
+    if (write(to_parent[1], &a, sizeof a) != sizeof a) _exit(3);
+    pause();
+    _exit(0);
+  }
+  address child{};
+  ASSERT_EQ(read(to_parent[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
+  device d;
+  ASSERT_EQ(d.open(make_params(test_pdid(10))), core::status::ok);
+  peer_id p;
+  ASSERT_EQ(d.connect(child, p), core::status::ok);
+  EXPECT_TRUE(d.peer_alive(p));
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_FALSE(d.peer_alive(p));
+  EXPECT_TRUE(segment_exists(child)) << "a killed process cannot unlink its own segment";
+  d.forget_dead_peer(p);
+  EXPECT_FALSE(segment_exists(child));
+  EXPECT_EQ(d.mailbox_send(p, numbered(1, 0, 0)), core::status::peer_dead);
+}
+
+TEST(emu_device, open_reclaims_segments_of_dead_processes) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    device d;
+    if (d.open(make_params(test_pdid(11))) != core::status::ok) _exit(2);
+    kill(getpid(), SIGKILL);  // dies holding its segment
+  }
+  waitpid(pid, nullptr, 0);
+  address stale{};
+  stale.pdid = test_pdid(11);
+  stale.port = first_auto_port | (static_cast<std::uint32_t>(pid) << 8);
+  bool found = false;
+  for (std::uint32_t n = 0; n < 256 && !found; ++n) {
+    address a = stale;
+    a.port |= n;
+    if (segment_exists(a)) {
+      stale = a;
+      found = true;
+    }
+  }
+  ASSERT_TRUE(found) << "the killed child's segment should be left behind";
+  device fresh;
+  ASSERT_EQ(fresh.open(make_params(test_pdid(12))), core::status::ok);
+  EXPECT_FALSE(segment_exists(stale)) << "open() did not reclaim a dead process's segment";
+}
+
+TEST(emu_device, a_live_endpoint_keeps_its_chosen_port) {
+  params p = make_params(test_pdid(13));
+  p.self.port = 4000 + getpid() % 1000;
+  device a, b;
+  ASSERT_EQ(a.open(p), core::status::ok);
+  EXPECT_EQ(b.open(p), core::status::exists);
+  a.close();
+  EXPECT_EQ(b.open(p), core::status::ok);
+}
+
+}  // namespace
+}  // namespace exanet::dev::emu
