@@ -64,6 +64,7 @@ constinit fi_ops_domain g_domain_ops = {
     .srx_ctx = enosys_ptr<decltype(fi_ops_domain::srx_ctx)>,
     .query_atomic = enosys_ptr<decltype(fi_ops_domain::query_atomic)>,
     .query_collective = enosys_ptr<decltype(fi_ops_domain::query_collective)>,
+    .endpoint2 = enosys_ptr<decltype(fi_ops_domain::endpoint2)>,
 };
 
 }  // namespace
