@@ -19,14 +19,10 @@ class cntr {
   fi_wait_obj wait_obj = FI_WAIT_NONE;
   std::atomic<std::uint64_t> value{0};
   std::atomic<std::uint64_t> errors{0};
-  core::level_lock sources_lock;
-  std::vector<progress_source> sources;
+  progress_list sources;
   wait_fd fd;
 
-  void progress() noexcept {
-    core::level_guard g(sources_lock);
-    for (const progress_source& s : sources) s.progress(s.self);
-  }
+  void progress() noexcept { sources.progress(); }
 };
 
 namespace {
@@ -89,22 +85,14 @@ int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) noexcept {
 
 int cntr_close(fid* f) noexcept {
   cntr& c = cntr_of(f);
-  {
-    core::level_guard g(c.sources_lock);
-    if (!c.sources.empty()) return -FI_EBUSY;
-  }
+  if (!c.sources.empty()) return -FI_EBUSY;
   delete &c;
   return 0;
 }
 
 int cntr_control(fid* f, int command, void* arg) noexcept {
   cntr& c = cntr_of(f);
-  if (command != FI_GETWAIT) return -FI_ENOSYS;
-  if (c.wait_obj != FI_WAIT_FD && c.wait_obj != FI_WAIT_UNSPEC) return -FI_ENODATA;
-  if (!arg) return -FI_EINVAL;
-  if (int rc = c.fd.open(); rc != 0) return rc;
-  *static_cast<int*>(arg) = c.fd.fd();
-  return 0;
+  return getwait(c.wait_obj, c.fd, command, arg);
 }
 
 constinit fi_ops g_cntr_fid_ops = {
@@ -154,7 +142,7 @@ int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* cont
     auto* c = new cntr;
     c->wait_obj = a.wait_obj;
     const fi_threading t = domain_threading(domain);
-    c->sources_lock.enable(t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT);
+    c->sources.enable_lock(t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT);
     c->cntr_fid.fid.fclass = FI_CLASS_CNTR;
     c->cntr_fid.fid.context = context;
     c->cntr_fid.fid.ops = &g_cntr_fid_ops;
@@ -171,16 +159,8 @@ cntr* cntr_from(fid* f) noexcept {
 
 proto::counter_sink cntr_sink(cntr& c) noexcept { return {&c, &count_event}; }
 
-void cntr_attach(cntr& c, progress_source src) {
-  core::level_guard g(c.sources_lock);
-  c.sources.push_back(src);
-}
-
-void cntr_detach(cntr& c, progress_source src) noexcept {
-  core::level_guard g(c.sources_lock);
-  auto it = std::find(c.sources.begin(), c.sources.end(), src);
-  if (it != c.sources.end()) c.sources.erase(it);
-}
+void cntr_attach(cntr& c, progress_source src) { c.sources.attach(src); }
+void cntr_detach(cntr& c, progress_source src) noexcept { c.sources.detach(src); }
 
 int cntr_trywait(cntr& c) noexcept {
   c.progress();

@@ -20,19 +20,15 @@ class cq {
   fid_cq cq_fid{};  // first member
   fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
   fi_wait_obj wait_obj = FI_WAIT_NONE;
-  core::level_lock lock;          // the entries
-  core::level_lock sources_lock;  // the bound endpoints; held while progressing them
+  core::level_lock lock;  // the entries
   std::vector<proto::completion> ring;  // capacity grows, entries never dropped
   std::size_t head = 0, count = 0;
-  std::vector<progress_source> sources;
+  progress_list sources;
   std::atomic<bool> signaled{false};  // fi_cq_signal: wake one sread
   std::atomic<bool> armed{false};     // fi_trywait said "block": signal the fd on the next write
   wait_fd fd;
 
-  void progress() noexcept {
-    core::level_guard g(sources_lock);
-    for (const progress_source& s : sources) s.progress(s.self);
-  }
+  void progress() noexcept { sources.progress(); }
 
   [[gnu::cold, gnu::noinline]] bool grow() noexcept try {
     std::vector<proto::completion> bigger(std::max<std::size_t>(ring.size() * 2, 64));
@@ -183,33 +179,19 @@ int cq_signal(fid_cq* f) noexcept {
 }
 
 const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t len) noexcept {
-  const char* s = fi_strerror(prov_errno);
-  if (buf && len) {
-    std::strncpy(buf, s, len - 1);
-    buf[len - 1] = '\0';
-    return buf;
-  }
-  return s;
+  return strerror_into(prov_errno, buf, len);
 }
 
 int cq_close(fid* f) noexcept {
   cq& q = cq_of(f);
-  {
-    core::level_guard g(q.sources_lock);
-    if (!q.sources.empty()) return -FI_EBUSY;
-  }
+  if (!q.sources.empty()) return -FI_EBUSY;
   delete &q;
   return 0;
 }
 
 int cq_control(fid* f, int command, void* arg) noexcept {
   cq& q = cq_of(f);
-  if (command != FI_GETWAIT) return -FI_ENOSYS;
-  if (q.wait_obj != FI_WAIT_FD && q.wait_obj != FI_WAIT_UNSPEC) return -FI_ENODATA;
-  if (!arg) return -FI_EINVAL;
-  if (int rc = q.fd.open(); rc != 0) return rc;
-  *static_cast<int*>(arg) = q.fd.fd();
-  return 0;
+  return getwait(q.wait_obj, q.fd, command, arg);
 }
 
 constinit fi_ops g_cq_fid_ops = {
@@ -265,7 +247,7 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) n
     const fi_threading t = domain_threading(domain);
     const bool locked = t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT;
     q->lock.enable(locked);
-    q->sources_lock.enable(locked);
+    q->sources.enable_lock(locked);
     q->ring.resize(attr->size ? attr->size : 1024);
     q->cq_fid.fid.fclass = FI_CLASS_CQ;
     q->cq_fid.fid.context = context;
@@ -287,16 +269,8 @@ cq* cq_from(fid* f) noexcept {
 
 proto::completion_sink cq_sink(cq& q) noexcept { return {&q, &write_completion}; }
 
-void cq_attach(cq& q, progress_source src) {
-  core::level_guard g(q.sources_lock);
-  q.sources.push_back(src);
-}
-
-void cq_detach(cq& q, progress_source src) noexcept {
-  core::level_guard g(q.sources_lock);
-  auto it = std::find(q.sources.begin(), q.sources.end(), src);
-  if (it != q.sources.end()) q.sources.erase(it);
-}
+void cq_attach(cq& q, progress_source src) { q.sources.attach(src); }
+void cq_detach(cq& q, progress_source src) noexcept { q.sources.detach(src); }
 
 int cq_trywait(cq& q) noexcept {
   q.progress();

@@ -84,13 +84,7 @@ ssize_t eq_sread(fid_eq* f, uint32_t* event, void* buf, size_t len, int timeout,
 }
 
 const char* eq_strerror(fid_eq*, int prov_errno, const void*, char* buf, size_t len) noexcept {
-  const char* s = fi_strerror(prov_errno);
-  if (buf && len) {
-    std::strncpy(buf, s, len - 1);
-    buf[len - 1] = '\0';
-    return buf;
-  }
-  return s;
+  return strerror_into(prov_errno, buf, len);
 }
 
 int eq_close(fid* f) noexcept {
@@ -100,14 +94,10 @@ int eq_close(fid* f) noexcept {
 
 int eq_control(fid* f, int command, void* arg) noexcept {
   eq& q = eq_of(f);
-  if (command != FI_GETWAIT) return -FI_ENOSYS;
-  if (q.wait_obj != FI_WAIT_FD && q.wait_obj != FI_WAIT_UNSPEC) return -FI_ENODATA;
-  if (!arg) return -FI_EINVAL;
   std::lock_guard g(q.lock);
-  if (int rc = q.fd.open(); rc != 0) return rc;
-  if (!q.events.empty()) q.fd.signal();
-  *static_cast<int*>(arg) = q.fd.fd();
-  return 0;
+  const int rc = getwait(q.wait_obj, q.fd, command, arg);
+  if (rc == 0 && !q.events.empty()) q.fd.signal();  // events written before the fd existed
+  return rc;
 }
 
 constinit fi_ops g_eq_fid_ops = {

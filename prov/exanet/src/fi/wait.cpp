@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstring>
 
 #include "fi/cntr.hpp"
 #include "fi/cq.hpp"
@@ -34,6 +35,23 @@ void wait_fd::drain() noexcept {
   if (fd_ < 0) return;
   std::uint64_t v;
   [[maybe_unused]] ssize_t r = ::read(fd_, &v, sizeof v);
+}
+
+int getwait(fi_wait_obj wait_obj, wait_fd& fd, int command, void* arg) noexcept {
+  if (command != FI_GETWAIT) return -FI_ENOSYS;
+  if (wait_obj != FI_WAIT_FD && wait_obj != FI_WAIT_UNSPEC) return -FI_ENODATA;
+  if (!arg) return -FI_EINVAL;
+  if (int rc = fd.open(); rc != 0) return rc;
+  *static_cast<int*>(arg) = fd.fd();
+  return 0;
+}
+
+const char* strerror_into(int prov_errno, char* buf, std::size_t len) noexcept {
+  const char* s = fi_strerror(prov_errno);
+  if (!buf || !len) return s;
+  std::strncpy(buf, s, len - 1);
+  buf[len - 1] = '\0';
+  return buf;
 }
 
 std::uint64_t now_ms() noexcept {

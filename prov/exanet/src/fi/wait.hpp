@@ -3,9 +3,15 @@
 // EQs share this loop and the eventfd behind FI_GETWAIT.
 #pragma once
 #include <rdma/fabric.h>
+#include <rdma/fi_eq.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <vector>
+
+#include "core/lock.hpp"
+#include "fi/common.hpp"
 
 namespace exanet::fi {
 
@@ -24,6 +30,41 @@ class wait_fd {
  private:
   int fd_ = -1;
 };
+
+/// The endpoints bound to a CQ or counter: reading it progresses them (manual progress). The
+/// lock is held while they progress, so an endpoint cannot close under a reader.
+class progress_list {
+ public:
+  void enable_lock(bool on) noexcept { lock_.enable(on); }
+  void attach(progress_source s) {  // may throw std::bad_alloc: control path
+    core::level_guard g(lock_);
+    sources_.push_back(s);
+  }
+  void detach(progress_source s) noexcept {
+    core::level_guard g(lock_);
+    auto it = std::find(sources_.begin(), sources_.end(), s);
+    if (it != sources_.end()) sources_.erase(it);
+  }
+  bool empty() noexcept {
+    core::level_guard g(lock_);
+    return sources_.empty();
+  }
+  void progress() noexcept {
+    core::level_guard g(lock_);
+    for (const progress_source& s : sources_) s.progress(s.self);
+  }
+
+ private:
+  core::level_lock lock_;
+  std::vector<progress_source> sources_;
+};
+
+/// fi_control(FI_GETWAIT) for an object waiting with wait_obj: the eventfd, opened on first use.
+int getwait(fi_wait_obj wait_obj, wait_fd& fd, int command, void* arg) noexcept;
+
+/// fi_cq_strerror and fi_eq_strerror: exanet has no provider-specific error data, so the text is
+/// libfabric's for the error number, copied into buf when one is given.
+const char* strerror_into(int prov_errno, char* buf, std::size_t len) noexcept;
 
 /// Milliseconds on a monotonic clock.
 std::uint64_t now_ms() noexcept;

@@ -114,7 +114,9 @@ TEST_P(pair_test, every_size_expected_and_unexpected) {
       EXPECT_EQ(sc.err, 0);
       EXPECT_EQ(sc.context, &ctx_send);
       EXPECT_EQ(sc.flags, FI_SEND | FI_TAGGED);
-      EXPECT_EQ(std::memcmp(out.data(), data.data(), n), 0);
+      if (n) {  // memcmp of a NULL (empty) buffer is undefined
+        EXPECT_EQ(std::memcmp(out.data(), data.data(), n), 0);
+      }
       for (std::size_t i = n; i < out.size(); ++i) {
         ASSERT_EQ(out[i], std::byte{0xee});
       }
