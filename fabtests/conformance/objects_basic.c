@@ -88,7 +88,9 @@ int main(void)
 	XT_RC(fi_trywait(x.fabric, fids, 1));
 	XT_RC(fi_close(&fdcq->fid));
 	XT_CHECK(fi_close(&x.txcq->fid) == -FI_EBUSY, "closing a CQ bound to an open endpoint");
-	xt_pass("CQ formats, sread timeout, signal, wait fd, trywait, busy close");
+	XT_CHECK(fi_close(&x.domain->fid) == -FI_EBUSY, "closing a domain with objects open");
+	XT_CHECK(fi_close(&x.fabric->fid) == -FI_EBUSY, "closing a fabric with a domain open");
+	xt_pass("CQ formats, sread timeout, signal, wait fd, trywait, busy close of CQ, domain, fabric");
 
 	/* counters */
 	struct fi_cntr_attr ca = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};

@@ -161,6 +161,7 @@ const char* av_straddr(fid_av*, const void* addr, char* buf, size_t* len) noexce
 int av_close(fid* f) noexcept {
   av& a = av_of(f);
   if (a.refs.load(std::memory_order_acquire) != 0) return -FI_EBUSY;
+  domain_unref(a.domain);
   delete &a;
   return 0;
 }
@@ -214,6 +215,7 @@ int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context) n
     a->av_fid.fid.context = context;
     a->av_fid.fid.ops = &g_av_fid_ops;
     a->av_fid.ops = &g_av_ops;
+    domain_ref(domain);
     *out = &a->av_fid;
     return 0;
   });

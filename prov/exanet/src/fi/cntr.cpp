@@ -16,6 +16,7 @@ namespace exanet::fi {
 class cntr {
  public:
   fid_cntr cntr_fid{};  // first member
+  fid_domain* domain = nullptr;
   fi_wait_obj wait_obj = FI_WAIT_NONE;
   std::atomic<std::uint64_t> value{0};
   std::atomic<std::uint64_t> errors{0};
@@ -86,6 +87,7 @@ int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) noexcept {
 int cntr_close(fid* f) noexcept {
   cntr& c = cntr_of(f);
   if (!c.sources.empty()) return -FI_EBUSY;
+  domain_unref(c.domain);
   delete &c;
   return 0;
 }
@@ -147,6 +149,8 @@ int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* cont
     c->cntr_fid.fid.context = context;
     c->cntr_fid.fid.ops = &g_cntr_fid_ops;
     c->cntr_fid.ops = &g_cntr_ops;
+    c->domain = domain;
+    domain_ref(domain);
     *out = &c->cntr_fid;
     return 0;
   });

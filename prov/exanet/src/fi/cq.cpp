@@ -18,6 +18,7 @@ namespace exanet::fi {
 class cq {
  public:
   fid_cq cq_fid{};  // first member
+  fid_domain* domain = nullptr;
   fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
   fi_wait_obj wait_obj = FI_WAIT_NONE;
   core::level_lock lock;  // the entries
@@ -185,6 +186,7 @@ const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t 
 int cq_close(fid* f) noexcept {
   cq& q = cq_of(f);
   if (!q.sources.empty()) return -FI_EBUSY;
+  domain_unref(q.domain);
   delete &q;
   return 0;
 }
@@ -257,6 +259,8 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) n
       delete q;
       return -FI_EMFILE;
     }
+    q->domain = domain;
+    domain_ref(domain);
     *out = &q->cq_fid;
     return 0;
   });

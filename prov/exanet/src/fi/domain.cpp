@@ -29,6 +29,7 @@ class domain {
   fi_threading threading = FI_THREAD_SAFE;
   proto::config cfg{};
   mr_registry mrs;
+  std::atomic<int> children{0};  // endpoints, AVs, CQs, counters, MRs opened from it
 };
 
 domain& domain_of(const fid_domain* f) noexcept {
@@ -37,6 +38,7 @@ domain& domain_of(const fid_domain* f) noexcept {
 
 int domain_close(fid* f) noexcept {
   domain& d = domain_of(reinterpret_cast<fid_domain*>(f));
+  if (d.children.load(std::memory_order_acquire) != 0) return -FI_EBUSY;
   fabric_unref(d.fabric);
   delete &d;
   return 0;
@@ -91,6 +93,13 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
     *out = &d->domain_fid;
     return 0;
   });
+}
+
+void domain_ref(fid_domain* f) noexcept {
+  domain_of(f).children.fetch_add(1, std::memory_order_acq_rel);
+}
+void domain_unref(fid_domain* f) noexcept {
+  domain_of(f).children.fetch_sub(1, std::memory_order_acq_rel);
 }
 
 fi_threading domain_threading(const fid_domain* f) noexcept { return domain_of(f).threading; }

@@ -11,6 +11,10 @@ class mr_registry;
 
 int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context) noexcept;
 
+/// Objects opened from a domain hold a reference, so the domain cannot close under them.
+void domain_ref(fid_domain* domain) noexcept;
+void domain_unref(fid_domain* domain) noexcept;
+
 /// The threading level the domain was opened with (enum fi_threading); decides whether the
 /// objects it creates take locks.
 fi_threading domain_threading(const fid_domain* domain) noexcept;

@@ -52,6 +52,7 @@ int ep_close(fid* f) noexcept {
   if (ep.send_cntr) cntr_detach(*ep.send_cntr, source_of(ep));
   if (ep.recv_cntr) cntr_detach(*ep.recv_cntr, source_of(ep));
   if (ep.av_) av_unref(*ep.av_);
+  domain_unref(ep.domain);
   delete &ep;
   return 0;
 }
@@ -350,6 +351,7 @@ int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context
   ep->ep_fid.tagged = &g_tagged_ops;
   ep->ep_fid.atomic = &g_atomic_ops;
   ep->ep_fid.collective = &g_collective_ops;
+  domain_ref(domain);
   *out = &ep->ep_fid;
   return 0;
 }

@@ -20,7 +20,6 @@ class eq {
   std::size_t capacity = 256;
   struct event {
     std::uint32_t type;
-    bool error;
     std::vector<std::byte> data;
   };
   std::mutex lock;  // the control path: always locked, whatever the threading level
@@ -39,7 +38,6 @@ ssize_t eq_read(fid_eq* f, uint32_t* event, void* buf, size_t len, uint64_t flag
   std::lock_guard g(q.lock);
   if (q.events.empty()) return -FI_EAGAIN;
   const eq::event& e = q.events.front();
-  if (e.error) return -FI_EAVAIL;
   if (len < e.data.size() || (e.data.size() && !buf)) return -FI_ETOOSMALL;
   if (event) *event = e.type;
   if (e.data.size()) std::memcpy(buf, e.data.data(), e.data.size());
@@ -49,20 +47,12 @@ ssize_t eq_read(fid_eq* f, uint32_t* event, void* buf, size_t len, uint64_t flag
   return n;
 }
 
-ssize_t eq_readerr(fid_eq* f, fi_eq_err_entry* buf, uint64_t flags) noexcept {
-  eq& q = eq_of(f);
+// exanet raises no asynchronous errors: AV inserts are synchronous and report failures per
+// address (FI_SYNC_ERR), and fi_eq_write events are never errors.
+ssize_t eq_readerr(fid_eq*, fi_eq_err_entry* buf, uint64_t flags) noexcept {
   if (!buf) return -FI_EINVAL;
   if (flags & ~static_cast<std::uint64_t>(FI_PEEK)) return -FI_EBADFLAGS;
-  std::lock_guard g(q.lock);
-  if (q.events.empty() || !q.events.front().error) return -FI_EAGAIN;
-  const eq::event& e = q.events.front();
-  fi_eq_err_entry out{};
-  std::memcpy(&out, e.data.data(), std::min(e.data.size(), sizeof out));
-  out.err_data = nullptr;
-  out.err_data_size = 0;
-  *buf = out;
-  if (!(flags & FI_PEEK)) q.events.pop_front();
-  return sizeof(fi_eq_err_entry);
+  return -FI_EAGAIN;
 }
 
 ssize_t eq_write(fid_eq* f, uint32_t event, const void* buf, size_t len, uint64_t flags) noexcept {
@@ -124,13 +114,11 @@ constinit fi_ops_eq g_eq_ops = {
 ssize_t eq_write_event(eq& q, std::uint32_t event, const void* buf, std::size_t len,
                        std::uint64_t flags) noexcept {
   if (len && !buf) return -FI_EINVAL;
-  // fi_eq(3) defines no write flags; every written event is an ordinary one.
-  (void)flags;
-  const bool error = false;
+  (void)flags;  // fi_eq(3) defines no write flags
   try {
     std::lock_guard g(q.lock);
     if (q.events.size() >= q.capacity) return -FI_EAGAIN;
-    eq::event e{event, error, std::vector<std::byte>(len)};
+    eq::event e{event, std::vector<std::byte>(len)};
     if (len) std::memcpy(e.data.data(), buf, len);
     q.events.push_back(std::move(e));
   } catch (...) {

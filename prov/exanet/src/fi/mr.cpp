@@ -49,6 +49,7 @@ registered_region& mr_of(fid* f) noexcept { return from_fid<registered_region>(f
 int mr_close(fid* f) noexcept {
   registered_region& r = mr_of(f);
   domain_mr_registry(r.domain).remove(r.mr_fid.key);
+  domain_unref(r.domain);
   delete &r;
   return 0;
 }
@@ -102,6 +103,7 @@ int mr_regattr(fid* f, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) noe
     delete r;
     return rc;
   }
+  domain_ref(dom);
   *out = &r->mr_fid;
   return 0;
 }
