@@ -97,9 +97,66 @@ static void run(int survivor_sends)
 	xt_close(&x);
 }
 
+/* Child for the closed-endpoint case: posts a 16 MiB receive, then closes its endpoint (the
+ * process lives on) and reports. */
+static int closing_peer(int i, int sock)
+{
+	(void)i;
+	struct xt_ep x;
+	struct fi_info *h = xt_hints();
+	xt_open(&x, h, 0);
+	fi_freeinfo(h);
+	char name[64];
+	xt_send_name(sock, &x);
+	xt_recv_name(sock, name);
+	fi_addr_t peer = xt_insert(&x, name);
+	void *buf = malloc(BIG);
+	XT_RC(fi_trecv(x.ep, buf, BIG, NULL, peer, 1, 0, NULL));
+	xt_sync(sock);   /* the parent's send is posted */
+	xt_close(&x);
+	xt_sync(sock);   /* closed */
+	xt_sync(sock);   /* the parent is done */
+	free(buf);
+	return 0;
+}
+
+static void run_closed(void)
+{
+	int sock;
+	pid_t pid;
+	xt_spawn(1, closing_peer, &sock, &pid);
+	struct xt_ep x;
+	struct fi_info *h = xt_hints();
+	xt_open(&x, h, 0);
+	fi_freeinfo(h);
+	char name[64];
+	xt_recv_name(sock, name);
+	xt_send_name(sock, &x);
+	fi_addr_t peer = xt_insert(&x, name);
+	void *buf = malloc(BIG);
+	int ctx;
+	XT_RC(fi_tsend(x.ep, buf, BIG, NULL, peer, 1, &ctx)); /* its RTS is out; no CTS yet */
+	xt_sync(sock);
+	xt_sync(sock); /* the peer closed its endpoint, its process lives on */
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(x.txcq, NULL, &err, 20) == 0 && err.err != 0 && err.op_context == &ctx,
+		 "a rendezvous with a closed endpoint must fail");
+	uint64_t v = 1;
+	ssize_t rc = fi_tsend(x.ep, &v, sizeof v, NULL, peer, 2, NULL);
+	XT_CHECK(rc < 0, "a send to a closed endpoint returned %zd", rc);
+	printf("  pending send: error %d (%s); new send: %zd (%s)\n", err.err, fi_strerror(err.err), rc,
+	       fi_strerror((int)-rc));
+	xt_sync(sock);
+	free(buf);
+	xt_close(&x);
+	xt_reap(1, &pid);
+}
+
 int main(void)
 {
 	xt_init(120);
+	run_closed();
+	xt_pass("peer endpoint closed (process alive): pending and new sends fail");
 	run(0);
 	xt_pass("sender killed while the receiver waits for its data");
 	run(1);

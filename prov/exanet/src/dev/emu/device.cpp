@@ -97,6 +97,7 @@ core::status device::open(const params& p) noexcept {
   h.owner_pid = getpid();
   h.node = self_.node;
   h.geo = geo_;
+  h.closed.store(0, std::memory_order_relaxed);
   local_.mbox_ctl->tail.store(0, std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < geo_.mailbox_slots; ++i)
     local_.mailbox[i].seq.store(i, std::memory_order_relaxed);
@@ -121,6 +122,8 @@ core::status device::open(const params& p) noexcept {
 }
 
 void device::close() noexcept {
+  // Tell peers that still map this segment that nothing will be read from it any more.
+  if (local_.header) local_.header->closed.store(1, std::memory_order_release);
   // Give back the bounce rings this endpoint holds at live peers so other senders can use them.
   for (peer& pr : peers_) {
     if (pr.bounce_ring != ~0u && !pr.dead && pr.view.bounce) {
@@ -181,7 +184,8 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
   }
   auto* h = static_cast<segment_header*>(pr.seg.data());
   if (pr.seg.size() < sizeof(segment_header) || h->magic != segment_magic ||
-      h->version != layout_version || !h->ready.load(std::memory_order_acquire))
+      h->version != layout_version || !h->ready.load(std::memory_order_acquire) ||
+      h->closed.load(std::memory_order_acquire))
     return core::status::unreachable;
   if (h->pdid != self_.pdid) return core::status::access;
   if (offsets_of(h->geo).total > pr.seg.size()) return core::status::unreachable;
@@ -217,6 +221,10 @@ peer_id device::sender_of(const mailbox_slot& s) noexcept {
 core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept {
   peer& pr = peers_[p];
   if (pr.dead) return core::status::peer_dead;
+  if (pr.view.header->closed.load(std::memory_order_relaxed)) [[unlikely]] {
+    pr.dead = true;  // the endpoint closed: a packet now would be lost without a word
+    return core::status::peer_dead;
+  }
   const std::uint64_t mask = pr.geo.mailbox_slots - 1;
   auto& tail = pr.view.mbox_ctl->tail;
   std::uint64_t pos = tail.load(std::memory_order_relaxed);
@@ -411,7 +419,8 @@ void device::on_device_packet(const mailbox_slot& s) noexcept {
 bool device::peer_alive(peer_id p) noexcept {
   peer& pr = peers_[p];
   if (pr.dead) return false;
-  if (!process_alive(pr.pid)) pr.dead = true;
+  if (pr.view.header->closed.load(std::memory_order_acquire) || !process_alive(pr.pid))
+    pr.dead = true;
   return !pr.dead;
 }
 

@@ -127,7 +127,7 @@ class device {
   core::status dma_post(const dma_write& w, dma_state& st) noexcept;
 
   // ---- peers ----------------------------------------------------------------------------------
-  /// False once the process owning p's segment is gone.
+  /// False once the process owning p's segment is gone or it closed the endpoint.
   bool peer_alive(peer_id p) noexcept;
   /// True once forget_dead_peer ran for p.
   bool peer_forgotten(peer_id p) const noexcept { return peers_[p].forgotten; }

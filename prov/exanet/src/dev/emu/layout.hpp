@@ -43,7 +43,8 @@ struct alignas(cache_line) segment_header {
   std::uint16_t node;
   std::uint16_t reserved;
   geometry geo;
-  std::atomic<std::uint32_t> ready;  // released last by the creator: the rest is initialised
+  std::atomic<std::uint32_t> ready;   // released last by the creator: the rest is initialised
+  std::atomic<std::uint32_t> closed;  // set by the owner's close: senders stop, waiters fail
 };
 
 struct alignas(cache_line) mailbox_control {
