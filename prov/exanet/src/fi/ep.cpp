@@ -171,12 +171,9 @@ ssize_t ep_cancel(fid* f, void* context) noexcept {
   return s == core::status::no_entry ? 0 : core::to_int(s);
 }
 
-int ep_getopt(fid*, int level, int, void*, size_t*) noexcept {
-  return level == FI_OPT_ENDPOINT ? -FI_ENOPROTOOPT : -FI_ENOPROTOOPT;
-}
-int ep_setopt(fid*, int level, int, const void*, size_t) noexcept {
-  return level == FI_OPT_ENDPOINT ? -FI_ENOPROTOOPT : -FI_ENOPROTOOPT;
-}
+// No endpoint option is offered yet (FI_OPT_MIN_MULTI_RECV comes with FI_MULTI_RECV).
+int ep_getopt(fid*, int, int, void*, size_t*) noexcept { return -FI_ENOPROTOOPT; }
+int ep_setopt(fid*, int, int, const void*, size_t) noexcept { return -FI_ENOPROTOOPT; }
 
 ssize_t ep_tx_size_left(fid_ep* f) noexcept {
   return static_cast<ssize_t>(ep_of(&f->fid).proto.cfg().tx_size);
