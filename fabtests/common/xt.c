@@ -227,6 +227,28 @@ void xt_recv_name(int sock, char name[64])
 	xt_recv_all(sock, name, len);
 }
 
+fi_addr_t xt_exchange(struct xt_ep *x, int sock, int send_first, char *name)
+{
+	char peer[64];
+	if (send_first) {
+		xt_send_name(sock, x);
+		xt_recv_name(sock, peer);
+	} else {
+		xt_recv_name(sock, peer);
+		xt_send_name(sock, x);
+	}
+	if (name)
+		memcpy(name, peer, sizeof peer);
+	return xt_insert(x, peer);
+}
+
+void xt_open_default(struct xt_ep *x, uint64_t cq_flags)
+{
+	struct fi_info *h = xt_hints();
+	xt_open(x, h, cq_flags);
+	fi_freeinfo(h);
+}
+
 void xt_sync(int sock)
 {
 	char c = 's';

@@ -68,6 +68,12 @@ void xt_recv_all(int sock, void *buf, size_t len);
 /* Sends/receives a length-prefixed endpoint name. */
 void xt_send_name(int sock, const struct xt_ep *x);
 void xt_recv_name(int sock, char name[64]);
+/* Swaps endpoint names with the process at the other end of sock (send_first on one side only)
+ * and inserts the peer's name; returns its fi_addr and, if name is not NULL, the raw name. */
+fi_addr_t xt_exchange(struct xt_ep *x, int sock, int send_first, char *name);
+/* xt_open with xt_hints() as they are. */
+void xt_open_default(struct xt_ep *x, uint64_t cq_flags);
+
 /* A one-byte barrier over a socket (both sides call it). */
 void xt_sync(int sock);
 /* The same barrier, progressing cq while it waits (manual progress: a peer may need us). */

@@ -21,13 +21,8 @@ static ssize_t tsend(struct xt_ep *x, const void *buf, size_t len, fi_addr_t to,
 static int sender(int k, int sock)
 {
 	struct xt_ep x;
-	struct fi_info *h = xt_hints();
-	xt_open(&x, h, 0);
-	fi_freeinfo(h);
-	char name[64];
-	xt_recv_name(sock, name);
-	xt_send_name(sock, &x);
-	fi_addr_t recv = xt_insert(&x, name);
+	xt_open_default(&x, 0);
+	fi_addr_t recv = xt_exchange(&x, sock, 0, NULL);
 	/* A rendezvous send reads its buffer until it completes: one buffer per message. */
 	static unsigned char bufs[PER_SENDER][20000];
 	for (uint32_t i = 0; i < PER_SENDER; i++) {

@@ -29,13 +29,8 @@ static int segment_exists(const char *name)
 static int stalled_peer(int role_sender, int sock)
 {
 	struct xt_ep x;
-	struct fi_info *h = xt_hints();
-	xt_open(&x, h, 0);
-	fi_freeinfo(h);
-	char name[64];
-	xt_send_name(sock, &x);
-	xt_recv_name(sock, name);
-	fi_addr_t peer = xt_insert(&x, name);
+	xt_open_default(&x, 0);
+	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
 	void *buf = malloc(BIG);
 	if (role_sender)
 		XT_RC(fi_tsend(x.ep, buf, BIG, NULL, peer, 1, NULL));
@@ -55,13 +50,9 @@ static void run(int survivor_sends)
 	pid_t pid;
 	xt_spawn(1, survivor_sends ? child_receiver : child_sender, &sock, &pid);
 	struct xt_ep x;
-	struct fi_info *h = xt_hints();
-	xt_open(&x, h, 0);
-	fi_freeinfo(h);
+	xt_open_default(&x, 0);
 	char name[64];
-	xt_recv_name(sock, name);
-	xt_send_name(sock, &x);
-	fi_addr_t peer = xt_insert(&x, name);
+	fi_addr_t peer = xt_exchange(&x, sock, 0, name);
 	void *buf = malloc(BIG);
 	int ctx;
 	xt_sync(sock); /* the child's 16 MiB operation is posted */
@@ -103,13 +94,8 @@ static int closing_peer(int i, int sock)
 {
 	(void)i;
 	struct xt_ep x;
-	struct fi_info *h = xt_hints();
-	xt_open(&x, h, 0);
-	fi_freeinfo(h);
-	char name[64];
-	xt_send_name(sock, &x);
-	xt_recv_name(sock, name);
-	fi_addr_t peer = xt_insert(&x, name);
+	xt_open_default(&x, 0);
+	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
 	void *buf = malloc(BIG);
 	XT_RC(fi_trecv(x.ep, buf, BIG, NULL, peer, 1, 0, NULL));
 	xt_sync(sock);   /* the parent's send is posted */
@@ -126,13 +112,8 @@ static void run_closed(void)
 	pid_t pid;
 	xt_spawn(1, closing_peer, &sock, &pid);
 	struct xt_ep x;
-	struct fi_info *h = xt_hints();
-	xt_open(&x, h, 0);
-	fi_freeinfo(h);
-	char name[64];
-	xt_recv_name(sock, name);
-	xt_send_name(sock, &x);
-	fi_addr_t peer = xt_insert(&x, name);
+	xt_open_default(&x, 0);
+	fi_addr_t peer = xt_exchange(&x, sock, 0, NULL);
 	void *buf = malloc(BIG);
 	int ctx;
 	XT_RC(fi_tsend(x.ep, buf, BIG, NULL, peer, 1, &ctx)); /* its RTS is out; no CTS yet */

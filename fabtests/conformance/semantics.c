@@ -22,13 +22,8 @@ static int sender(int index, int sock)
 {
 	(void)index;
 	struct xt_ep x;
-	struct fi_info *h = xt_hints();
-	xt_open(&x, h, FI_SELECTIVE_COMPLETION);
-	fi_freeinfo(h);
-	char name[64];
-	xt_send_name(sock, &x);
-	xt_recv_name(sock, name);
-	fi_addr_t peer = xt_insert(&x, name);
+	xt_open_default(&x, FI_SELECTIVE_COMPLETION);
+	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
 
 	/* truncation: one message per protocol */
 	for (unsigned i = 0; i < 3; i++) {
@@ -112,10 +107,7 @@ int main(void)
 	h->caps |= FI_SOURCE;
 	xt_open(&x, h, FI_SELECTIVE_COMPLETION);
 	fi_freeinfo(h);
-	char name[64];
-	xt_recv_name(sock, name);
-	xt_send_name(sock, &x);
-	fi_addr_t peer = xt_insert(&x, name);
+	fi_addr_t peer = xt_exchange(&x, sock, 0, NULL);
 
 	for (unsigned i = 0; i < 3; i++) {
 		size_t cap = trunc_sizes[i] / 2;

@@ -104,13 +104,8 @@ static void iov_case(struct xt_ep *x, fi_addr_t peer, int sender, int sock)
 static int run(int sender, int sock)
 {
 	struct xt_ep x;
-	struct fi_info *h = xt_hints();
-	xt_open(&x, h, 0);
-	fi_freeinfo(h);
-	char peer_name[64];
-	xt_send_name(sock, &x);
-	xt_recv_name(sock, peer_name);
-	fi_addr_t peer = xt_insert(&x, peer_name);
+	xt_open_default(&x, 0);
+	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
 	for (int tagged = 1; tagged >= 0; tagged--) {
 		for (int with_data = 0; with_data <= 1; with_data++) {
 			for (size_t i = 0; i < NSIZES; i++) {

@@ -24,13 +24,8 @@ static int sender(int index, int sock)
 {
 	(void)index;
 	struct xt_ep x;
-	struct fi_info *h = xt_hints();
-	xt_open(&x, h, 0);
-	fi_freeinfo(h);
-	char peer_name[64];
-	xt_send_name(sock, &x);
-	xt_recv_name(sock, peer_name);
-	fi_addr_t peer = xt_insert(&x, peer_name);
+	xt_open_default(&x, 0);
+	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
 
 	/* Phase 1: all sends posted before the receiver posts anything. The rendezvous sends only
 	 * complete once matched, so their buffers stay alive until the end. */
@@ -73,13 +68,8 @@ int main(void)
 	xt_spawn(1, sender, &sock, &pid);
 
 	struct xt_ep x;
-	struct fi_info *h = xt_hints();
-	xt_open(&x, h, 0);
-	fi_freeinfo(h);
-	char peer_name[64];
-	xt_recv_name(sock, peer_name);
-	xt_send_name(sock, &x);
-	fi_addr_t peer = xt_insert(&x, peer_name);
+	xt_open_default(&x, 0);
+	fi_addr_t peer = xt_exchange(&x, sock, 0, NULL);
 
 	/* Progress, with no receive posted, until the sender has posted all 1000: everything
 	 * arrives unexpected. */
