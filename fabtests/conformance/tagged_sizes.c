@@ -101,6 +101,49 @@ static void iov_case(struct xt_ep *x, fi_addr_t peer, int sender, int sock)
 	free(flat);
 }
 
+/* The untagged iov and msg forms, and the inject forms with CQ data. */
+static void msg_forms_case(struct xt_ep *x, fi_addr_t peer, int sender, int sock)
+{
+	unsigned char a[3000], b[5000], small[16];
+	int ctx;
+	if (sender) {
+		xt_fill(a, sizeof a, 31);
+		xt_fill(b, sizeof b, 32);
+		xt_fill(small, sizeof small, 33);
+		struct iovec iov[2] = {{a, sizeof a}, {b, sizeof b}};
+		xt_sync(sock);
+		XT_RC(fi_sendv(x->ep, iov, NULL, 2, peer, &ctx));
+		XT_CHECK(xt_wait(x->txcq, NULL, NULL, 30) == 1, "fi_sendv");
+		struct fi_msg m = {.msg_iov = iov, .iov_count = 1, .addr = peer, .context = &ctx, .data = 0x55};
+		XT_RC(fi_sendmsg(x->ep, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA));
+		XT_CHECK(xt_wait(x->txcq, NULL, NULL, 30) == 1, "fi_sendmsg");
+		XT_RC(fi_injectdata(x->ep, small, sizeof small, 0x66, peer));
+		XT_RC(fi_inject(x->ep, small, sizeof small, peer));
+		XT_RC(fi_tinjectdata(x->ep, small, sizeof small, 0x77, peer, 5));
+		xt_sync_progress(sock, x->txcq);
+	} else {
+		unsigned char got[8000];
+		struct fi_cq_tagged_entry e;
+		struct iovec iov[2] = {{got, 100}, {got + 100, sizeof got - 100}};
+		XT_RC(fi_recvv(x->ep, iov, NULL, 2, peer, &ctx));
+		xt_sync(sock);
+		XT_CHECK(xt_wait(x->rxcq, &e, NULL, 30) == 1 && e.len == 8000 && (e.flags & FI_MSG), "fi_recvv");
+		XT_CHECK(xt_verify(got, 3000, 31) && xt_verify(got + 3000, 5000, 32), "fi_sendv payload");
+		struct fi_msg m = {.msg_iov = iov, .iov_count = 2, .addr = peer, .context = &ctx};
+		XT_RC(fi_recvmsg(x->ep, &m, FI_COMPLETION));
+		XT_CHECK(xt_wait(x->rxcq, &e, NULL, 30) == 1 && e.len == 3000 && e.data == 0x55 &&
+			 (e.flags & FI_REMOTE_CQ_DATA), "fi_recvmsg with CQ data");
+		XT_RC(fi_recv(x->ep, got, sizeof got, NULL, peer, &ctx));
+		XT_CHECK(xt_wait(x->rxcq, &e, NULL, 30) == 1 && e.data == 0x66 && e.len == 16 &&
+			 xt_verify(got, 16, 33), "fi_injectdata");
+		XT_RC(fi_recv(x->ep, got, sizeof got, NULL, peer, &ctx));
+		XT_CHECK(xt_wait(x->rxcq, &e, NULL, 30) == 1 && !(e.flags & FI_REMOTE_CQ_DATA), "fi_inject");
+		XT_RC(fi_trecv(x->ep, got, sizeof got, NULL, peer, 5, 0, &ctx));
+		XT_CHECK(xt_wait(x->rxcq, &e, NULL, 30) == 1 && e.data == 0x77 && e.tag == 5, "fi_tinjectdata");
+		xt_sync_progress(sock, x->rxcq);
+	}
+}
+
 static int run(int sender, int sock)
 {
 	struct xt_ep x;
@@ -124,6 +167,9 @@ static int run(int sender, int sock)
 	iov_case(&x, peer, sender, sock);
 	if (!sender)
 		xt_pass("iovecs and tsendmsg/trecvmsg");
+	msg_forms_case(&x, peer, sender, sock);
+	if (!sender)
+		xt_pass("sendv/recvv, sendmsg/recvmsg, inject and injectdata forms");
 	xt_sync(sock);
 	xt_close(&x);
 	return 0;
