@@ -14,15 +14,16 @@ inline constexpr std::uint64_t primary_caps =
 /// Secondary capabilities: always returned. FI_LOCAL_COMM and FI_REMOTE_COMM describe where
 /// peers may live (both: the emulation reaches every local endpoint, and a hardware backend
 /// every node); Open MPI 4.1 asks for them.
-inline constexpr std::uint64_t secondary_caps = FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM;
-/// FI_RMA, FI_READ, FI_WRITE, FI_REMOTE_READ/WRITE, FI_RMA_EVENT and FI_MULTI_RECV join these when
-/// their protocols land; until then fi_getinfo refuses them with -FI_ENODATA.
+inline constexpr std::uint64_t secondary_caps =
+    FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM;
+/// FI_RMA, FI_READ, FI_WRITE, FI_REMOTE_READ/WRITE and FI_RMA_EVENT join these when their
+/// protocols land; until then fi_getinfo refuses them with -FI_ENODATA.
 inline constexpr std::uint64_t all_caps = primary_caps | secondary_caps;
 
 inline constexpr std::uint64_t tx_op_flags_supported =
     FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
     FI_MATCH_COMPLETE;
-inline constexpr std::uint64_t rx_op_flags_supported = FI_COMPLETION;
+inline constexpr std::uint64_t rx_op_flags_supported = FI_COMPLETION | FI_MULTI_RECV;
 inline constexpr std::uint64_t msg_order_supported = FI_ORDER_SAS;
 inline constexpr std::uint64_t mem_tag_format = 0xAAAAAAAAAAAAAAAAull;  // all 64 bits are the app's
 inline constexpr std::size_t max_msg_size = std::size_t{1} << 62;

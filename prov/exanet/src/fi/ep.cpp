@@ -171,9 +171,25 @@ ssize_t ep_cancel(fid* f, void* context) noexcept {
   return s == core::status::no_entry ? 0 : core::to_int(s);
 }
 
-// No endpoint option is offered yet (FI_OPT_MIN_MULTI_RECV comes with FI_MULTI_RECV).
-int ep_getopt(fid*, int, int, void*, size_t*) noexcept { return -FI_ENOPROTOOPT; }
-int ep_setopt(fid*, int, int, const void*, size_t) noexcept { return -FI_ENOPROTOOPT; }
+// FI_OPT_MIN_MULTI_RECV is the one endpoint option.
+int ep_getopt(fid* f, int level, int name, void* value, size_t* len) noexcept {
+  if (level != FI_OPT_ENDPOINT || name != FI_OPT_MIN_MULTI_RECV) return -FI_ENOPROTOOPT;
+  if (!value || !len || *len < sizeof(size_t)) return -FI_EINVAL;
+  endpoint& ep = ep_of(f);
+  core::level_guard g(ep.lock);
+  *static_cast<size_t*>(value) = ep.proto.min_multi_recv();
+  *len = sizeof(size_t);
+  return 0;
+}
+
+int ep_setopt(fid* f, int level, int name, const void* value, size_t len) noexcept {
+  if (level != FI_OPT_ENDPOINT || name != FI_OPT_MIN_MULTI_RECV) return -FI_ENOPROTOOPT;
+  if (!value || len != sizeof(size_t)) return -FI_EINVAL;
+  endpoint& ep = ep_of(f);
+  core::level_guard g(ep.lock);
+  ep.proto.set_min_multi_recv(*static_cast<const size_t*>(value));
+  return 0;
+}
 
 ssize_t ep_tx_size_left(fid_ep* f) noexcept {
   return static_cast<ssize_t>(ep_of(&f->fid).proto.cfg().tx_size);

@@ -16,7 +16,7 @@ using proto::queue_kind;
 constexpr std::uint64_t send_flags_known = FI_COMPLETION | FI_MORE | FI_INJECT | FI_REMOTE_CQ_DATA |
                                            FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE |
                                            FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE;
-constexpr std::uint64_t recv_flags_known = FI_COMPLETION | FI_MORE;
+constexpr std::uint64_t recv_flags_known = FI_COMPLETION | FI_MORE | FI_MULTI_RECV;
 constexpr std::uint64_t match_flags = FI_PEEK | FI_CLAIM | FI_DISCARD;
 
 endpoint& ep_of(fid_ep* f) noexcept { return from_fid<endpoint>(&f->fid); }
@@ -64,7 +64,9 @@ ssize_t post_recv(fid_ep* f, const iovec* iov, size_t count, fi_addr_t src, std:
                   std::uint64_t ignore, std::uint64_t flags, void* context) noexcept {
   endpoint& ep = ep_of(f);
   if (!ep.enabled) [[unlikely]] return -FI_EOPBADSTATE;
-  const std::uint64_t allowed = recv_flags_known | (K == queue_kind::tagged ? match_flags : 0);
+  // FI_MULTI_RECV is a message-queue feature; peek/claim/discard are tagged ones.
+  const std::uint64_t allowed = K == queue_kind::tagged ? (recv_flags_known & ~FI_MULTI_RECV) | match_flags
+                                                        : recv_flags_known;
   if (flags & ~allowed) [[unlikely]] return -FI_EBADFLAGS;
   if (!iov_valid(iov, count)) [[unlikely]] return -FI_EINVAL;
   proto::recv_args a;
@@ -73,7 +75,9 @@ ssize_t post_recv(fid_ep* f, const iovec* iov, size_t count, fi_addr_t src, std:
   a.ignore = ignore;
   a.context = context;
   a.completion = !ep.rx_selective || (flags & FI_COMPLETION);
+  a.multi_recv = flags & FI_MULTI_RECV;
   a.kind = K;
+  if (a.multi_recv && count != 1) [[unlikely]] return -FI_EINVAL;  // one buffer per multi-receive
 
   core::level_guard g(ep.lock);
   // Without FI_DIRECTED_RECV the source address is ignored (fi_msg(3)).
@@ -142,11 +146,11 @@ ssize_t msg_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t da
 ssize_t tagged_recv(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, std::uint64_t tag,
                     std::uint64_t ignore, void* ctx) noexcept {
   const iovec v = one(buf, len);
-  return post_recv<queue_kind::tagged>(ep, &v, 1, src, tag, ignore, ep_of(ep).rx_op_flags & recv_flags_known, ctx);
+  return post_recv<queue_kind::tagged>(ep, &v, 1, src, tag, ignore, ep_of(ep).rx_op_flags & recv_flags_known & ~FI_MULTI_RECV, ctx);
 }
 ssize_t tagged_recvv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src,
                      std::uint64_t tag, std::uint64_t ignore, void* ctx) noexcept {
-  return post_recv<queue_kind::tagged>(ep, iov, count, src, tag, ignore, ep_of(ep).rx_op_flags & recv_flags_known, ctx);
+  return post_recv<queue_kind::tagged>(ep, iov, count, src, tag, ignore, ep_of(ep).rx_op_flags & recv_flags_known & ~FI_MULTI_RECV, ctx);
 }
 ssize_t tagged_recvmsg(fid_ep* ep, const fi_msg_tagged* m, std::uint64_t flags) noexcept {
   if (!m) return -FI_EINVAL;

@@ -38,7 +38,7 @@ void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
   ++stats_.eager_recv;
-  if (recv_request* r = take_posted(kind, from, p.tag)) {
+  if (recv_request* r = take_posted(kind, from, p.tag, len)) {
     deliver_recv(*r, from, p.tag, p.cq_data, has_data, p.payload, len);
     return;
   }

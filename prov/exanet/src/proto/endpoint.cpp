@@ -119,6 +119,7 @@ recv_request* endpoint::make_recv(const recv_args& a) noexcept {
   r->capacity = core::iov_length(a.iov);
   r->kind = a.kind;
   r->completion = a.completion;
+  r->multi = a.multi_recv;
   r->entry.source = a.peer == dev::no_peer ? match::any_source : a.peer;
   r->entry.tag = a.kind == queue_kind::tagged ? a.tag : 0;
   r->entry.ignore = a.kind == queue_kind::tagged ? a.ignore : 0;
@@ -143,8 +144,10 @@ void endpoint::take_unexpected(recv_request& r, unexpected_msg& u) noexcept {
 }
 
 core::status endpoint::recv(const recv_args& a) noexcept {
+  if (a.multi_recv && (a.kind != queue_kind::msg || a.iov.size() != 1)) return core::status::invalid;
   recv_request* r = make_recv(a);
   if (!r) return core::status::again;
+  if (r->multi) return post_multi_recv(*r);
   match::matcher& m = matcher_for(a.kind);
   if (match::unexpected_entry* e = m.find_unexpected(r->entry.source, r->entry.tag, r->entry.ignore)) {
     m.remove_unexpected(*e);
@@ -175,17 +178,100 @@ core::status endpoint::cancel(void* context) noexcept {
     if (found) break;
   }
   if (!found) return core::status::no_entry;
+  if (found->multi) {
+    found->in_matcher = false;
+    // Messages already landing in it complete normally; the last one carries FI_MULTI_RECV.
+    if (found->outstanding > 0) return core::status::ok;
+  }
   fail_recv(*found, FI_ECANCELED);
   return core::status::ok;
 }
 
 // ---- matching glue --------------------------------------------------------------------------
 
-recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from, std::uint64_t tag) noexcept {
+recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from, std::uint64_t tag,
+                                    std::size_t msg_len) noexcept {
   const match::source_id src = from == dev::no_peer ? match::any_source - 1 : from;
-  match::posted_entry* e = matcher_for(k).take_posted(src, k == queue_kind::tagged ? tag : 0);
+  match::matcher& m = matcher_for(k);
+  match::posted_entry* e = m.peek_posted(src, k == queue_kind::tagged ? tag : 0);
   if (!e) return nullptr;
-  return reinterpret_cast<recv_request*>(reinterpret_cast<char*>(e) - offsetof(recv_request, entry));
+  auto* r = reinterpret_cast<recv_request*>(reinterpret_cast<char*>(e) - offsetof(recv_request, entry));
+  if (r->multi) return carve(*r, msg_len);  // stays posted while it has room
+  m.remove_posted(*e);
+  return r;
+}
+
+// ---- FI_MULTI_RECV ------------------------------------------------------------------------
+
+recv_request* endpoint::carve(recv_request& parent, std::size_t msg_len) noexcept {
+  recv_request* c = recvs_.acquire();
+  if (!c) return nullptr;  // out of memory: the message waits as unexpected
+  const std::size_t room = parent.capacity - parent.used;
+  auto* base = static_cast<std::byte*>(parent.iov[0].iov_base) + parent.used;
+  c->context = parent.context;
+  c->iov[0] = {base, room};  // a longer message is truncated to what is left
+  c->iov_count = 1;
+  c->capacity = room;
+  c->kind = parent.kind;
+  c->completion = parent.completion;
+  c->parent = &parent;
+  parent.used += std::min(msg_len, room);
+  ++parent.outstanding;
+  if (parent.capacity - parent.used < min_multi_recv_ && parent.in_matcher) {
+    if (parent.entry.hook.linked()) matcher_for(parent.kind).remove_posted(parent.entry);
+    parent.in_matcher = false;
+  }
+  return c;
+}
+
+std::uint64_t endpoint::child_done(recv_request& child) noexcept {
+  recv_request& parent = *child.parent;
+  if (--parent.outstanding > 0 || parent.in_matcher) return 0;
+  recvs_.release(&parent);  // released and nothing in flight: this completion says so
+  return FI_MULTI_RECV;
+}
+
+core::status endpoint::post_multi_recv(recv_request& parent) noexcept {
+  match::matcher& m = matcher_for(parent.kind);
+  // Messages that arrived first fill the buffer, in arrival order. They are carved first and
+  // delivered after the buffer's fate (posted or already full) is settled, so the completion
+  // that releases the buffer is the one that carries FI_MULTI_RECV.
+  using unexpected_list = core::intrusive_list<match::unexpected_entry, &match::unexpected_entry::all_hook>;
+  using child_list = core::intrusive_list<recv_request, &recv_request::hook>;
+  unexpected_list taken;
+  child_list children;
+  parent.in_matcher = true;  // open: carve() closes it when less than the minimum is left
+  while (parent.in_matcher) {
+    match::unexpected_entry* e = m.find_unexpected(parent.entry.source, 0, 0);
+    if (!e) break;
+    auto& u = *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(e) - offsetof(unexpected_msg, entry));
+    recv_request* c = carve(parent, u.len);
+    if (!c) break;
+    m.remove_unexpected(*e);
+    taken.push_back(*e);
+    children.push_back(*c);
+  }
+  const bool open = parent.in_matcher;
+  parent.in_matcher = false;
+  if (open) {
+    try {
+      m.post(parent.entry);
+      parent.in_matcher = true;
+    } catch (...) {
+      // Not posted: it takes what already arrived and is released with the last of it.
+    }
+  }
+  const bool posted = parent.in_matcher;
+  while (recv_request* c = children.pop_front()) {
+    auto* e = taken.pop_front();
+    take_unexpected(*c, *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(e) -
+                                                          offsetof(unexpected_msg, entry)));
+  }
+  if (!posted && parent.outstanding == 0 && parent.used == 0) {
+    recvs_.release(&parent);
+    return core::status::no_memory;
+  }
+  return core::status::ok;
 }
 
 bool endpoint::add_unexpected(queue_kind k, unexpected_msg& u) noexcept {
@@ -218,6 +304,10 @@ void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t t
   completion c;
   c.context = r.context;
   c.flags = recv_flags(r.kind, has_cq_data);
+  if (r.parent) {
+    c.buf = r.iov[0].iov_base;  // where in the multi-receive buffer this message starts
+    c.flags |= child_done(r);
+  }
   c.len = delivered;
   c.data = has_cq_data ? cq_data : 0;
   c.tag = r.kind == queue_kind::tagged ? tag : 0;
@@ -236,6 +326,8 @@ void endpoint::fail_recv(recv_request& r, int err) noexcept {
   completion c;
   c.context = r.context;
   c.flags = recv_flags(r.kind, false);
+  if (r.parent) c.flags |= child_done(r);
+  if (r.multi) c.flags |= FI_MULTI_RECV;  // a cancelled multi-receive buffer is released
   c.tag = r.entry.tag;
   c.src = source_of(r.peer);
   c.err = err;

@@ -49,6 +49,7 @@ struct recv_args {
   dev::peer_id peer = dev::no_peer;  // no_peer: any source
   void* context = nullptr;
   bool completion = true;
+  bool multi_recv = false;  // FI_MULTI_RECV (FI_MSG only; one buffer)
   queue_kind kind = queue_kind::tagged;
 };
 
@@ -79,6 +80,13 @@ struct recv_request {
   queue_kind kind = queue_kind::tagged;
   bool completion = true;
   bool discard = false;  // FI_DISCARD: consume the message, report nothing but success
+  // FI_MULTI_RECV: the posted buffer is a parent that stays matchable while at least
+  // min_multi_recv bytes are free; each message gets a child request carved out of it.
+  bool multi = false;
+  bool in_matcher = false;     // parent: still posted
+  std::size_t used = 0;        // parent: bytes handed to children
+  std::size_t outstanding = 0; // parent: children not completed yet
+  recv_request* parent = nullptr;  // child: the multi-receive buffer it lives in
   // Filled once matched to a rendezvous message.
   dev::peer_id peer = dev::no_peer;
   std::uint64_t msg_len = 0, tag = 0, cq_data = 0, send_id = 0;
@@ -146,6 +154,9 @@ class endpoint {
 
   core::status send(const send_args& a) noexcept;
   core::status recv(const recv_args& a) noexcept;
+  /// FI_OPT_MIN_MULTI_RECV: a multi-receive buffer is released when less than this is free.
+  void set_min_multi_recv(std::size_t bytes) noexcept { min_multi_recv_ = bytes; }
+  std::size_t min_multi_recv() const noexcept { return min_multi_recv_; }
   /// FI_PEEK: reports through the rx sink whether a matching message has arrived (FI_ENOMSG if
   /// not). With claim, the message is taken out of matching and its handle stored in *handle
   /// for a later claim(); with discard (and no claim), the message is dropped.
@@ -187,7 +198,14 @@ class endpoint {
   void send_control(dev::peer_id to, const dev::packet& pkt) noexcept;
   std::uint64_t source_of(dev::peer_id p) noexcept;
   match::matcher& matcher_for(queue_kind k) noexcept { return matchers_[static_cast<int>(k)]; }
-  recv_request* take_posted(queue_kind k, dev::peer_id from, std::uint64_t tag) noexcept;
+  /// The receive a message of msg_len bytes goes to (removed from matching), or nullptr. For a
+  /// multi-receive buffer, a child carved out of it.
+  recv_request* take_posted(queue_kind k, dev::peer_id from, std::uint64_t tag,
+                            std::size_t msg_len) noexcept;
+  recv_request* carve(recv_request& parent, std::size_t msg_len) noexcept;
+  /// A child finished: returns the FI_MULTI_RECV flag if its parent is now released and done.
+  std::uint64_t child_done(recv_request& child) noexcept;
+  core::status post_multi_recv(recv_request& parent) noexcept;
   /// False if the message could not be recorded (out of memory); the caller frees it.
   [[nodiscard]] bool add_unexpected(queue_kind k, unexpected_msg& u) noexcept;
   /// Gives an unexpected message (already out of the matcher) to a receive and frees it.
@@ -216,6 +234,7 @@ class endpoint {
   core::intrusive_list<recv_request, &recv_request::hook> wait_notify_;
   core::intrusive_list<backlog_packet, &backlog_packet::hook> backlog_;
   std::vector<std::uint64_t> source_cache_;  // peer -> fi_addr; unknown_source + 1 = unresolved
+  std::size_t min_multi_recv_ = 64;
   std::uint32_t progress_calls_ = 0;
   std::uint64_t last_dead_check_ms_ = 0;
   endpoint_stats stats_{};

@@ -55,7 +55,7 @@ void endpoint::on_medium(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
   ++stats_.medium_recv;
-  if (recv_request* r = take_posted(kind, from, p.tag)) {
+  if (recv_request* r = take_posted(kind, from, p.tag, len)) {
     deliver_recv(*r, from, p.tag, p.cq_data, has_data, data, len);
     dev_.bounce_consume(p.ring, p.ring_offset + len);
     return;

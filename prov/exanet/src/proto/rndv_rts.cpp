@@ -74,7 +74,7 @@ void endpoint::on_rts(dev::peer_id from, const dev::packet& pkt) noexcept {
   }
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   ++stats_.rndv_recv;
-  if (recv_request* r = take_posted(kind, from, p.tag)) {
+  if (recv_request* r = take_posted(kind, from, p.tag, p.msg_len)) {
     rndv_recv_start(*r, from, p);
     return;
   }

@@ -1,0 +1,114 @@
+/*
+ * FI_MULTI_RECV on FI_MSG: one posted buffer takes many messages back to back (eager, medium and
+ * rendezvous ones), each with its own completion pointing into the buffer, until less than
+ * FI_OPT_MIN_MULTI_RECV is left; the completion that releases the buffer, and only that one,
+ * carries FI_MULTI_RECV. Messages that arrived before the buffer was posted fill it first.
+ */
+#include "xt.h"
+
+#include <string.h>
+
+#define BUF (64 * 1024)
+#define MIN 4096
+static const size_t sizes[] = {100, 3000, 20000, 8, 9000, 7000, 12000, 11000};
+#define N (sizeof sizes / sizeof sizes[0])  /* 62,108 bytes: leaves 3,428 < MIN free in BUF */
+
+static int sender(int index, int sock)
+{
+	(void)index;
+	struct xt_ep x;
+	xt_open_default(&x, 0);
+	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
+	static unsigned char bufs[2 * N][20000];
+	for (int round = 0; round < 2; round++) {
+		xt_sync_progress(sock, x.txcq);  /* round 0: buffer posted first; round 1: messages first */
+		for (size_t i = 0; i < N; i++) {
+			unsigned char *b = bufs[round * N + i];
+			xt_fill(b, sizes[i], (unsigned)(round * 100 + i));
+			ssize_t rc;
+			while ((rc = fi_send(x.ep, b, sizes[i], NULL, peer, NULL)) == -FI_EAGAIN)
+				fi_cq_read(x.txcq, NULL, 0);
+			XT_RC(rc);
+		}
+		for (size_t i = 0; i < N; i++)
+			XT_CHECK(xt_wait(x.txcq, NULL, NULL, 30) == 1, "send");
+	}
+	xt_sync_progress(sock, x.txcq);
+	xt_close(&x);
+	return 0;
+}
+
+static void check_round(struct xt_ep *x, unsigned char *buf, int round, void *ctx)
+{
+	size_t seen = 0, released = 0;
+	unsigned char *next = buf;
+	unsigned char *start_of[N] = {0};
+	while (seen < N) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		XT_CHECK(xt_wait(x->rxcq, &e, &err, 30) == 1, "multi-receive completion error %d", err.err);
+		XT_CHECK(e.op_context == ctx, "context of a multi-receive completion");
+		XT_CHECK((unsigned char *)e.buf >= buf && (unsigned char *)e.buf + e.len <= buf + BUF,
+			 "completion buf outside the posted buffer");
+		/* which message is it? lengths are distinct */
+		size_t i = 0;
+		while (i < N && sizes[i] != e.len)
+			i++;
+		XT_CHECK(i < N && !start_of[i], "unexpected length %zu", e.len);
+		start_of[i] = e.buf;
+		XT_CHECK(xt_verify(e.buf, e.len, (unsigned)(round * 100 + i)), "payload of message %zu", i);
+		if (e.flags & FI_MULTI_RECV)
+			released++;
+		seen++;
+		XT_CHECK(released == 0 || seen == N, "FI_MULTI_RECV before the last completion");
+	}
+	XT_CHECK(released == 1, "FI_MULTI_RECV must mark exactly the releasing completion");
+	for (size_t i = 0; i < N; i++) {  /* packed back to back in send order */
+		XT_CHECK(start_of[i] == next, "message %zu at offset %td, want %td", i, start_of[i] - buf, next - buf);
+		next += sizes[i];
+	}
+}
+
+int main(void)
+{
+	xt_init(60);
+	int sock;
+	pid_t pid;
+	xt_spawn(1, sender, &sock, &pid);
+	struct fi_info *h = xt_hints();
+	h->caps |= FI_MULTI_RECV;
+	struct xt_ep x;
+	xt_open(&x, h, 0);
+	fi_freeinfo(h);
+	XT_CHECK(x.info->caps & FI_MULTI_RECV, "FI_MULTI_RECV not granted");
+	fi_addr_t peer = xt_exchange(&x, sock, 0, NULL);
+	(void)peer;
+	size_t min = MIN, got = 0, len = sizeof got;
+	XT_RC(fi_setopt(&x.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min, sizeof min));
+	XT_RC(fi_getopt(&x.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &got, &len));
+	XT_CHECK(got == MIN, "FI_OPT_MIN_MULTI_RECV read back %zu", got);
+
+	static unsigned char buf[BUF];
+	struct fi_context ctx;
+	struct iovec iov = {buf, BUF};
+	struct fi_msg m = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC, .context = &ctx};
+	XT_RC(fi_recvmsg(x.ep, &m, FI_MULTI_RECV | FI_COMPLETION));
+	xt_sync_progress(sock, x.rxcq);
+	check_round(&x, buf, 0, &ctx);
+	xt_pass("multi-receive buffer posted first: packed, one FI_MULTI_RECV at release");
+
+	xt_sync_progress(sock, x.rxcq);  /* round 1: let the messages arrive unexpected */
+	for (int i = 0; i < 20000; i++)
+		fi_cq_read(x.rxcq, NULL, 0);
+	memset(buf, 0, sizeof buf);
+	XT_RC(fi_recvmsg(x.ep, &m, FI_MULTI_RECV | FI_COMPLETION));
+	check_round(&x, buf, 1, &ctx);
+	xt_pass("messages that arrived first fill the buffer in order");
+
+	struct fi_msg_tagged t = {.msg_iov = &iov, .iov_count = 1, .addr = FI_ADDR_UNSPEC};
+	XT_CHECK(fi_trecvmsg(x.ep, &t, FI_MULTI_RECV) < 0, "FI_MULTI_RECV on a tagged receive");
+	xt_sync_progress(sock, x.rxcq);
+	xt_close(&x);
+	xt_reap(1, &pid);
+	return 0;
+}
