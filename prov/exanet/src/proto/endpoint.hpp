@@ -83,7 +83,7 @@ struct recv_request {
   // FI_MULTI_RECV: the posted buffer is a parent that stays matchable while at least
   // min_multi_recv bytes are free; each message gets a child request carved out of it.
   bool multi = false;
-  bool in_matcher = false;     // parent: still posted
+  bool in_matcher = false;     // parent: still takes messages (posted, or being posted)
   std::size_t used = 0;        // parent: bytes handed to children
   std::size_t outstanding = 0; // parent: children not completed yet
   recv_request* parent = nullptr;  // child: the multi-receive buffer it lives in
