@@ -7,6 +7,7 @@ packages=(
   cmake g++ make pkg-config            # build
   libfabric-dev libfabric-bin          # the libfabric we plug into; fi_info, fi_pingpong
   googletest libgtest-dev              # unit tests
+  openmpi-bin libopenmpi-dev           # Open MPI jobs over exanet (pml cm, mtl ofi)
   procps iproute2                      # process and socket checks in the test scripts
   spin                                 # the protocol models in shared/model
 )
