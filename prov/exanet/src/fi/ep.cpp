@@ -343,7 +343,10 @@ int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context
   ep->inject_size = domain_config(domain).inject_size;
   if (info->tx_attr && info->tx_attr->inject_size && info->tx_attr->inject_size < ep->inject_size)
     ep->inject_size = info->tx_attr->inject_size;
-  ep->lock.enable(domain_threading(domain) == FI_THREAD_SAFE);
+  // Reading a CQ or counter progresses the endpoints bound to it, possibly from another thread
+  // than the one posting: only DOMAIN and COMPLETION promise that never overlaps.
+  const fi_threading t = domain_threading(domain);
+  ep->lock.enable(t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT);
 
   dev::address src{};
   if (info->src_addr && info->src_addrlen == sizeof(dev::address)) {
