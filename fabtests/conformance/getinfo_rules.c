@@ -28,7 +28,9 @@ static int query(struct fi_info *h, const char *node, const char *service, uint6
 	return rc;
 }
 
-static const uint64_t primaries[] = {FI_MSG, FI_TAGGED, FI_SEND, FI_RECV, FI_DIRECTED_RECV};
+static const uint64_t primaries[] = {FI_MSG,  FI_TAGGED, FI_SEND,        FI_RECV,        FI_DIRECTED_RECV,
+				     FI_RMA,  FI_READ,   FI_WRITE,       FI_REMOTE_READ, FI_REMOTE_WRITE};
+#define NPRIMARIES (sizeof primaries / sizeof primaries[0])
 static const uint64_t all_primary = FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST | FI_COLLECTIVE |
 				    FI_READ | FI_WRITE | FI_RECV | FI_SEND | FI_REMOTE_READ | FI_REMOTE_WRITE |
 				    FI_NAMED_RX_CTX | FI_DIRECTED_RECV | FI_HMEM | FI_VARIABLE_MSG;
@@ -43,9 +45,9 @@ int main(void)
 	fi_freeinfo(info);
 
 	/* every combination of primary capabilities comes back exactly */
-	for (unsigned mask = 1; mask < (1u << 5); mask++) {
+	for (unsigned mask = 1; mask < (1u << NPRIMARIES); mask++) {
 		h = base();
-		for (int b = 0; b < 5; b++)
+		for (unsigned b = 0; b < NPRIMARIES; b++)
 			if (mask & (1u << b))
 				h->caps |= primaries[b];
 		XT_RC(query(h, NULL, NULL, 0, 0, &info));
@@ -57,7 +59,7 @@ int main(void)
 	xt_pass("primary caps echoed without extras");
 
 	/* not offered: -FI_ENODATA */
-	const uint64_t absent[] = {FI_RMA, FI_ATOMIC, FI_RMA_EVENT, FI_NAMED_RX_CTX};
+	const uint64_t absent[] = {FI_ATOMIC, FI_FENCE, FI_NAMED_RX_CTX, FI_TRIGGER};
 	for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
 		h = base();
 		h->caps = FI_TAGGED | absent[i];
@@ -154,6 +156,8 @@ int main(void)
 	h->tx_attr->op_flags = FI_DELIVERY_COMPLETE | FI_COMPLETION;
 	XT_RC(query(h, NULL, NULL, 0, FI_VERSION(1, 7), &info));
 	XT_CHECK(info->domain_attr->threading == FI_THREAD_DOMAIN, "MPICH threading");
+	XT_CHECK((uint64_t)info->domain_attr->mr_mode == (FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY),
+		 "MPICH mr_mode: the offered modes exanet honours come back, 0x%x", info->domain_attr->mr_mode);
 	fi_freeinfo(info);
 	fi_freeinfo(h);
 	/* fi_pingpong */
@@ -163,9 +167,28 @@ int main(void)
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR;
 	XT_RC(query(h, NULL, NULL, 0, fi_version(), &info));
 	XT_CHECK(!(info->mode & FI_MSG_PREFIX), "no message prefix demanded");
+	XT_CHECK(!(info->domain_attr->mr_mode & FI_MR_LOCAL) &&
+		 !(info->domain_attr->mr_mode & ~(FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_VIRT_ADDR)),
+		 "no local registration demanded; nothing beyond the offer (0x%x)", info->domain_attr->mr_mode);
 	fi_freeinfo(info);
 	fi_freeinfo(h);
-	xt_pass("Open MPI, MPICH and fi_pingpong hints");
+	/* RMA: the whole set, secondary FI_RMA_EVENT, and an RMA iov limit */
+	h = base();
+	h->caps = FI_RMA | FI_RMA_EVENT;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ENDPOINT | FI_MR_RAW;
+	XT_RC(query(h, NULL, NULL, 0, FI_VERSION(1, 17), &info));
+	XT_CHECK((info->caps & (FI_RMA | FI_RMA_EVENT)) == (FI_RMA | FI_RMA_EVENT) && info->tx_attr->rma_iov_limit >= 1 &&
+		 (uint64_t)info->domain_attr->mr_mode == (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ENDPOINT) &&
+		 info->domain_attr->mr_iov_limit >= 1,
+		 "RMA info: caps 0x%llx mr_mode 0x%x", (unsigned long long)info->caps, info->domain_attr->mr_mode);
+	fi_freeinfo(info);
+	/* API 1.4: the old names */
+	h->domain_attr->mr_mode = FI_MR_BASIC;
+	XT_RC(query(h, NULL, NULL, 0, FI_VERSION(1, 4), &info));
+	XT_CHECK(info->domain_attr->mr_mode == FI_MR_BASIC, "FI_MR_BASIC echoed");
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	xt_pass("Open MPI, MPICH, fi_pingpong and RMA hints");
 
 	/* addresses */
 	const char *nodes[] = {"localhost", "127.0.0.1", NULL};

@@ -163,7 +163,10 @@ int main(void)
 	XT_CHECK(fi_mr_reg(x.domain, mem, sizeof mem, FI_SEND, 0, 42, 0, &m2, NULL) == -FI_ENOKEY,
 		 "duplicate key refused");
 	struct iovec iov[2] = {{mem, 100}, {mem + 200, 100}};
-	XT_RC(fi_mr_regv(x.domain, iov, 2, FI_RECV, 0, 43, 0, &m2, NULL));
+	XT_CHECK(fi_mr_regv(x.domain, iov, 2, FI_RECV, 0, 43, 0, &m2, NULL) == -FI_EINVAL,
+		 "more iovecs than mr_iov_limit (%zu)", x.info->domain_attr->mr_iov_limit);
+	XT_RC(fi_mr_regv(x.domain, iov + 1, 1, FI_RECV, 0, 43, 0, &m2, NULL));
+	XT_CHECK(fi_close(&x.domain->fid) == -FI_EBUSY, "a domain with open MRs must stay open");
 	XT_RC(fi_close(&m2->fid));
 	struct fi_mr_attr ma = {.mr_iov = iov, .iov_count = 1, .access = FI_SEND, .requested_key = 44};
 	XT_RC(fi_mr_regattr(x.domain, &ma, 0, &m3));
@@ -182,8 +185,9 @@ int main(void)
 	size_t optlen = sizeof(size_t);
 	size_t opt = 0;
 	XT_CHECK(fi_getopt(&x.ep->fid, FI_OPT_ENDPOINT, 12345, &opt, &optlen) == -FI_ENOPROTOOPT, "unknown getopt");
-	XT_CHECK(fi_write(x.ep, mem, 8, NULL, 0, 0, 0, NULL) == -FI_ENOSYS, "fi_write");
-	XT_CHECK(fi_read(x.ep, mem, 8, NULL, 0, 0, 0, NULL) == -FI_ENOSYS, "fi_read");
+	/* RMA exists, but this endpoint did not ask for FI_RMA */
+	XT_CHECK(fi_write(x.ep, mem, 8, NULL, 0, 0, 0, NULL) == -FI_EOPNOTSUPP, "fi_write without FI_RMA");
+	XT_CHECK(fi_read(x.ep, mem, 8, NULL, 0, 0, 0, NULL) == -FI_EOPNOTSUPP, "fi_read without FI_RMA");
 	XT_CHECK(fi_atomic(x.ep, mem, 1, NULL, 0, 0, 0, FI_INT32, FI_SUM, NULL) == -FI_ENOSYS, "fi_atomic");
 	XT_CHECK(fi_connect(x.ep, names[0], NULL, 0) == -FI_ENOSYS, "fi_connect");
 	struct fid_ep *sep;

@@ -1,11 +1,13 @@
 /*
  * A peer killed in the middle of a rendezvous: the survivor gets an error completion within
  * seconds instead of waiting forever, in both directions, and the dead peer's shared memory is
- * reclaimed by the survivor (the killed process cannot unlink it itself).
+ * reclaimed by the survivor (the killed process cannot unlink it itself). The same for an RMA
+ * read waiting on a target that dies.
  */
 #include "xt.h"
 
 #include <rdma/fi_ext_exanet.h>
+#include <rdma/fi_rma.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -133,6 +135,59 @@ static void run_closed(void)
 	xt_reap(1, &pid);
 }
 
+/* RMA: an initiator waiting for a read the target must answer (no CMA, so the target writes the
+ * data back) gets an error completion when the target dies, not a hang. */
+static void open_rma(struct xt_ep *x)
+{
+	struct fi_info *h = xt_hints();
+	h->caps |= FI_RMA;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
+	xt_open(x, h, 0);
+	fi_freeinfo(h);
+}
+
+static int stalled_target(int i, int sock)
+{
+	(void)i;
+	struct xt_ep x;
+	open_rma(&x);
+	xt_exchange(&x, sock, 1, NULL);
+	void *buf = calloc(1, BIG);
+	struct fid_mr *mr;
+	XT_RC(fi_mr_reg(x.domain, buf, BIG, FI_REMOTE_READ, 0, 0, 0, &mr, NULL));
+	uint64_t desc[2] = {(uint64_t)(uintptr_t)buf, fi_mr_key(mr)};
+	xt_send_all(sock, desc, sizeof desc);
+	pause(); /* never progresses: the parent kills us */
+	return 0;
+}
+
+static void run_rma_target_killed(void)
+{
+	setenv("FI_EXANET_USE_CMA", "0", 1);
+	int sock;
+	pid_t pid;
+	xt_spawn(1, stalled_target, &sock, &pid);
+	struct xt_ep x;
+	open_rma(&x);
+	fi_addr_t peer = xt_exchange(&x, sock, 0, NULL);
+	uint64_t desc[2];
+	xt_recv_all(sock, desc, sizeof desc);
+	void *buf = malloc(BIG);
+	int ctx;
+	XT_RC(fi_read(x.ep, buf, BIG, NULL, peer, desc[0], desc[1], &ctx));
+	for (int i = 0; i < 1000; i++)
+		fi_cq_read(x.txcq, NULL, 0);
+	kill(pid, SIGKILL);
+	int status;
+	waitpid(pid, &status, 0);
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(x.txcq, NULL, &err, 20) == 0 && err.err == FI_ECONNRESET && err.op_context == &ctx,
+		 "a read from a dead target must fail with FI_ECONNRESET (err %d)", err.err);
+	free(buf);
+	xt_close(&x);
+	unsetenv("FI_EXANET_USE_CMA");
+}
+
 int main(void)
 {
 	xt_init(120);
@@ -142,5 +197,7 @@ int main(void)
 	xt_pass("sender killed while the receiver waits for its data");
 	run(1);
 	xt_pass("receiver killed while the sender waits for its CTS");
+	run_rma_target_killed();
+	xt_pass("RMA target killed while a read waits for its answer");
 	return 0;
 }

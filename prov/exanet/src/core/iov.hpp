@@ -49,4 +49,20 @@ inline std::size_t copy_to_iov(std::span<const iovec> iov, std::size_t offset, c
   return done;
 }
 
+/// The slice [offset, offset + len) of an iovec list as at most max iovecs; returns how many.
+/// Cross-memory attach takes lists, so the DMA paths describe user buffers without copying.
+inline std::size_t slice_iov(std::span<const iovec> src, std::size_t offset, std::size_t len,
+                             iovec* out, std::size_t max) noexcept {
+  std::size_t n = 0;
+  for (const iovec& v : src) {
+    if (len == 0 || n == max) break;
+    if (offset >= v.iov_len) { offset -= v.iov_len; continue; }
+    const std::size_t take = std::min(v.iov_len - offset, len);
+    out[n++] = {static_cast<std::byte*>(v.iov_base) + offset, take};
+    len -= take;
+    offset = 0;
+  }
+  return n;
+}
+
 }  // namespace exanet::core

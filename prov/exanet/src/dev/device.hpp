@@ -53,6 +53,31 @@ struct dma_write {
   notification notify_data{};
 };
 
+/// Rights a memory registration grants to remote peers (bits of key_grant::access).
+namespace rma_access {
+inline constexpr std::uint32_t remote_read = 1u << 0;
+inline constexpr std::uint32_t remote_write = 1u << 1;
+}  // namespace rma_access
+
+/// One registration an endpoint exposes to RMA: an entry of its protection table, which the
+/// engine checks at the target before any byte moves.
+struct key_grant {
+  std::uint64_t key = 0;
+  std::uint64_t va = 0;         // first registered byte, in the owner's address space
+  std::uint64_t len = 0;
+  std::uint64_t addr_base = 0;  // the remote address that names va (va itself with virtual
+                                // addressing; otherwise the base offsets count from)
+  std::uint32_t access = 0;     // rma_access bits
+  bool events = false;          // the owner counts accesses: initiators post an event each time
+};
+
+/// Where a checked RMA access lands at the target.
+struct rma_target {
+  std::uint64_t va = 0;
+  std::uint32_t key_slot = 0;  // names the grant in events sent back to the owner
+  bool events = false;
+};
+
 /// Progress of one DMA write; a backend that stages data may need several calls.
 struct dma_state {
   std::size_t done = 0;  // bytes of the payload handed to the engine

@@ -9,15 +9,15 @@
 namespace exanet::fi {
 
 /// Primary capabilities: returned only when requested (or when no capabilities are requested).
-inline constexpr std::uint64_t primary_caps =
-    FI_MSG | FI_TAGGED | FI_SEND | FI_RECV | FI_DIRECTED_RECV;
+inline constexpr std::uint64_t primary_caps = FI_MSG | FI_TAGGED | FI_SEND | FI_RECV |
+                                              FI_DIRECTED_RECV | FI_RMA | FI_READ | FI_WRITE |
+                                              FI_REMOTE_READ | FI_REMOTE_WRITE;
 /// Secondary capabilities: always returned. FI_LOCAL_COMM and FI_REMOTE_COMM describe where
 /// peers may live (both: the emulation reaches every local endpoint, and a hardware backend
 /// every node); Open MPI 4.1 asks for them.
 inline constexpr std::uint64_t secondary_caps =
-    FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM;
-/// FI_RMA, FI_READ, FI_WRITE, FI_REMOTE_READ/WRITE and FI_RMA_EVENT join these when their
-/// protocols land; until then fi_getinfo refuses them with -FI_ENODATA.
+    FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT;
+/// Atomics, FI_FENCE and the rest are not offered: fi_getinfo refuses them with -FI_ENODATA.
 inline constexpr std::uint64_t all_caps = primary_caps | secondary_caps;
 
 inline constexpr std::uint64_t tx_op_flags_supported =
@@ -28,6 +28,11 @@ inline constexpr std::uint64_t msg_order_supported = FI_ORDER_SAS;
 inline constexpr std::uint64_t mem_tag_format = 0xAAAAAAAAAAAAAAAAull;  // all 64 bits are the app's
 inline constexpr std::size_t max_msg_size = std::size_t{1} << 62;
 inline constexpr std::size_t iov_limit = 8;
+/// Memory-registration modes exanet can work in when the application offers them; it needs none
+/// (mr_mode 0: user keys, offsets into the region, no local descriptors).
+inline constexpr std::uint64_t mr_mode_supported =
+    FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ENDPOINT | FI_MR_ALLOCATED;
+inline constexpr std::size_t mr_iov_limit = 1;  // one protection-table entry per registration
 inline constexpr std::size_t cq_data_size = 8;
 
 int getinfo(std::uint32_t version, const char* node, const char* service, std::uint64_t flags,

@@ -82,7 +82,11 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
     d->cfg = params_read();
     if (info->domain_attr && info->domain_attr->threading != FI_THREAD_UNSPEC)
       d->threading = info->domain_attr->threading;
-    const std::uint64_t mr_mode = info->domain_attr ? static_cast<std::uint64_t>(info->domain_attr->mr_mode) : 0;
+    std::uint64_t mr_mode =
+        info->domain_attr ? static_cast<std::uint64_t>(info->domain_attr->mr_mode) : 0;
+    // The pre-1.5 names: BASIC is virtual addresses with provider keys, SCALABLE is neither.
+    if (mr_mode == FI_MR_BASIC) mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ALLOCATED;
+    else if (mr_mode == FI_MR_SCALABLE) mr_mode = 0;
     d->mrs.init(mr_mode, d->threading != FI_THREAD_DOMAIN);
     d->domain_fid.fid.fclass = FI_CLASS_DOMAIN;
     d->domain_fid.fid.context = context;

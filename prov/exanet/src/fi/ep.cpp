@@ -18,6 +18,7 @@
 #include "fi/cq.hpp"
 #include "fi/domain.hpp"
 #include "fi/enosys.hpp"
+#include "fi/mr.hpp"
 
 namespace exanet::fi {
 
@@ -27,6 +28,7 @@ static_assert(sizeof(fi_exanet_addr) == sizeof(dev::address) &&
 
 extern fi_ops_msg g_msg_ops;        // ep_xfer.cpp
 extern fi_ops_tagged g_tagged_ops;  // ep_xfer.cpp
+extern fi_ops_rma g_rma_ops;        // ep_rma.cpp
 
 namespace {
 
@@ -41,8 +43,27 @@ std::uint64_t resolve_source(void* self, const dev::address& a) noexcept {
   return ep.av_ ? av_reverse_lookup(*ep.av_, a) : FI_ADDR_NOTAVAIL;
 }
 
+// A peer wrote or read memory this endpoint exposes: counters, and remote CQ data.
+void on_remote_access(void* self, const proto::rma_target_event& e) noexcept {
+  auto& ep = *static_cast<endpoint*>(self);
+  const std::uint64_t event = e.remote_read ? FI_REMOTE_READ : FI_REMOTE_WRITE;
+  if (e.key_known && e.region_end) domain_mr_registry(ep.domain).count_remote_access(e.key, event);
+  cntr* c = e.remote_read ? ep.remote_read_cntr : ep.remote_write_cntr;
+  if (c && e.op_end) cntr_sink(*c).add(cntr_sink(*c).self, false);
+  if (e.has_cq_data && ep.rx_cq) {
+    proto::completion cq;
+    cq.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+    cq.len = e.len;
+    cq.data = e.cq_data;
+    cq.src = e.src;
+    const proto::completion_sink sink = cq_sink(*ep.rx_cq);
+    sink.write(sink.self, cq);
+  }
+}
+
 int ep_close(fid* f) noexcept {
   endpoint& ep = ep_of(f);
+  domain_mr_registry(ep.domain).detach(ep);
   {
     core::level_guard g(ep.lock);
     ep.proto.close();
@@ -50,7 +71,9 @@ int ep_close(fid* f) noexcept {
   if (ep.tx_cq) cq_detach(*ep.tx_cq, source_of(ep));
   if (ep.rx_cq) cq_detach(*ep.rx_cq, source_of(ep));
   if (ep.send_cntr) cntr_detach(*ep.send_cntr, source_of(ep));
-  if (ep.recv_cntr) cntr_detach(*ep.recv_cntr, source_of(ep));
+  for (cntr* c : {ep.recv_cntr, ep.read_cntr, ep.write_cntr, ep.remote_read_cntr,
+                  ep.remote_write_cntr})
+    if (c) cntr_detach(*c, source_of(ep));
   if (ep.av_) av_unref(*ep.av_);
   domain_unref(ep.domain);
   delete &ep;
@@ -76,17 +99,23 @@ int bind_cq(endpoint& ep, cq& q, std::uint64_t flags) {
 }
 
 int bind_cntr(endpoint& ep, cntr& c, std::uint64_t flags) {
-  constexpr std::uint64_t rma_events = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-  if (flags & ~(FI_SEND | FI_RECV | rma_events)) return -FI_EBADFLAGS;
-  // exanet offers no RMA yet, so RMA events can never occur; binding for them is harmless.
-  if ((flags & FI_SEND && ep.send_cntr) || (flags & FI_RECV && ep.recv_cntr)) return -FI_EINVAL;
-  if (flags & FI_SEND) {
-    cntr_attach(c, source_of(ep));
-    ep.send_cntr = &c;
+  const std::pair<std::uint64_t, cntr**> slots[] = {
+      {FI_SEND, &ep.send_cntr},         {FI_RECV, &ep.recv_cntr},
+      {FI_READ, &ep.read_cntr},         {FI_WRITE, &ep.write_cntr},
+      {FI_REMOTE_READ, &ep.remote_read_cntr}, {FI_REMOTE_WRITE, &ep.remote_write_cntr}};
+  std::uint64_t known = 0;
+  for (const auto& [bit, slot] : slots) {
+    known |= bit;
+    if ((flags & bit) && *slot) return -FI_EINVAL;  // one counter per event class
   }
-  if (flags & FI_RECV) {
+  if (flags & ~known) return -FI_EBADFLAGS;
+  // Remote events are counted only for endpoints that asked for them (fi_cntr(3)).
+  if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !(ep.caps & FI_RMA_EVENT))
+    return -FI_EINVAL;
+  for (const auto& [bit, slot] : slots) {
+    if (!(flags & bit)) continue;
     cntr_attach(c, source_of(ep));
-    ep.recv_cntr = &c;
+    *slot = &c;
   }
   return 0;
 }
@@ -128,6 +157,9 @@ int ep_enable(endpoint& ep) noexcept {
   if (ep.rx_cq) s.rx = cq_sink(*ep.rx_cq);
   if (ep.send_cntr) s.send_cntr = cntr_sink(*ep.send_cntr);
   if (ep.recv_cntr) s.recv_cntr = cntr_sink(*ep.recv_cntr);
+  if (ep.read_cntr) s.read_cntr = cntr_sink(*ep.read_cntr);
+  if (ep.write_cntr) s.write_cntr = cntr_sink(*ep.write_cntr);
+  s.rma_target = {&ep, &on_remote_access};
   s.resolver = {&ep, &resolve_source};
   ep.proto.set_sinks(s);
   ep.enabled = true;
@@ -243,20 +275,6 @@ constinit fi_ops_cm g_cm_ops = {
     .join = enosys_ptr<decltype(fi_ops_cm::join)>,
 };
 
-// RMA is the subject of a later change: not advertised, every call says so.
-constinit fi_ops_rma g_rma_ops = {
-    .size = sizeof(fi_ops_rma),
-    .read = enosys_ptr<decltype(fi_ops_rma::read)>,
-    .readv = enosys_ptr<decltype(fi_ops_rma::readv)>,
-    .readmsg = enosys_ptr<decltype(fi_ops_rma::readmsg)>,
-    .write = enosys_ptr<decltype(fi_ops_rma::write)>,
-    .writev = enosys_ptr<decltype(fi_ops_rma::writev)>,
-    .writemsg = enosys_ptr<decltype(fi_ops_rma::writemsg)>,
-    .inject = enosys_ptr<decltype(fi_ops_rma::inject)>,
-    .writedata = enosys_ptr<decltype(fi_ops_rma::writedata)>,
-    .injectdata = enosys_ptr<decltype(fi_ops_rma::injectdata)>,
-};
-
 constinit fi_ops_atomic g_atomic_ops = {
     .size = sizeof(fi_ops_atomic),
     .write = enosys_ptr<decltype(fi_ops_atomic::write)>,
@@ -367,6 +385,12 @@ int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context
   ep->ep_fid.tagged = &g_tagged_ops;
   ep->ep_fid.atomic = &g_atomic_ops;
   ep->ep_fid.collective = &g_collective_ops;
+  if (int rc = domain_mr_registry(domain).attach(*ep); rc != 0) {
+    domain_mr_registry(domain).detach(*ep);
+    ep->proto.close();
+    delete ep;
+    return rc;
+  }
   domain_ref(domain);
   *out = &ep->ep_fid;
   return 0;

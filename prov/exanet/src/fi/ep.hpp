@@ -34,6 +34,10 @@ class endpoint {
   bool tx_selective = false, rx_selective = false;
   cntr* send_cntr = nullptr;
   cntr* recv_cntr = nullptr;
+  cntr* read_cntr = nullptr;         // FI_READ: completed fi_read*
+  cntr* write_cntr = nullptr;        // FI_WRITE: completed fi_write*
+  cntr* remote_read_cntr = nullptr;  // FI_REMOTE_READ (FI_RMA_EVENT)
+  cntr* remote_write_cntr = nullptr; // FI_REMOTE_WRITE (FI_RMA_EVENT)
   bool enabled = false;
   std::uint64_t av_epoch = 0;
   std::vector<dev::peer_id> peers;  // fi_addr -> device peer; no_peer: not resolved yet

@@ -98,7 +98,7 @@ bool check_tx(const fi_tx_attr* a) noexcept {
          is_subset<std::uint64_t>(a->op_flags, tx_op_flags_supported) &&
          is_subset<std::uint64_t>(a->msg_order, msg_order_supported) &&
          is_subset<std::uint64_t>(a->comp_order, FI_ORDER_NONE) && a->iov_limit <= iov_limit &&
-         a->rma_iov_limit == 0;
+         a->rma_iov_limit <= iov_limit;
 }
 
 bool check_rx(const fi_rx_attr* a) noexcept {
@@ -117,7 +117,7 @@ bool check_domain(const fi_domain_attr* d) noexcept {
   if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
     return false;
   if (d->cq_data_size > cq_data_size || d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1 ||
-      d->max_ep_stx_ctx > 0 || d->max_ep_srx_ctx > 0 || d->mr_iov_limit > iov_limit)
+      d->max_ep_stx_ctx > 0 || d->max_ep_srx_ctx > 0 || d->mr_iov_limit > mr_iov_limit)
     return false;
   return is_subset<std::uint64_t>(d->caps, FI_LOCAL_COMM | FI_REMOTE_COMM);
 }
@@ -173,7 +173,8 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
     tx.inject_size = h->tx_attr->inject_size;
   tx.size = h && h->tx_attr && h->tx_attr->size ? h->tx_attr->size : cfg.tx_size;
   tx.iov_limit = h && h->tx_attr && h->tx_attr->iov_limit ? h->tx_attr->iov_limit : iov_limit;
-  tx.rma_iov_limit = 0;
+  tx.rma_iov_limit = h && h->tx_attr && h->tx_attr->rma_iov_limit ? h->tx_attr->rma_iov_limit
+                                                                  : iov_limit;
 
   fi_rx_attr& rx = *fi.rx_attr;
   rx.caps = caps;
@@ -204,9 +205,16 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
   d.data_progress = FI_PROGRESS_MANUAL;
   d.resource_mgmt = hd && hd->resource_mgmt != FI_RM_UNSPEC ? hd->resource_mgmt : FI_RM_ENABLED;
   d.av_type = hd ? hd->av_type : FI_AV_UNSPEC;
-  // exanet needs no memory registration for messaging: mr_mode 0 ("nothing required"). Before
-  // API 1.5 the field could only say FI_MR_BASIC or FI_MR_SCALABLE; offsets need no mapping.
-  d.mr_mode = FI_VERSION_LT(version, FI_VERSION(1, 5)) ? FI_MR_SCALABLE : 0;
+  // exanet requires nothing (mr_mode 0). Modes the application offers and exanet can honour
+  // come back, so it gets the keys and addressing it asked for (MPICH offers VIRT_ADDR,
+  // PROV_KEY and ENDPOINT and then binds and enables each region). Before API 1.5 the field
+  // could only say FI_MR_BASIC or FI_MR_SCALABLE.
+  const int asked_mr = hd ? hd->mr_mode : 0;
+  if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || asked_mr == FI_MR_BASIC ||
+      asked_mr == FI_MR_SCALABLE)
+    d.mr_mode = asked_mr == FI_MR_BASIC ? FI_MR_BASIC : FI_MR_SCALABLE;
+  else
+    d.mr_mode = static_cast<int>(static_cast<std::uint64_t>(asked_mr) & mr_mode_supported);
   d.mr_key_size = 8;
   d.cq_data_size = cq_data_size;
   d.cq_cnt = 1024;
@@ -215,11 +223,11 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
   d.max_ep_tx_ctx = d.max_ep_rx_ctx = 1;
   d.max_ep_stx_ctx = d.max_ep_srx_ctx = 0;
   d.cntr_cnt = 1024;
-  d.mr_iov_limit = iov_limit;
+  d.mr_iov_limit = mr_iov_limit;
   d.caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
   d.mode = 0;
   d.max_err_data = 64;
-  d.mr_cnt = 65536;
+  d.mr_cnt = cfg.mr_keys;  // one protection-table entry per registration and endpoint
 
   fi_fabric_attr& f = *fi.fabric_attr;
   f.name = strdup(fabric_name);

@@ -2,13 +2,42 @@
 
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <new>
 
+#include "fi/cntr.hpp"
+#include "fi/attr.hpp"
 #include "fi/common.hpp"
 #include "fi/domain.hpp"
 #include "fi/enosys.hpp"
+#include "fi/ep.hpp"
 
 namespace exanet::fi {
+
+// ---- registry -----------------------------------------------------------------------------------
+
+int mr_registry::expose(registered_region& r, endpoint& ep) noexcept {
+  dev::key_grant g;
+  g.key = r.mr_fid.key;
+  g.va = reinterpret_cast<std::uint64_t>(r.iov.iov_base);
+  g.len = r.iov.iov_len;
+  g.addr_base = (mr_mode_ & FI_MR_VIRT_ADDR) ? g.va : r.offset;
+  g.access = ((r.access & FI_REMOTE_READ) ? dev::rma_access::remote_read : 0) |
+             ((r.access & FI_REMOTE_WRITE) ? dev::rma_access::remote_write : 0);
+  g.events = ep.caps & FI_RMA_EVENT;
+  std::uint32_t slot = 0;
+  // The protection table lives in shared memory and is written only here, under the registry
+  // lock; the endpoint's own lock is not needed (its progress only reads the table).
+  const core::status s = ep.proto.expose(g, slot);
+  if (!core::ok(s)) return s == core::status::no_memory ? -FI_ENOSPC : core::to_int(s);
+  try {
+    r.exposed.emplace_back(&ep, slot);
+  } catch (...) {
+    ep.proto.withdraw(slot);
+    return -FI_ENOMEM;
+  }
+  return 0;
+}
 
 int mr_registry::add(registered_region& r, std::uint64_t requested_key) noexcept {
   core::level_guard g(lock_);
@@ -25,19 +54,70 @@ int mr_registry::add(registered_region& r, std::uint64_t requested_key) noexcept
     return -FI_ENOMEM;
   }
   r.mr_fid.key = key;
+  if (mr_mode_ & FI_MR_ENDPOINT) return 0;  // exposed by enable, through its endpoint only
+  for (endpoint* ep : endpoints_) {
+    if (int rc = expose(r, *ep); rc != 0) {
+      for (auto& [e, slot] : r.exposed) e->proto.withdraw(slot);
+      r.exposed.clear();
+      regions_.erase(key);
+      return rc;
+    }
+  }
   return 0;
 }
 
-void mr_registry::remove(std::uint64_t key) noexcept {
+void mr_registry::remove(registered_region& r) noexcept {
   core::level_guard g(lock_);
-  regions_.erase(key);
+  for (auto& [ep, slot] : r.exposed) ep->proto.withdraw(slot);
+  r.exposed.clear();
+  regions_.erase(r.mr_fid.key);
 }
 
-const registered_region* mr_registry::find(std::uint64_t key) noexcept {
+int mr_registry::enable(registered_region& r) noexcept {
+  core::level_guard g(lock_);
+  if (!(mr_mode_ & FI_MR_ENDPOINT) || !r.exposed.empty()) return 0;
+  if (!r.bound_ep) return -FI_EINVAL;
+  return expose(r, *r.bound_ep);
+}
+
+int mr_registry::attach(endpoint& ep) noexcept {
+  core::level_guard g(lock_);
+  try {
+    endpoints_.push_back(&ep);
+  } catch (...) {
+    return -FI_ENOMEM;
+  }
+  if (mr_mode_ & FI_MR_ENDPOINT) return 0;
+  for (auto& [key, r] : regions_)
+    if (int rc = expose(*r, ep); rc != 0) return rc;  // the endpoint's close detaches it
+  return 0;
+}
+
+void mr_registry::detach(endpoint& ep) noexcept {
+  core::level_guard g(lock_);
+  std::erase(endpoints_, &ep);
+  for (auto& [key, r] : regions_) {
+    std::erase_if(r->exposed, [&](const auto& e) { return e.first == &ep; });
+    if (r->bound_ep == &ep) r->bound_ep = nullptr;
+  }
+}
+
+void mr_registry::count_remote_access(std::uint64_t key, std::uint64_t event) noexcept {
   core::level_guard g(lock_);
   auto it = regions_.find(key);
-  return it == regions_.end() ? nullptr : it->second;
+  if (it == regions_.end()) return;
+  const registered_region& r = *it->second;
+  if (r.remote_cntr && (r.remote_cntr_events & event)) r.remote_cntr.add(r.remote_cntr.self, false);
 }
+
+void mr_registry::set_remote_cntr(registered_region& r, proto::counter_sink c,
+                                  std::uint64_t events) noexcept {
+  core::level_guard g(lock_);
+  r.remote_cntr = c;
+  r.remote_cntr_events = events;
+}
+
+// ---- fid_mr ---------------------------------------------------------------------------------------
 
 namespace {
 
@@ -48,23 +128,36 @@ registered_region& mr_of(fid* f) noexcept { return from_fid<registered_region>(f
 
 int mr_close(fid* f) noexcept {
   registered_region& r = mr_of(f);
-  domain_mr_registry(r.domain).remove(r.mr_fid.key);
+  domain_mr_registry(r.domain).remove(r);
   domain_unref(r.domain);
   delete &r;
   return 0;
 }
 
 int mr_bind(fid* f, fid* bfid, uint64_t flags) noexcept {
-  if (!bfid || flags) return flags ? -FI_EBADFLAGS : -FI_EINVAL;
-  if (bfid->fclass != FI_CLASS_EP) return -FI_EINVAL;  // counters bind only for FI_RMA_EVENT
-  mr_of(f).bound_ep = bfid;
+  if (!bfid) return -FI_EINVAL;
+  registered_region& r = mr_of(f);
+  if (bfid->fclass == FI_CLASS_CNTR) {
+    if (!flags || (flags & ~(FI_REMOTE_WRITE | FI_REMOTE_READ))) return -FI_EBADFLAGS;
+    cntr* c = cntr_from(bfid);
+    if (!c) return -FI_EINVAL;
+    domain_mr_registry(r.domain).set_remote_cntr(r, cntr_sink(*c), flags);
+    return 0;
+  }
+  if (bfid->fclass != FI_CLASS_EP) return -FI_EINVAL;
+  if (flags) return -FI_EBADFLAGS;
+  // Without FI_MR_ENDPOINT every region is domain-wide already: the binding changes nothing.
+  if (!(domain_mr_registry(r.domain).mr_mode() & FI_MR_ENDPOINT)) return 0;
+  if (r.enabled) return -FI_EOPBADSTATE;
+  r.bound_ep = &from_fid<endpoint>(bfid);
   return 0;
 }
 
 int mr_control(fid* f, int command, void*) noexcept {
   if (command != FI_ENABLE) return -FI_ENOSYS;
   registered_region& r = mr_of(f);
-  if ((domain_mr_registry(r.domain).mr_mode() & FI_MR_ENDPOINT) && !r.bound_ep) return -FI_EINVAL;
+  if (r.enabled) return 0;
+  if (int rc = domain_mr_registry(r.domain).enable(r); rc != 0) return rc;
   r.enabled = true;
   return 0;
 }
@@ -83,14 +176,13 @@ int mr_regattr(fid* f, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) noe
   if (!f || f->fclass != FI_CLASS_DOMAIN || !attr || !out) return -FI_EINVAL;
   if (flags) return -FI_EBADFLAGS;
   if (attr->access & ~access_known) return -FI_EINVAL;
-  if (attr->iov_count > 8 || (attr->iov_count && !attr->mr_iov)) return -FI_EINVAL;
+  if (attr->iov_count > mr_iov_limit || (attr->iov_count && !attr->mr_iov)) return -FI_EINVAL;
   if (attr->iface != FI_HMEM_SYSTEM) return -FI_ENOSYS;
   auto* dom = reinterpret_cast<fid_domain*>(f);
   auto* r = new (std::nothrow) registered_region;
   if (!r) return -FI_ENOMEM;
   r->domain = dom;
-  for (std::size_t i = 0; i < attr->iov_count; ++i) r->iov[i] = attr->mr_iov[i];
-  r->iov_count = attr->iov_count;
+  if (attr->iov_count) r->iov = attr->mr_iov[0];
   r->access = attr->access;
   r->offset = attr->offset;
   mr_registry& reg = domain_mr_registry(dom);

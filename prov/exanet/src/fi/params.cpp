@@ -32,6 +32,16 @@ constexpr size_param g_size_params[] = {
                      "rendezvous for medium messages (default 64)", &proto::config::bounce_peers},
     {"notify_slots", "DMA notification slots per endpoint: rendezvous receives in progress at "
                      "once (default 1024)", &proto::config::notify_slots},
+    {"rma_inline_max", "Largest RMA write copied through the per-sender bounce ring and landed by "
+                       "the target's progress; larger ones, and FI_DELIVERY_COMPLETE writes, are "
+                       "DMA writes (default 65536, at most half a bounce ring; 0 disables)",
+     &proto::config::rma_inline_max},
+    {"mr_keys", "Memory registrations one endpoint can expose to RMA, rounded up to a power of "
+                "two (default 2048, at most 65536)",
+     &proto::config::mr_keys},
+    {"event_rings", "Initiators that can hold an RMA event ring at one target (default 64, at "
+                    "most 64); the others, and 0, send RMA events as mailbox packets",
+     &proto::config::event_rings},
     {"tx_size", "Transmit queue size reported to applications (default 1024)",
      &proto::config::tx_size},
     {"rx_size", "Receive queue size reported to applications (default 1024)",
@@ -114,9 +124,13 @@ proto::config params_read() noexcept {
     c.medium_max = c.bounce_ring_bytes / 2;
   }
   if (c.inject_size > c.medium_max) c.inject_size = c.medium_max;
+  if (c.rma_inline_max > c.bounce_ring_bytes / 2) c.rma_inline_max = c.bounce_ring_bytes / 2;
   if (c.mailbox_slots < 16) c.mailbox_slots = 16;
   if (c.notify_slots < 16) c.notify_slots = 16;
   if (c.bounce_peers == 0) c.bounce_peers = 1;
+  if (c.mr_keys < 16) c.mr_keys = 16;
+  if (c.mr_keys > 65536) c.mr_keys = 65536;  // an RMA event names its key slot in 16 bits
+  if (c.event_rings > 64) c.event_rings = 64;  // one doorbell word
   if (c.tx_size == 0) c.tx_size = 1;
   if (c.rx_size == 0) c.rx_size = 1;
   return c;

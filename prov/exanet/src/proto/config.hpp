@@ -14,6 +14,10 @@ struct config {
   std::size_t bounce_ring_bytes = 262144;  // per-peer medium ring in the receiver's segment
   std::size_t bounce_peers = 64;           // peers that can hold a bounce ring at one receiver
   std::size_t notify_slots = 1024;         // DMA notification slots per endpoint
+  std::size_t rma_inline_max = 65536;      // RMA writes up to this size travel through the bounce
+                                           // ring and are copied by the target (no CMA call)
+  std::size_t mr_keys = 2048;              // protection-table entries per endpoint (RMA keys)
+  std::size_t event_rings = 64;            // senders with an RMA event ring at one target (<= 64)
   std::size_t tx_size = 1024;              // outstanding sends per endpoint
   std::size_t rx_size = 1024;              // posted receives per endpoint
   std::uint32_t pdid = 1;                  // protection domain of this job

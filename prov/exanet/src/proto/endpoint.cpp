@@ -39,6 +39,8 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
   p.geo.notify_slots = static_cast<std::uint32_t>(cfg.notify_slots);
   p.geo.bounce_peers = static_cast<std::uint32_t>(cfg.bounce_peers);
   p.geo.bounce_ring_bytes = next_pow2(cfg.bounce_ring_bytes);
+  p.geo.key_slots = next_pow2(cfg.mr_keys);
+  p.geo.event_rings = static_cast<std::uint32_t>(cfg.event_rings);
   p.use_cma = cfg.use_cma;
   // A medium message must fit half a ring so two can always be in flight.
   if (cfg_.medium_max > p.geo.bounce_ring_bytes / 2) cfg_.medium_max = p.geo.bounce_ring_bytes / 2;
@@ -62,6 +64,7 @@ void endpoint::close() noexcept {
   auto free_owned = [](send_request& s) { std::free(s.owned); s.owned = nullptr; };
   wait_cts_.for_each(free_owned);
   dma_backlog_.for_each(free_owned);
+  rma_active_.for_each([](rma_request& r) { std::free(r.owned); r.owned = nullptr; });
 }
 
 core::status endpoint::connect(const dev::address& a, dev::peer_id& out) noexcept {

@@ -53,6 +53,54 @@ struct recv_args {
   queue_kind kind = queue_kind::tagged;
 };
 
+/// One remote range of an RMA operation, as the application names it (fi_rma_iov).
+struct remote_range {
+  std::uint64_t addr = 0, len = 0, key = 0;
+};
+
+/// What fi/ hands down for fi_write* / fi_read* (already validated there).
+struct rma_args {
+  std::span<const iovec> iov;  // local buffers: the source of a write, the result of a read
+  std::span<const remote_range> remote;
+  dev::peer_id peer = dev::no_peer;
+  void* context = nullptr;
+  std::uint64_t cq_data = 0;
+  bool has_cq_data = false;  // writes only: a completion with the data at the target
+  bool read = false;
+  bool inject = false;       // buffer reusable at return, no completion
+  bool completion = true;
+  bool delivery_complete = false;  // complete only once the data is visible at the target
+};
+
+/// An RMA operation in flight at its initiator, or a read this endpoint answers for a peer.
+struct rma_request {
+  enum class role : std::uint8_t { write, read, read_response };
+  enum class stage : std::uint8_t { data, events, wait_reply };
+  core::list_hook hook;  // rma_active_
+  role what = role::write;
+  stage at = stage::data;
+  void* context = nullptr;
+  dev::peer_id peer = dev::no_peer;
+  std::array<iovec, max_iov> iov{};
+  std::size_t iov_count = 0;
+  std::array<remote_range, max_iov> remote{};
+  std::array<dev::rma_target, max_iov> target{};
+  std::size_t remote_count = 0;
+  std::size_t total = 0;
+  std::size_t seg = 0;         // current remote range
+  std::size_t seg_offset = 0;  // local byte offset where that range starts
+  std::size_t seg_done = 0;    // read by request: bytes of the range already landed
+  dev::dma_state dma{};
+  std::uint64_t cq_data = 0;
+  bool has_cq_data = false, completion = true, delivery_complete = false;
+  std::byte* owned = nullptr;  // inject that could not finish at post: the copied payload
+  std::uint32_t reply_slot = no_slot, reply_gen = 0;  // a reply this request waits for
+  // read_response: where the data goes at the asking peer, and what to report.
+  std::uint64_t reply_addr = 0;
+  std::int64_t reply_status = 0;
+  static constexpr std::uint32_t no_slot = ~0u;
+};
+
 struct send_request {
   core::list_hook hook;  // waiting for CTS, or in the DMA backlog
   void* context = nullptr;
@@ -120,9 +168,29 @@ struct source_resolver {
   std::uint64_t (*resolve)(void* self, const dev::address& a) noexcept = nullptr;
 };
 
+/// A remote peer accessed memory this endpoint exposes (FI_RMA_EVENT counting, remote CQ data).
+struct rma_target_event {
+  std::uint64_t key = 0;
+  bool key_known = false;  // false: the registration was closed since the access
+  bool remote_read = false;
+  bool op_end = true;      // the operation's last range: endpoint counters count operations
+  bool region_end = true;  // its last range in this registration: MR counters count once each
+  std::size_t len = 0;
+  std::uint64_t cq_data = 0;
+  bool has_cq_data = false;
+  std::uint64_t src = ~0ull;  // fi_addr of the initiator, or FI_ADDR_NOTAVAIL
+};
+
+struct rma_target_sink {
+  void* self = nullptr;
+  void (*on_access)(void* self, const rma_target_event& e) noexcept = nullptr;
+  explicit operator bool() const noexcept { return on_access != nullptr; }
+};
+
 struct endpoint_sinks {
   completion_sink tx, rx;
-  counter_sink send_cntr, recv_cntr;
+  counter_sink send_cntr, recv_cntr, read_cntr, write_cntr;
+  rma_target_sink rma_target;
   source_resolver resolver;
 };
 
@@ -131,6 +199,8 @@ struct endpoint_stats {
   std::uint64_t eager_sent = 0, medium_sent = 0, rndv_sent = 0;
   std::uint64_t eager_recv = 0, medium_recv = 0, rndv_recv = 0;
   std::uint64_t unexpected_max = 0, mailbox_full = 0, dead_peers = 0;
+  std::uint64_t rma_writes = 0, rma_inline_writes = 0, rma_reads = 0,
+                rma_read_requests_served = 0;
 };
 
 class endpoint {
@@ -154,6 +224,14 @@ class endpoint {
 
   core::status send(const send_args& a) noexcept;
   core::status recv(const recv_args& a) noexcept;
+  /// fi_write* / fi_read*: protection-checked at the target before any byte moves; a refused
+  /// access is an FI_EACCES error completion.
+  core::status rma(const rma_args& a) noexcept;
+  /// Exposes a registration to peers through this endpoint's protection table.
+  core::status expose(const dev::key_grant& g, std::uint32_t& slot) noexcept {
+    return dev_.key_publish(g, slot);
+  }
+  void withdraw(std::uint32_t slot) noexcept { dev_.key_revoke(slot); }
   /// FI_OPT_MIN_MULTI_RECV: a multi-receive buffer is released when less than this is free.
   void set_min_multi_recv(std::size_t bytes) noexcept { min_multi_recv_ = bytes; }
   std::size_t min_multi_recv() const noexcept { return min_multi_recv_; }
@@ -189,6 +267,26 @@ class endpoint {
   bool rndv_send_segment(send_request& s) noexcept;  // false: blocked, queued for retry
   std::size_t poll_notifications() noexcept;
   std::size_t retry_dma() noexcept;
+  // rma_inline.cpp
+  core::status rma_write_inline(const rma_args& a, const dev::rma_target& t,
+                                std::size_t len) noexcept;
+  void on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) noexcept;
+  // rma.cpp
+  void on_rma_read_req(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_rma_done(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_rma_event(dev::peer_id from, const dev::notification& n) noexcept;
+  void rma_access_landed(dev::peer_id from, std::uint32_t key_slot, bool remote_read,
+                         std::uint8_t ends, std::size_t len, bool has_cq_data,
+                         std::uint64_t cq_data) noexcept;
+  bool rma_advance(rma_request& r) noexcept;  // true: finished and released
+  enum class rma_step : std::uint8_t { blocked, next, released };
+  rma_step rma_write_data(rma_request& r) noexcept;
+  rma_step rma_read_data(rma_request& r) noexcept;
+  rma_step rma_post_events(rma_request& r) noexcept;
+  core::status rma_post_event(rma_request& r, std::size_t seg, bool last) noexcept;
+  bool rma_answer_read(rma_request& r) noexcept;
+  void rma_finish(rma_request& r, int err) noexcept;
+  std::size_t progress_rma() noexcept;
   // progress.cpp
   std::size_t retry_backlog() noexcept;
   void check_dead_peers() noexcept;
@@ -233,6 +331,8 @@ class endpoint {
   core::intrusive_list<send_request, &send_request::hook> wait_cts_, dma_backlog_;
   core::intrusive_list<recv_request, &recv_request::hook> wait_notify_;
   core::intrusive_list<backlog_packet, &backlog_packet::hook> backlog_;
+  core::pool<rma_request> rmas_{64};
+  core::intrusive_list<rma_request, &rma_request::hook> rma_active_;
   std::vector<std::uint64_t> source_cache_;  // peer -> fi_addr; unknown_source + 1 = unresolved
   std::size_t min_multi_recv_ = 64;
   std::uint32_t progress_calls_ = 0;

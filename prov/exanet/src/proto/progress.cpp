@@ -20,6 +20,9 @@ struct protocol_access {
     t[static_cast<std::size_t>(wire::pkt_type::medium)] = &endpoint::on_medium;
     t[static_cast<std::size_t>(wire::pkt_type::rts)] = &endpoint::on_rts;
     t[static_cast<std::size_t>(wire::pkt_type::cts)] = &endpoint::on_cts;
+    t[static_cast<std::size_t>(wire::pkt_type::rma_read_req)] = &endpoint::on_rma_read_req;
+    t[static_cast<std::size_t>(wire::pkt_type::rma_done)] = &endpoint::on_rma_done;
+    t[static_cast<std::size_t>(wire::pkt_type::rma_write_inline)] = &endpoint::on_rma_write_inline;
     return t;
   }
 };
@@ -57,11 +60,16 @@ std::size_t endpoint::progress() noexcept {
   // First the mailbox: every arrival may complete or unblock something below.
   std::size_t n = dev_.poll_mailbox(
       mailbox_budget, [this](dev::peer_id from, const dev::packet& pkt) { on_packet(from, pkt); });
+  n += dev_.poll_events(mailbox_budget, [this](dev::peer_id from, const dev::notification& e) {
+    on_rma_event(from, e);  // peers' RMA accesses this endpoint counts
+  });
   if (!wait_notify_.empty()) n += poll_notifications();  // rendezvous data that landed here
+  if (!rma_active_.empty()) n += progress_rma();        // RMA waiting on the engine or a reply
   if (!dma_backlog_.empty()) n += retry_dma();          // our writes that met a busy engine
   if (!backlog_.empty()) n += retry_backlog();          // control packets that met a full mailbox
   if (++progress_calls_ % dead_check_every == 0 &&
-      !(wait_notify_.empty() && wait_cts_.empty() && dma_backlog_.empty() && backlog_.empty()))
+      !(wait_notify_.empty() && wait_cts_.empty() && dma_backlog_.empty() && backlog_.empty() &&
+        rma_active_.empty()))
     check_dead_peers();
   return n;
 }
@@ -107,6 +115,12 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
   };
   fail_sends(wait_cts_);
   fail_sends(dma_backlog_);
+  rma_active_.for_each([&](rma_request& r) {
+    if (r.peer != p) return;
+    rma_active_.remove(r);
+    if (r.what == rma_request::role::read_response) r.reply_slot = rma_request::no_slot;
+    rma_finish(r, FI_ECONNRESET);
+  });
   backlog_.for_each([&](backlog_packet& b) {
     if (b.peer != p) return;
     backlog_.remove(b);

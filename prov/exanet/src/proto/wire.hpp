@@ -18,7 +18,10 @@ enum class pkt_type : std::uint8_t {
   medium = 2,    // envelope; payload already in the bounce ring       (medium.cpp)
   rts = 3,       // ready to send: envelope of a rendezvous message    (rndv_rts.cpp)
   cts = 4,       // clear to send: one destination segment             (rndv_rts.cpp)
-  count = 5,
+  rma_read_req = 5,  // read emulated by the target: "write this range back"  (rma.cpp)
+  rma_done = 6,      // an RMA access landed: count it, deliver CQ data, ack   (rma.cpp)
+  rma_write_inline = 7,  // a small write whose bytes wait in the bounce ring (rma_inline.cpp)
+  count = 8,
 };
 static_assert(static_cast<std::uint8_t>(pkt_type::count) < dev::first_device_packet_type);
 
@@ -27,6 +30,9 @@ enum : std::uint16_t {
   flag_tagged = 1u << 0,    // FI_TAGGED queue (else FI_MSG)
   flag_cq_data = 1u << 1,   // remote CQ data present
   flag_last = 1u << 2,      // cts: the final segment; the sender completes after writing it
+  flag_remote_read = 1u << 3,  // rma_done / rma_event: the access was a read (else a write)
+  flag_ack = 1u << 4,          // rma_done: answer with an rma_reply once processed
+  flag_region_end = 1u << 5,   // rma_done: the operation's final range in this registration
 };
 
 struct header {
@@ -83,10 +89,67 @@ struct rndv_notification {
 };
 static_assert(sizeof(rndv_notification) == dev::notification_bytes);
 
+struct rma_read_req {
+  header hdr;
+  std::uint64_t key;
+  std::uint64_t remote_addr;  // in the target's key space (virtual address or offset)
+  std::uint64_t len;
+  std::uint64_t reply_addr;   // initiator's virtual address the data goes to
+  std::uint32_t notify_slot;  // initiator's slot for the rma_reply after the data
+  std::uint32_t notify_gen;
+  std::uint8_t pad[16];
+};
+
+struct rma_done {
+  header hdr;  // flag_cq_data, flag_remote_read, flag_ack, flag_last, flag_region_end
+  std::uint64_t cq_data;
+  std::uint64_t len;
+  std::uint32_t key_slot;  // the target's protection-table slot the access went through
+  std::uint32_t ack_slot;  // flag_ack: initiator's slot for the rma_reply
+  std::uint32_t ack_gen;
+  std::uint32_t reserved;
+  std::uint8_t pad[24];
+};
+
+struct rma_write_inline {
+  header hdr;               // len: bytes; flag_cq_data
+  std::uint64_t dst_va;     // where they go, already checked against the key by the initiator
+  std::uint64_t cq_data;
+  std::uint64_t ring_offset;
+  std::uint32_t ring;
+  std::uint32_t key_slot;   // the target re-checks dst_va against this grant before copying
+  std::uint8_t pad[24];
+};
+
+/// The 16-byte entry an initiator appends to its event ring at the target after a direct
+/// access the target counts (FI_RMA_EVENT) or that carries CQ data.
+struct rma_event {
+  std::uint64_t cq_data;
+  std::uint32_t len_low;
+  std::uint16_t key_slot;
+  std::uint8_t flags;  // event_cq_data, event_remote_read
+  std::uint8_t len_high;
+};
+static_assert(sizeof(rma_event) == dev::notification_bytes);
+enum : std::uint8_t {
+  event_cq_data = 1u << 0,
+  event_remote_read = 1u << 1,
+  event_last = 1u << 2,        // the operation's final range: the endpoint counts one access
+  event_region_end = 1u << 3,  // the operation's final range in this registration: it counts one
+};
+
+/// The notification a target posts to an initiator: a read's data landed, or an ack.
+struct rma_reply {
+  std::int64_t status;  // 0 or a negative errno (the target's protection check failed)
+  std::uint64_t bytes;
+};
+static_assert(sizeof(rma_reply) == dev::notification_bytes);
+
 template <class P>
 inline constexpr bool is_packet = sizeof(P) == dev::packet_bytes &&
                                   std::is_trivially_copyable_v<P> && std::is_standard_layout_v<P>;
-static_assert(is_packet<env_data> && is_packet<medium> && is_packet<rts> && is_packet<cts>);
+static_assert(is_packet<env_data> && is_packet<medium> && is_packet<rts> && is_packet<cts> &&
+              is_packet<rma_read_req> && is_packet<rma_done> && is_packet<rma_write_inline>);
 static_assert(offsetof(env_data, hdr) == 0 && offsetof(rts, hdr) == 0 && offsetof(cts, hdr) == 0);
 
 template <class P>

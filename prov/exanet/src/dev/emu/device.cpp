@@ -29,26 +29,14 @@ bool process_alive(pid_t pid) noexcept {
 
 std::atomic<std::uint32_t> g_next_auto_port{0};
 
-// The slice [offset, offset + len) of an iovec list as at most `max` iovecs.
-std::size_t slice_iov(std::span<const iovec> src, std::size_t offset, std::size_t len, iovec* out,
-                      std::size_t max) noexcept {
-  std::size_t n = 0;
-  for (const iovec& v : src) {
-    if (len == 0 || n == max) break;
-    if (offset >= v.iov_len) { offset -= v.iov_len; continue; }
-    const std::size_t take = std::min(v.iov_len - offset, len);
-    out[n++] = {static_cast<std::byte*>(v.iov_base) + offset, take};
-    len -= take;
-    offset = 0;
-  }
-  return n;
-}
 
 }  // namespace
 
 core::status device::open(const params& p) noexcept {
   if (!is_power_of_two(p.geo.mailbox_slots) || !is_power_of_two(p.geo.bounce_ring_bytes) ||
-      p.geo.staging_chunks == 0 || p.geo.staging_chunks > 64 || p.geo.notify_slots == 0)
+      p.geo.staging_chunks == 0 || p.geo.staging_chunks > 64 || p.geo.notify_slots == 0 ||
+      !is_power_of_two(p.geo.key_slots) || p.geo.event_rings > 64 ||
+      !is_power_of_two(p.geo.event_ring_entries))
     return core::status::invalid;
   geo_ = p.geo;
   self_ = p.self;
@@ -103,6 +91,12 @@ core::status device::open(const params& p) noexcept {
     local_.mailbox[i].seq.store(i, std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < geo_.notify_slots; ++i)
     local_.notify[i].gen.store(0, std::memory_order_relaxed);
+  for (std::uint32_t i = 0; i < geo_.key_slots; ++i) {
+    local_.keys[i].seq.store(0, std::memory_order_relaxed);
+    local_.keys[i].state.store(static_cast<std::uint32_t>(key_state::empty),
+                               std::memory_order_relaxed);
+  }
+  local_.doorbell->rings.store(0, std::memory_order_relaxed);
   local_.staging_ctl->free_mask.store(
       geo_.staging_chunks == 64 ? ~0ull : ((1ull << geo_.staging_chunks) - 1),
       std::memory_order_relaxed);
@@ -126,9 +120,9 @@ void device::close() noexcept {
   if (local_.header) local_.header->closed.store(1, std::memory_order_release);
   // Give back the bounce rings this endpoint holds at live peers so other senders can use them.
   for (peer& pr : peers_) {
-    if (pr.bounce_ring != ~0u && !pr.dead && pr.view.bounce) {
-      pr.view.bounce[pr.bounce_ring].owner.store(0, std::memory_order_release);
-    }
+    if (pr.dead || !pr.view.header) continue;
+    if (pr.bounce_ring != ~0u) pr.view.bounce[pr.bounce_ring].owner.store(0, std::memory_order_release);
+    if (pr.event_ring != ~0u) pr.view.events[pr.event_ring].owner.store(0, std::memory_order_release);
   }
   peers_.clear();
   peer_index_.clear();
@@ -277,7 +271,7 @@ std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uint32_t& rin
       return nullptr;
     }
   }
-  bounce_desc& d = pr.view.bounce[pr.bounce_ring];
+  ring_desc& d = pr.view.bounce[pr.bounce_ring];
   const std::uint64_t size = pr.geo.bounce_ring_bytes;
   std::uint64_t head = pr.bounce_head;
   const std::uint64_t room_to_end = size - (head & (size - 1));
@@ -336,7 +330,7 @@ core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexce
   constexpr std::size_t max_iov = 64;
   while (st.done < w.len) {
     iovec local[max_iov];
-    const std::size_t n = slice_iov(w.src, w.src_offset + st.done, w.len - st.done, local, max_iov);
+    const std::size_t n = core::slice_iov(w.src, w.src_offset + st.done, w.len - st.done, local, max_iov);
     const iovec remote{reinterpret_cast<void*>(w.dst_addr + st.done), w.len - st.done};
     const ssize_t r = process_vm_writev(pr.pid, local, n, &remote, 1, 0);
     if (r < 0) {
@@ -433,6 +427,10 @@ void device::forget_dead_peer(peer_id p) noexcept {
   for (std::uint32_t i = 0; local_.bounce && i < geo_.bounce_peers; ++i) {
     std::uint64_t expected = key;
     local_.bounce[i].owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  }
+  for (std::uint32_t i = 0; local_.events && i < geo_.event_rings; ++i) {
+    std::uint64_t expected = key;
+    local_.events[i].owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
   }
   auto* h = pr.view.header;
   if (h && h->owner_pid == pr.pid && !process_alive(pr.pid) && !pr.seg.name().empty()) {

@@ -126,6 +126,59 @@ class device {
   /// progress; status::access: the target range is not writable; status::peer_dead.
   core::status dma_post(const dma_write& w, dma_state& st) noexcept;
 
+  // ---- RMA: protection table, reads, events (rma.cpp) ---------------------------------------
+  /// Owner: exposes a registration to peers. status::exists if the key is already exposed here,
+  /// status::no_memory when the table is full.
+  core::status key_publish(const key_grant& g, std::uint32_t& slot) noexcept;
+  /// Owner: after this, no new access through the slot passes rma_check.
+  void key_revoke(std::uint32_t slot) noexcept;
+  /// Owner: the grant a slot holds now; false if it was revoked.
+  bool key_at(std::uint32_t slot, key_grant& out) const noexcept;
+  /// Owner: the live grant for key; false if there is none.
+  bool key_find(std::uint64_t key, key_grant& out) const noexcept;
+  /// Initiator: the engine's protection check at p for [addr, addr + len) under key with the
+  /// rma_access bits `need`; status::access when the key is unknown or revoked, the range falls
+  /// outside the registration, or the right is missing.
+  core::status rma_check(peer_id p, std::uint64_t key, std::uint64_t addr, std::uint64_t len,
+                         std::uint32_t need, rma_target& out) noexcept;
+  /// Owner: the same check for an access a peer asked this endpoint to carry out.
+  core::status grant_check(std::uint64_t key, std::uint64_t addr, std::uint64_t len,
+                           std::uint32_t need, rma_target& out) const noexcept;
+  /// True when p's memory can be read directly (CMA); otherwise ask p to write the data back.
+  bool can_read(peer_id p) const noexcept { return peers_[p].cma; }
+  /// True when a write to p has landed once dma_post returns ok, so an event posted next cannot
+  /// overtake it (the staged copy lands only when p polls its mailbox).
+  bool writes_land_at_post(peer_id p) const noexcept { return peers_[p].cma; }
+  /// Reads len bytes at va in p into dst from dst_offset. status::permission: the kernel refused
+  /// (the peer now counts as unreadable).
+  core::status dma_read(peer_id p, std::uint64_t va, std::span<const iovec> dst,
+                        std::size_t dst_offset, std::size_t len) noexcept;
+  /// Appends one event to the ring this endpoint holds at p, claiming one on first use.
+  /// status::again: the ring is full; status::not_supported: p has no ring left for us.
+  core::status event_post(peer_id p, const notification& n) noexcept;
+  /// Hands up to budget events from the rings at this endpoint to on_event(peer_id, const
+  /// notification&). A single load when no ring rang.
+  template <class F>
+  std::size_t poll_events(std::size_t budget, F&& on_event) noexcept {
+    if (local_.doorbell->rings.load(std::memory_order_relaxed) == 0) [[likely]] return 0;
+    std::uint64_t bells = local_.doorbell->rings.exchange(0, std::memory_order_acq_rel);
+    std::size_t n = 0;
+    const std::uint64_t q = geo_.event_ring_entries;
+    while (bells) {
+      const auto ring = static_cast<std::uint32_t>(__builtin_ctzll(bells));
+      bells &= bells - 1;
+      ring_desc& d = local_.events[ring];
+      const std::uint64_t head = d.head.load(std::memory_order_acquire);
+      std::uint64_t tail = d.tail.load(std::memory_order_relaxed);
+      const peer_id from = event_sender(d.owner.load(std::memory_order_acquire));
+      for (; tail != head && n < budget; ++tail, ++n)
+        on_event(from, local_.event_data[ring * q + (tail & (q - 1))]);
+      d.tail.store(tail, std::memory_order_release);
+      if (tail != head) local_.doorbell->rings.fetch_or(1ull << ring, std::memory_order_relaxed);
+    }
+    return n;
+  }
+
   // ---- peers ----------------------------------------------------------------------------------
   /// False once the process owning p's segment is gone or it closed the endpoint.
   bool peer_alive(peer_id p) noexcept;
@@ -147,12 +200,16 @@ class device {
     std::uint32_t bounce_ring = ~0u;  // ring claimed at this peer; ~0u none yet
     bool bounce_none = false;         // the peer had no free ring: do not try again each send
     std::uint64_t bounce_head = 0;
+    std::uint32_t event_ring = ~0u;   // RMA event ring claimed at this peer; ~0u none yet
+    bool event_none = false;          // the peer had no free event ring
+    std::uint64_t event_head = 0;
     bool cma = true;
     bool dead = false;
     bool forgotten = false;
   };
 
   peer_id sender_of(const mailbox_slot& s) noexcept;
+  peer_id event_sender(std::uint64_t owner) noexcept;
   segment_view& peer_view(peer_id p) noexcept { return peers_[p].view; }
   void on_device_packet(const mailbox_slot& s) noexcept;
   core::status dma_cma(peer& pr, const dma_write& w, dma_state& st) noexcept;

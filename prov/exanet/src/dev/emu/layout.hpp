@@ -9,6 +9,10 @@
 //   | notify_slot[N]     |  64 B each: generation + 16 bytes of notification
 //   | bounce_desc[P]     |  per-sender medium ring: owner, head, tail on separate lines
 //   | staging_control    |  free mask of DMA staging chunks (copy fallback without CMA)
+//   | key_entry[K]       |  64 B each: the RMA protection table (keys this endpoint granted)
+//   | event doorbell     |  one bit per event ring holding unread entries (one line)
+//   | event_desc[E]      |  per-sender RMA event ring: owner, head, tail on separate lines
+//   | event entries      |  E rings of Q 16-byte notifications
 //   | bounce data        |  P rings of R bytes
 //   | staging data       |  S chunks of C bytes
 //   +--------------------+
@@ -22,7 +26,7 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 1;
+inline constexpr std::uint32_t layout_version = 2;
 inline constexpr std::size_t cache_line = 64;
 
 struct geometry {
@@ -32,6 +36,9 @@ struct geometry {
   std::uint32_t bounce_ring_bytes = 262144;  // power of two
   std::uint32_t staging_chunks = 32;         // at most 64: one free-mask word
   std::uint32_t staging_chunk_bytes = 65536;
+  std::uint32_t key_slots = 2048;        // power of two: registrations one endpoint can expose
+  std::uint32_t event_rings = 64;        // at most 64: one doorbell word
+  std::uint32_t event_ring_entries = 256;  // power of two
 };
 
 struct alignas(cache_line) segment_header {
@@ -67,20 +74,44 @@ struct alignas(cache_line) notify_slot {
 };
 static_assert(sizeof(notify_slot) == cache_line);
 
-struct bounce_desc {
+/// A single-producer ring one sender claims at a receiver: the medium bounce rings count bytes,
+/// the RMA event rings count 16-byte entries.
+struct ring_desc {
   alignas(cache_line) std::atomic<std::uint64_t> owner;  // sender's (node << 32 | port) + 1; 0 free
-  alignas(cache_line) std::atomic<std::uint64_t> head;   // sender: bytes ever produced
-  alignas(cache_line) std::atomic<std::uint64_t> tail;   // receiver: bytes ever consumed
+  alignas(cache_line) std::atomic<std::uint64_t> head;   // sender: units ever produced
+  alignas(cache_line) std::atomic<std::uint64_t> tail;   // receiver: units ever consumed
 };
-static_assert(sizeof(bounce_desc) == 3 * cache_line);
+static_assert(sizeof(ring_desc) == 3 * cache_line);
+
+/// One registration this endpoint exposes to RMA. Written only by the owning process, under a
+/// sequence lock so a peer checking a key never sees half an update; every field is atomic
+/// because the peer reads it concurrently.
+struct alignas(cache_line) key_entry {
+  std::atomic<std::uint32_t> seq;    // odd while the owner rewrites the entry
+  std::atomic<std::uint32_t> state;  // key_state
+  std::atomic<std::uint64_t> key;
+  std::atomic<std::uint64_t> va;         // first registered byte, in the owner's address space
+  std::atomic<std::uint64_t> len;
+  std::atomic<std::uint64_t> addr_base;  // the remote address that names va
+  std::atomic<std::uint32_t> access;     // rma_access bits
+  std::atomic<std::uint32_t> events;     // 1: the owner counts accesses (FI_RMA_EVENT)
+};
+static_assert(sizeof(key_entry) == cache_line);
+
+/// Never-used entries end a probe; revoked ones do not (open addressing).
+enum class key_state : std::uint32_t { empty = 0, live = 1, revoked = 2 };
+
+struct alignas(cache_line) event_doorbell {
+  std::atomic<std::uint64_t> rings;  // bit i: event ring i may hold unread entries
+};
 
 struct alignas(cache_line) staging_control {
   std::atomic<std::uint64_t> free_mask;  // bit i set: chunk i is free
 };
 
 struct segment_offsets {
-  std::size_t mailbox_control, mailbox, notify, bounce_desc, staging_control, bounce_data,
-      staging_data, total;
+  std::size_t mailbox_control, mailbox, notify, bounce_desc, staging_control, keys, doorbell,
+      event_desc, event_data, bounce_data, staging_data, total;
 };
 
 constexpr std::size_t align_up(std::size_t v, std::size_t a) noexcept { return (v + a - 1) / a * a; }
@@ -95,9 +126,17 @@ constexpr segment_offsets offsets_of(const geometry& g) noexcept {
   o.notify = at;
   at += sizeof(notify_slot) * g.notify_slots;
   o.bounce_desc = at;
-  at += sizeof(bounce_desc) * g.bounce_peers;
+  at += sizeof(ring_desc) * g.bounce_peers;
   o.staging_control = at;
   at += sizeof(staging_control);
+  o.keys = at;
+  at += sizeof(key_entry) * g.key_slots;
+  o.doorbell = at;
+  at += sizeof(event_doorbell);
+  o.event_desc = at;
+  at += sizeof(ring_desc) * g.event_rings;
+  o.event_data = at;
+  at += notification_bytes * std::size_t{g.event_rings} * g.event_ring_entries;
   at = align_up(at, 4096);
   o.bounce_data = at;
   at += std::size_t{g.bounce_ring_bytes} * g.bounce_peers;
@@ -113,8 +152,12 @@ struct segment_view {
   mailbox_control* mbox_ctl = nullptr;
   mailbox_slot* mailbox = nullptr;
   notify_slot* notify = nullptr;
-  bounce_desc* bounce = nullptr;
+  ring_desc* bounce = nullptr;
   staging_control* staging_ctl = nullptr;
+  key_entry* keys = nullptr;
+  event_doorbell* doorbell = nullptr;
+  ring_desc* events = nullptr;
+  notification* event_data = nullptr;
   std::byte* bounce_data = nullptr;
   std::byte* staging_data = nullptr;
 
@@ -126,8 +169,12 @@ struct segment_view {
     v.mbox_ctl = reinterpret_cast<mailbox_control*>(b + o.mailbox_control);
     v.mailbox = reinterpret_cast<mailbox_slot*>(b + o.mailbox);
     v.notify = reinterpret_cast<notify_slot*>(b + o.notify);
-    v.bounce = reinterpret_cast<bounce_desc*>(b + o.bounce_desc);
+    v.bounce = reinterpret_cast<ring_desc*>(b + o.bounce_desc);
     v.staging_ctl = reinterpret_cast<staging_control*>(b + o.staging_control);
+    v.keys = reinterpret_cast<key_entry*>(b + o.keys);
+    v.doorbell = reinterpret_cast<event_doorbell*>(b + o.doorbell);
+    v.events = reinterpret_cast<ring_desc*>(b + o.event_desc);
+    v.event_data = reinterpret_cast<notification*>(b + o.event_data);
     v.bounce_data = b + o.bounce_data;
     v.staging_data = b + o.staging_data;
     return v;

@@ -1,0 +1,428 @@
+// RMA (DESIGN.md §5): writes are DMA writes into a peer's registered memory (small ones may take
+// the bounce ring instead, rma_inline.cpp); reads are direct when the engine can read the peer
+// (CMA) and otherwise a request the peer answers with a DMA write.
+// Every access passes the target's protection table first (dev rma_check / grant_check), so a bad
+// key, range or right fails before any byte moves. Accesses the target wants to hear about (its
+// FI_RMA_EVENT counters, remote CQ data) follow the data as a 16-byte event in the initiator's
+// ring at the target, or as an rma_done packet when the data itself travels through the target's
+// mailbox (staged copies) and the event must not overtake it.
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include "core/iov.hpp"
+#include "core/log.hpp"
+#include "proto/endpoint.hpp"
+
+namespace exanet::proto {
+namespace {
+
+// Which counts a range ends at the target: the operation (endpoint counters) and the operation's
+// use of one registration (MR counters), so an operation counts once on each.
+std::uint8_t ends_of(const rma_request& r, std::size_t seg) noexcept {
+  const bool last = seg + 1 == r.remote_count;
+  const bool region_end = last || r.target[seg + 1].key_slot != r.target[seg].key_slot;
+  return static_cast<std::uint8_t>((last ? wire::event_last : 0) |
+                                   (region_end ? wire::event_region_end : 0));
+}
+
+wire::rma_event pack_event(const rma_request& r, std::size_t seg, bool with_data) noexcept {
+  wire::rma_event e{};
+  const std::uint64_t len = r.remote[seg].len;
+  e.cq_data = with_data ? r.cq_data : 0;
+  e.len_low = static_cast<std::uint32_t>(len);
+  e.len_high = static_cast<std::uint8_t>(len >> 32);  // up to 1 TiB reported exactly
+  e.key_slot = static_cast<std::uint16_t>(r.target[seg].key_slot);
+  e.flags = static_cast<std::uint8_t>((with_data ? wire::event_cq_data : 0) |
+                                      ends_of(r, seg) |
+                                      (r.what == rma_request::role::read ? wire::event_remote_read : 0));
+  return e;
+}
+
+}  // namespace
+
+core::status endpoint::rma(const rma_args& a) noexcept {
+  if (a.iov.size() > max_iov || a.remote.empty() || a.remote.size() > max_iov)
+    return core::status::invalid;
+  const std::size_t local_len = core::iov_length(a.iov);
+  std::size_t remote_len = 0;
+  for (const remote_range& rr : a.remote) remote_len += rr.len;
+  if (local_len != remote_len) return core::status::invalid;
+
+  rma_request* r = rmas_.acquire();
+  if (!r) return core::status::again;
+  r->what = a.read ? rma_request::role::read : rma_request::role::write;
+  r->context = a.context;
+  r->peer = a.peer;
+  std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
+  r->iov_count = a.iov.size();
+  r->remote_count = a.remote.size();
+  r->total = local_len;
+  r->cq_data = a.cq_data;
+  r->has_cq_data = a.has_cq_data && !a.read;
+  r->completion = a.completion && !a.inject;
+  r->delivery_complete = a.delivery_complete;
+
+  // The engine's protection check, for every range before anything moves.
+  const std::uint32_t need = a.read ? dev::rma_access::remote_read : dev::rma_access::remote_write;
+  for (std::size_t i = 0; i < a.remote.size(); ++i) {
+    r->remote[i] = a.remote[i];
+    const core::status s = dev_.rma_check(a.peer, a.remote[i].key, a.remote[i].addr,
+                                          a.remote[i].len, need, r->target[i]);
+    if (!core::ok(s)) {
+      EXANET_LOG(info, ep_data, "RMA %s refused by port %u: key 0x%llx addr 0x%llx len %llu",
+                 a.read ? "read" : "write", dev_.peer_address(a.peer).port,
+                 static_cast<unsigned long long>(a.remote[i].key),
+                 static_cast<unsigned long long>(a.remote[i].addr),
+                 static_cast<unsigned long long>(a.remote[i].len));
+      rma_finish(*r, -core::to_int(s));
+      return core::status::ok;  // reported as an error completion, like any refused access
+    }
+  }
+  if (a.read) ++stats_.rma_reads; else ++stats_.rma_writes;
+  if (!a.read && !a.delivery_complete && a.remote.size() == 1 && local_len <= cfg_.rma_inline_max &&
+      core::ok(rma_write_inline(a, r->target[0], local_len))) {
+    rma_finish(*r, 0);  // copied out of the caller's buffer: complete, inject or not
+    return core::status::ok;
+  }
+  if (rma_advance(*r)) return core::status::ok;
+  if (a.inject && r->what == rma_request::role::write) {
+    // The caller may reuse its buffer now: keep what has not been handed to the engine.
+    const std::size_t from = r->seg_offset + r->dma.done;
+    const std::size_t rest = r->total - from;
+    auto* copy = static_cast<std::byte*>(std::malloc(rest ? rest : 1));
+    if (!copy) {
+      rma_finish(*r, FI_ENOMEM);
+      return core::status::ok;
+    }
+    core::copy_from_iov(copy, {r->iov.data(), r->iov_count}, from, rest);
+    r->owned = copy;
+    // Local offsets keep counting from the operation start: pad the front with a hole the
+    // engine never reads again.
+    r->iov[0] = {nullptr, from};
+    r->iov[1] = {copy, rest};
+    r->iov_count = 2;
+  }
+  rma_active_.push_back(*r);
+  return core::status::ok;
+}
+
+bool endpoint::rma_advance(rma_request& r) noexcept {
+  if (r.what == rma_request::role::read_response) return rma_answer_read(r);
+  if (r.at == rma_request::stage::data) {
+    const rma_step st = r.what == rma_request::role::write ? rma_write_data(r) : rma_read_data(r);
+    if (st != rma_step::next) return st == rma_step::released;
+    r.at = rma_request::stage::events;
+    r.seg = 0;
+  }
+  if (r.at == rma_request::stage::events) {
+    const rma_step st = rma_post_events(r);
+    if (st != rma_step::next) return st == rma_step::released;
+    if (r.at != rma_request::stage::wait_reply) {
+      rma_finish(r, 0);
+      return true;
+    }
+  }
+  dev::notification n;
+  if (!dev_.notify_test(r.reply_slot, r.reply_gen, n)) return false;
+  wire::rma_reply reply;
+  std::memcpy(&reply, n.data(), sizeof reply);
+  rma_finish(r, reply.status < 0 ? static_cast<int>(-reply.status) : 0);
+  return true;
+}
+
+endpoint::rma_step endpoint::rma_write_data(rma_request& r) noexcept {
+  const std::span<const iovec> local{r.iov.data(), r.iov_count};
+  while (r.seg < r.remote_count) {
+    dev::dma_write w;
+    w.peer = r.peer;
+    w.src = local;
+    w.src_offset = r.seg_offset;
+    w.dst_addr = r.target[r.seg].va;
+    w.len = r.remote[r.seg].len;
+    const core::status s = dev_.dma_post(w, r.dma);
+    if (s == core::status::again) return rma_step::blocked;
+    if (!core::ok(s)) {
+      rma_finish(r, -core::to_int(s));
+      return rma_step::released;
+    }
+    r.seg_offset += w.len;
+    ++r.seg;
+    r.dma = {};
+  }
+  return rma_step::next;
+}
+
+endpoint::rma_step endpoint::rma_read_data(rma_request& r) noexcept {
+  const std::span<const iovec> local{r.iov.data(), r.iov_count};
+  auto fail = [&](int err) {
+    rma_finish(r, err);
+    return rma_step::released;
+  };
+  while (r.seg < r.remote_count) {
+    const std::size_t len = r.remote[r.seg].len;
+    if (r.seg_done == 0 && r.reply_slot == rma_request::no_slot && dev_.can_read(r.peer)) {
+      const core::status s = dev_.dma_read(r.peer, r.target[r.seg].va, local, r.seg_offset, len);
+      if (core::ok(s)) {
+        r.seg_offset += len;
+        ++r.seg;
+        continue;
+      }
+      if (s != core::status::permission) return fail(-core::to_int(s));
+      // The kernel refused CMA: ask the target to write it (below), now and from now on.
+    }
+    // Read by request, one contiguous local piece at a time.
+    if (r.reply_slot != rma_request::no_slot) {
+      dev::notification n;
+      if (!dev_.notify_test(r.reply_slot, r.reply_gen, n)) return rma_step::blocked;
+      dev_.notify_free(r.reply_slot);
+      r.reply_slot = rma_request::no_slot;
+      wire::rma_reply reply;
+      std::memcpy(&reply, n.data(), sizeof reply);
+      if (reply.status < 0) return fail(static_cast<int>(-reply.status));
+      r.seg_done += reply.bytes;
+    }
+    if (r.seg_done == len) {
+      r.seg_offset += len;
+      r.seg_done = 0;
+      ++r.seg;
+      continue;
+    }
+    iovec piece{};
+    if (core::slice_iov(local, r.seg_offset + r.seg_done, len - r.seg_done, &piece, 1) == 0)
+      return fail(FI_EINVAL);  // the local buffers are shorter than the ranges (checked at post)
+    std::uint32_t slot = 0, gen = 0;
+    if (!dev_.notify_alloc(slot, gen)) return rma_step::blocked;
+    wire::rma_read_req q{};
+    const bool range_done = r.seg_done + piece.iov_len == len;
+    const std::uint8_t ends = range_done ? ends_of(r, r.seg) : 0;
+    q.hdr = wire::make_header(
+        wire::pkt_type::rma_read_req,
+        static_cast<std::uint16_t>(((ends & wire::event_last) ? wire::flag_last : 0) |
+                                   ((ends & wire::event_region_end) ? wire::flag_region_end : 0)));
+    q.key = r.remote[r.seg].key;
+    q.remote_addr = r.remote[r.seg].addr + r.seg_done;
+    q.len = piece.iov_len;
+    q.reply_addr = reinterpret_cast<std::uint64_t>(piece.iov_base);
+    q.notify_slot = slot;
+    q.notify_gen = gen;
+    dev::packet pkt;
+    wire::write(pkt.data(), q);
+    const core::status s = dev_.mailbox_send(r.peer, pkt);
+    if (!core::ok(s)) {
+      dev_.notify_free(slot);
+      if (s == core::status::again) return rma_step::blocked;
+      return fail(-core::to_int(s));
+    }
+    r.reply_slot = slot;
+    r.reply_gen = gen;
+    return rma_step::blocked;
+  }
+  return rma_step::next;
+}
+
+// Events after the data: one per range the target counts, the CQ data with the last, and for a
+// delivery-complete write whose data is staged, an ack request that also proves it landed.
+endpoint::rma_step endpoint::rma_post_events(rma_request& r) noexcept {
+  const bool staged = !dev_.writes_land_at_post(r.peer);
+  const bool want_ack =
+      r.what == rma_request::role::write && r.delivery_complete && staged;
+  while (r.seg < r.remote_count) {
+    const bool last = r.seg + 1 == r.remote_count;
+    const bool wanted = r.target[r.seg].events || (last && (r.has_cq_data || want_ack));
+    // A read by request is counted by the target when it answers.
+    const bool by_request = r.what == rma_request::role::read && !dev_.can_read(r.peer);
+    if (wanted && !by_request) {
+      const core::status s = rma_post_event(r, r.seg, last);
+      if (s == core::status::again) return rma_step::blocked;
+      if (!core::ok(s)) {
+        rma_finish(r, -core::to_int(s));
+        return rma_step::released;
+      }
+    }
+    ++r.seg;
+  }
+  if (want_ack) r.at = rma_request::stage::wait_reply;
+  return rma_step::next;
+}
+
+core::status endpoint::rma_post_event(rma_request& r, std::size_t seg, bool last) noexcept {
+  const bool with_data = last && r.has_cq_data;
+  const bool ack = last && r.what == rma_request::role::write && r.delivery_complete &&
+                   !dev_.writes_land_at_post(r.peer);
+  if (!ack && dev_.writes_land_at_post(r.peer)) {
+    const wire::rma_event e = pack_event(r, seg, with_data);
+    dev::notification n;
+    std::memcpy(n.data(), &e, sizeof e);
+    const core::status s = dev_.event_post(r.peer, n);
+    if (s != core::status::not_supported) return s;
+  }
+  // By packet: FIFO behind staged data, or no event ring is left at the peer for us.
+  wire::rma_done d{};
+  const std::uint8_t ends = ends_of(r, seg);
+  std::uint16_t flags = (with_data ? wire::flag_cq_data : 0) |
+                        ((ends & wire::event_last) ? wire::flag_last : 0) |
+                        ((ends & wire::event_region_end) ? wire::flag_region_end : 0) |
+                        (r.what == rma_request::role::read ? wire::flag_remote_read : 0);
+  if (ack) {
+    if (!dev_.notify_alloc(r.reply_slot, r.reply_gen)) return core::status::again;
+    flags |= wire::flag_ack;
+    d.ack_slot = r.reply_slot;
+    d.ack_gen = r.reply_gen;
+  }
+  d.hdr = wire::make_header(wire::pkt_type::rma_done, flags);
+  d.cq_data = with_data ? r.cq_data : 0;
+  d.len = r.remote[seg].len;
+  d.key_slot = r.target[seg].key_slot;
+  dev::packet pkt;
+  wire::write(pkt.data(), d);
+  const core::status s = dev_.mailbox_send(r.peer, pkt);
+  if (!core::ok(s) && ack) {
+    dev_.notify_free(r.reply_slot);
+    r.reply_slot = rma_request::no_slot;
+  }
+  return s;
+}
+
+void endpoint::rma_finish(rma_request& r, int err) noexcept {
+  if (r.what != rma_request::role::read_response) {
+    const bool read = r.what == rma_request::role::read;
+    if (err || r.completion) {
+      completion c;
+      c.context = r.context;
+      c.flags = FI_RMA | (read ? FI_READ : FI_WRITE);
+      c.len = err ? 0 : r.total;
+      c.err = err;
+      if (sinks_.tx) sinks_.tx.write(sinks_.tx.self, c);
+    }
+    const counter_sink& cn = read ? sinks_.read_cntr : sinks_.write_cntr;
+    if (cn) cn.add(cn.self, err != 0);
+  }
+  if (r.reply_slot != rma_request::no_slot) dev_.notify_free(r.reply_slot);
+  std::free(r.owned);
+  rmas_.release(&r);
+}
+
+std::size_t endpoint::progress_rma() noexcept {
+  std::size_t n = 0;
+  rma_active_.for_each([&](rma_request& r) {
+    rma_active_.remove(r);
+    if (rma_advance(r)) ++n;
+    else rma_active_.push_back(r);
+  });
+  return n;
+}
+
+// ---- target side ------------------------------------------------------------------------------
+
+void endpoint::rma_access_landed(dev::peer_id from, std::uint32_t key_slot, bool remote_read,
+                                 std::uint8_t ends, std::size_t len, bool has_cq_data,
+                                 std::uint64_t cq_data) noexcept {
+  if (!sinks_.rma_target) return;
+  rma_target_event e;
+  dev::key_grant g;
+  e.key_known = dev_.key_at(key_slot, g);
+  e.key = g.key;
+  e.remote_read = remote_read;
+  e.op_end = ends & wire::event_last;
+  e.region_end = ends & wire::event_region_end;
+  e.len = len;
+  e.has_cq_data = has_cq_data;
+  e.cq_data = cq_data;
+  e.src = from == dev::no_peer ? unknown_source : source_of(from);
+  sinks_.rma_target.on_access(sinks_.rma_target.self, e);
+}
+
+void endpoint::on_rma_event(dev::peer_id from, const dev::notification& n) noexcept {
+  wire::rma_event e;
+  std::memcpy(&e, n.data(), sizeof e);
+  const std::size_t len = e.len_low | (std::size_t{e.len_high} << 32);
+  rma_access_landed(from, e.key_slot, e.flags & wire::event_remote_read,
+                    e.flags & (wire::event_last | wire::event_region_end), len,
+                    e.flags & wire::event_cq_data, e.cq_data);
+}
+
+void endpoint::on_rma_done(dev::peer_id from, const dev::packet& pkt) noexcept {
+  const auto d = wire::read<wire::rma_done>(pkt);
+  // FIFO: the staged data before this packet has already been copied into place.
+  const std::uint8_t ends =
+      ((d.hdr.flags & wire::flag_last) ? wire::event_last : 0) |
+      ((d.hdr.flags & wire::flag_region_end) ? wire::event_region_end : 0);
+  rma_access_landed(from, d.key_slot, d.hdr.flags & wire::flag_remote_read, ends, d.len,
+                    d.hdr.flags & wire::flag_cq_data, d.cq_data);
+  if (!(d.hdr.flags & wire::flag_ack) || from == dev::no_peer) return;
+  rma_request* r = rmas_.acquire();
+  if (!r) {
+    EXANET_LOG(warn, ep_data, "no memory to acknowledge an RMA write from port %u",
+               dev_.peer_address(from).port);
+    return;
+  }
+  // An empty write carrying only the notification: the ack.
+  r->what = rma_request::role::read_response;
+  r->peer = from;
+  r->reply_slot = d.ack_slot;
+  r->reply_gen = d.ack_gen;
+  r->reply_status = 0;
+  r->total = 0;
+  if (!rma_answer_read(*r)) rma_active_.push_back(*r);
+}
+
+void endpoint::on_rma_read_req(dev::peer_id from, const dev::packet& pkt) noexcept {
+  if (from == dev::no_peer) return;  // cannot answer a sender we cannot map
+  const auto q = wire::read<wire::rma_read_req>(pkt);
+  rma_request* r = rmas_.acquire();
+  if (!r) {
+    EXANET_LOG(warn, ep_data, "no memory to answer an RMA read from port %u",
+               dev_.peer_address(from).port);
+    return;
+  }
+  r->what = rma_request::role::read_response;
+  r->peer = from;
+  r->reply_addr = q.reply_addr;
+  r->reply_slot = q.notify_slot;
+  r->reply_gen = q.notify_gen;
+  dev::rma_target t;
+  const core::status s =
+      dev_.grant_check(q.key, q.remote_addr, q.len, dev::rma_access::remote_read, t);
+  if (core::ok(s)) {
+    r->iov[0] = {reinterpret_cast<void*>(t.va), q.len};
+    r->iov_count = 1;
+    r->total = q.len;
+    ++stats_.rma_read_requests_served;
+    // A read by request comes in contiguous pieces; the initiator marks where counts end.
+    const std::uint8_t ends =
+        ((q.hdr.flags & wire::flag_last) ? wire::event_last : 0) |
+        ((q.hdr.flags & wire::flag_region_end) ? wire::event_region_end : 0);
+    if (t.events) rma_access_landed(from, t.key_slot, true, ends, q.len, false, 0);
+  } else {
+    r->reply_status = core::to_int(s);  // the reply carries the refusal; no data moves
+    r->total = 0;
+  }
+  if (!rma_answer_read(*r)) rma_active_.push_back(*r);
+}
+
+// Writes the answer (data, if any) to the asking peer, then the rma_reply notification.
+bool endpoint::rma_answer_read(rma_request& r) noexcept {
+  dev::dma_write w;
+  w.peer = r.peer;
+  w.src = {r.iov.data(), r.iov_count};
+  w.dst_addr = r.reply_addr;
+  w.len = r.total;
+  w.notify = true;
+  w.notify_slot = r.reply_slot;
+  w.notify_gen = r.reply_gen;
+  const wire::rma_reply reply{r.reply_status, r.total};
+  std::memcpy(w.notify_data.data(), &reply, sizeof reply);
+  const core::status s = dev_.dma_post(w, r.dma);
+  if (s == core::status::again) return false;
+  if (!core::ok(s))
+    EXANET_LOG(info, ep_data, "RMA reply to port %u failed: %d", dev_.peer_address(r.peer).port,
+               core::to_int(s));
+  r.reply_slot = rma_request::no_slot;  // the peer's slot, not ours: nothing to free here
+  rma_finish(r, 0);
+  return true;
+}
+
+}  // namespace exanet::proto

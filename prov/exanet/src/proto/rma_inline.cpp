@@ -1,0 +1,68 @@
+// Small RMA writes without a DMA call: the initiator copies the bytes into its bounce ring at the
+// target (as medium messages do) and publishes one rma_write_inline packet; the target's progress
+// copies them into place. Cheaper than a cross-memory-attach call for a few KiB, and an inject
+// write completes at once. Delivery-complete writes never come here: their completion must mean
+// the bytes are in place, which only the DMA path (rma.cpp) knows at post time.
+#include <rdma/fabric.h>
+
+#include <cstring>
+
+#include "core/iov.hpp"
+#include "core/log.hpp"
+#include "proto/endpoint.hpp"
+
+namespace exanet::proto {
+
+core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target& t,
+                                        std::size_t len) noexcept {
+  std::uint32_t ring = 0;
+  std::uint64_t offset = 0;
+  std::byte* dst = dev_.bounce_acquire(a.peer, len, ring, offset);
+  if (!dst) return core::status::not_supported;  // no ring or no credit: DMA instead
+  dev::emu::mailbox_reservation slot;
+  if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
+  core::copy_from_iov(dst, a.iov, 0, len);
+  dev_.bounce_commit(a.peer, offset + len);
+  wire::rma_write_inline p{};
+  p.hdr = wire::make_header(wire::pkt_type::rma_write_inline,
+                            a.has_cq_data ? wire::flag_cq_data : 0,
+                            static_cast<std::uint32_t>(len));
+  p.dst_va = t.va;
+  p.cq_data = a.cq_data;
+  p.ring_offset = offset;
+  p.ring = ring;
+  p.key_slot = t.key_slot;
+  wire::write(slot.data(), p);
+  dev_.mailbox_publish(slot);
+  ++stats_.rma_inline_writes;
+  return core::status::ok;
+}
+
+void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) noexcept {
+  const auto p = wire::read<wire::rma_write_inline>(pkt);
+  const std::size_t len = p.hdr.len;
+  const std::byte* data = dev_.bounce_data(p.ring, p.ring_offset, len);
+  if (!data) {
+    EXANET_LOG(warn, ep_data, "inline RMA write names bytes outside its ring; dropped");
+    return;
+  }
+  // The initiator checked the key; the grant may have been revoked since. Copying is this
+  // process writing its own memory, so it checks again rather than trust the address.
+  dev::key_grant g;
+  const bool granted = dev_.key_at(p.key_slot, g) &&
+                       (g.access & dev::rma_access::remote_write) && p.dst_va >= g.va &&
+                       p.dst_va - g.va <= g.len && len <= g.len - (p.dst_va - g.va);
+  if (granted) {
+    std::memcpy(reinterpret_cast<void*>(p.dst_va), data, len);
+  } else {
+    EXANET_LOG(warn, ep_data, "inline RMA write from port %u into a revoked range; dropped",
+               from == dev::no_peer ? 0u : dev_.peer_address(from).port);
+  }
+  dev_.bounce_consume(p.ring, p.ring_offset + len);
+  const bool has_data = p.hdr.flags & wire::flag_cq_data;
+  if (granted && (g.events || has_data))
+    rma_access_landed(from, p.key_slot, false, wire::event_last | wire::event_region_end, len,
+                      has_data, p.cq_data);
+}
+
+}  // namespace exanet::proto
