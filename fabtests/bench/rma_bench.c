@@ -8,7 +8,8 @@
  * write latency: half the round trip of a writedata ping-pong (each side waits for the other's
  *                remote CQ data, then writes back), the RMA analogue of fi_pingpong.
  * bandwidth:     a window of WINDOW outstanding fi_write (or fi_read) of one size, repeated,
- *                bytes over wall time at the initiator; the target only progresses.
+ *                bytes over wall time at the initiator; the target only progresses. Writes
+ *                count at their (transmit) completion, as the provider reports it.
  * Environment: ITERS (ping-pong round trips, default 2000), WINDOW (default 64).
  */
 #include "xt.h"
@@ -146,9 +147,13 @@ static double pingpong(struct side *s, size_t size, int first, size_t iters)
 	return (now_s() - t0) / iters / 2 * 1e6;
 }
 
+/* Writes go from our upper half into the peer's lower half; reads from the peer's upper half
+ * into our lower half, so a write still landing (transmit completion does not wait for it)
+ * can never mix into the data the reads check. */
 static double bandwidth(struct side *s, size_t size, int read, size_t window)
 {
-	unsigned char *local = s->buf + MAX_SIZE;
+	unsigned char *local = read ? s->buf : s->buf + MAX_SIZE;
+	const uint64_t remote = s->peer_addr + (read ? MAX_SIZE : 0);
 	size_t rounds = (256u << 20) / (size * window);
 	if (rounds < 4)
 		rounds = 4;
@@ -161,9 +166,9 @@ static double bandwidth(struct side *s, size_t size, int read, size_t window)
 		int done = 0;
 		for (size_t w = 0; w < window; w++) {
 			if (read)
-				done += POST(s, fi_read(s->x.ep, local, size, s->desc, s->peer, s->peer_addr, s->peer_key, NULL));
+				done += POST(s, fi_read(s->x.ep, local, size, s->desc, s->peer, remote, s->peer_key, NULL));
 			else
-				done += POST(s, fi_write(s->x.ep, local, size, s->desc, s->peer, s->peer_addr, s->peer_key, NULL));
+				done += POST(s, fi_write(s->x.ep, local, size, s->desc, s->peer, remote, s->peer_key, NULL));
 		}
 		reap(s, (int)window - done);
 	}
@@ -191,14 +196,14 @@ static int run(int first, int sock)
 			xt_send_all(sock, "w", 1);
 			xt_sync(sock);
 			rbw = bandwidth(&s, size, 1, window);
-			XT_CHECK(xt_verify(s.buf + MAX_SIZE, size, (unsigned)size ^ 1), "read data of %zu bytes", size);
+			XT_CHECK(xt_verify(s.buf, size, (unsigned)size ^ 1), "read data of %zu bytes", size);
 			xt_send_all(sock, "r", 1);
 			printf("%-10zu %14.2f %14.1f %14.1f\n", size, lat, wbw, rbw);
 			fflush(stdout);
 		} else {
 			serve_until(&s, sock);
 			XT_CHECK(xt_verify(s.buf, size, (unsigned)size), "written data of %zu bytes", size);
-			xt_fill(s.buf, size, (unsigned)size ^ 1); /* what the reads must bring back */
+			xt_fill(s.buf + MAX_SIZE, size, (unsigned)size ^ 1); /* what the reads bring back */
 			xt_sync(sock);
 			serve_until(&s, sock);
 		}

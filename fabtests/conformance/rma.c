@@ -45,7 +45,8 @@ struct target_desc {
 
 /* Commands the initiator sends; the target answers each with one int64. */
 struct command {
-	char op;        /* V verify now, W wait for, F fill, H checksums, E events, Q quit */
+	char op;        /* V verify now, W wait for, F fill, H checksums, E events, C wait on the
+			   MR counter alone, Q quit */
 	unsigned seed;
 	uint64_t off, len;
 };
@@ -79,6 +80,9 @@ static void open_rma(struct rma_ep *r, uint64_t mr_mode)
 	h->caps = FI_TAGGED | FI_MSG | FI_RMA | FI_RMA_EVENT | FI_READ | FI_WRITE | FI_REMOTE_READ |
 		  FI_REMOTE_WRITE;
 	h->domain_attr->mr_mode = (int)mr_mode;
+	/* MPICH asks for FI_MR_ENDPOINT and puts FI_DELIVERY_COMPLETE in the default op flags */
+	if (mr_mode & FI_MR_ENDPOINT)
+		h->tx_attr->op_flags = FI_COMPLETION | FI_DELIVERY_COMPLETE;
 	XT_RC(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &x->info));
 	fi_freeinfo(h);
 	XT_CHECK((uint64_t)x->info->domain_attr->mr_mode == mr_mode, "mr_mode 0x%llx came back 0x%x",
@@ -167,7 +171,7 @@ static int target(int index, int sock)
 	d.revoked_key = fi_mr_key(gone.mr);
 	XT_RC(fi_close(&gone.mr->fid)); /* revoked before anyone could use it */
 	/* An MR-bound counter sees the remote writes into rw. */
-	struct fid_cntr *mrcntr = open_cntr(&r.x, FI_WAIT_NONE);
+	struct fid_cntr *mrcntr = open_cntr(&r.x, FI_WAIT_UNSPEC);
 	XT_RC(fi_mr_bind(rw.mr, &mrcntr->fid, FI_REMOTE_WRITE));
 
 	xt_exchange(&r.x, sock, 1, NULL);
@@ -213,14 +217,18 @@ static int target(int index, int sock)
 			ev.mr_writes = fi_cntr_read(mrcntr);
 			xt_send_all(sock, &ev, sizeof ev);
 			continue;
+		case 'C': /* only the MR-bound counter progresses the endpoint here */
+			answer = fi_cntr_wait(mrcntr, c.len, 10000) == 0;
+			break;
 		case 'Q':
+			answer = fi_close(&mrcntr->fid) == -FI_EBUSY ? 0 : -1; /* bound: stays open */
 			XT_RC(fi_close(&rw.mr->fid));
 			XT_RC(fi_close(&ro.mr->fid));
 			XT_RC(fi_close(&wo.mr->fid));
 			XT_RC(fi_close(&mrcntr->fid));
 			close_rma(&r);
 			xt_send_all(sock, &answer, sizeof answer);
-			return 0;
+			return answer == 0 ? 0 : 1;
 		}
 		xt_send_all(sock, &answer, sizeof answer);
 	}
@@ -293,7 +301,9 @@ static void run_mode(uint64_t mode)
 		XT_RC(fi_write(r.x.ep, src, len, NULL, peer, d.rw_base + off, d.rw_key, &ctx));
 		expect_ok(&r, &ctx, FI_WRITE);
 		writes++;
-		XT_CHECK(ask(sock, 'W', (unsigned)(i + 1), off, len) == 1, "write of %zu bytes", len);
+		/* with FI_DELIVERY_COMPLETE by default the data must be there without target progress */
+		const char check = (mode & FI_MR_ENDPOINT) ? 'V' : 'W';
+		XT_CHECK(ask(sock, check, (unsigned)(i + 1), off, len) == 1, "write of %zu bytes", len);
 		XT_CHECK(ask(sock, 'F', (unsigned)(i + 100), off, len) == 1, "fill");
 		memset(dst, 0, len);
 		XT_RC(fi_read(r.x.ep, dst, len, NULL, peer, d.rw_base + off, d.rw_key, &ctx));
@@ -301,6 +311,7 @@ static void run_mode(uint64_t mode)
 		reads++;
 		XT_CHECK(xt_verify(dst, len, (unsigned)(i + 100)), "read of %zu bytes", len);
 	}
+	XT_CHECK(fi_cntr_wait(r.rcntr, reads, 1000) == 0, "fi_cntr_wait on an FI_WAIT_FD counter");
 	XT_CHECK(fi_cntr_read(r.wcntr) == writes && fi_cntr_read(r.rcntr) == reads,
 		 "local counters %llu/%llu", (unsigned long long)fi_cntr_read(r.wcntr),
 		 (unsigned long long)fi_cntr_read(r.rcntr));
@@ -387,6 +398,16 @@ static void run_mode(uint64_t mode)
 			 (unsigned long long)writes, (unsigned long long)ev.remote_reads,
 			 (unsigned long long)reads);
 		XT_CHECK(ev.cq_entries == 2, "only CQ-data writes make target completions");
+		/* a target waiting on nothing but its MR counter still sees the next write */
+		struct command c = {.op = 'C', .len = writes + 1};
+		xt_send_all(sock, &c, sizeof c);
+		xt_fill(src, 100000, 14);
+		XT_RC(fi_write(r.x.ep, src, 100000, NULL, peer, d.rw_base + 500000, d.rw_key, &ctx));
+		expect_ok(&r, &ctx, FI_WRITE);
+		writes++;
+		int64_t answer;
+		xt_recv_all(sock, &answer, sizeof answer);
+		XT_CHECK(answer == 1, "fi_cntr_wait on the MR counter");
 	}
 	xt_pass("writedata/inject_writedata: target CQ data; FI_REMOTE_WRITE/READ and MR counters");
 
@@ -459,7 +480,7 @@ static void run_mode(uint64_t mode)
 		xt_pass("another PDID: refused with FI_EACCES, memory unchanged");
 	}
 
-	XT_CHECK(ask(sock, 'Q', 0, 0, 0) == 0, "quit");
+	XT_CHECK(ask(sock, 'Q', 0, 0, 0) == 0, "a counter bound to a region must refuse to close");
 	xt_reap(1, &pid);
 	close_rma(&r);
 	free(src);

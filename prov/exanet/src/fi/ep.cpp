@@ -309,6 +309,8 @@ constinit fi_ops_collective g_collective_ops = {
 
 }  // namespace
 
+progress_source endpoint_progress_source(endpoint& ep) noexcept { return source_of(ep); }
+
 int endpoint::peer_of(fi_addr_t addr, dev::peer_id& out) noexcept {
   if (!av_) return -FI_EADDRNOTAVAIL;
   const std::uint64_t epoch = av_remove_epoch(*av_);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/lock.hpp"
+#include "fi/common.hpp"
 #include "proto/endpoint.hpp"
 
 namespace exanet::fi {
@@ -15,8 +16,11 @@ namespace exanet::fi {
 class av;
 class cq;
 class cntr;
+class endpoint;
 
 int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) noexcept;
+/// What a CQ or counter calls to progress ep (manual progress).
+progress_source endpoint_progress_source(endpoint& ep) noexcept;
 
 class endpoint {
  public:

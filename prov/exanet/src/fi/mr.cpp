@@ -32,11 +32,21 @@ int mr_registry::expose(registered_region& r, endpoint& ep) noexcept {
   if (!core::ok(s)) return s == core::status::no_memory ? -FI_ENOSPC : core::to_int(s);
   try {
     r.exposed.emplace_back(&ep, slot);
+    if (r.remote_cntr) cntr_attach(*r.remote_cntr, endpoint_progress_source(ep));
   } catch (...) {
+    if (!r.exposed.empty() && r.exposed.back().first == &ep) r.exposed.pop_back();
     ep.proto.withdraw(slot);
     return -FI_ENOMEM;
   }
   return 0;
+}
+
+void mr_registry::withdraw_all(registered_region& r) noexcept {
+  for (auto& [ep, slot] : r.exposed) {
+    ep->proto.withdraw(slot);
+    if (r.remote_cntr) cntr_detach(*r.remote_cntr, endpoint_progress_source(*ep));
+  }
+  r.exposed.clear();
 }
 
 int mr_registry::add(registered_region& r, std::uint64_t requested_key) noexcept {
@@ -57,8 +67,7 @@ int mr_registry::add(registered_region& r, std::uint64_t requested_key) noexcept
   if (mr_mode_ & FI_MR_ENDPOINT) return 0;  // exposed by enable, through its endpoint only
   for (endpoint* ep : endpoints_) {
     if (int rc = expose(r, *ep); rc != 0) {
-      for (auto& [e, slot] : r.exposed) e->proto.withdraw(slot);
-      r.exposed.clear();
+      withdraw_all(r);
       regions_.erase(key);
       return rc;
     }
@@ -68,8 +77,8 @@ int mr_registry::add(registered_region& r, std::uint64_t requested_key) noexcept
 
 void mr_registry::remove(registered_region& r) noexcept {
   core::level_guard g(lock_);
-  for (auto& [ep, slot] : r.exposed) ep->proto.withdraw(slot);
-  r.exposed.clear();
+  withdraw_all(r);
+  if (r.remote_cntr) cntr_detach(*r.remote_cntr, {&r, nullptr});
   regions_.erase(r.mr_fid.key);
 }
 
@@ -97,7 +106,8 @@ void mr_registry::detach(endpoint& ep) noexcept {
   core::level_guard g(lock_);
   std::erase(endpoints_, &ep);
   for (auto& [key, r] : regions_) {
-    std::erase_if(r->exposed, [&](const auto& e) { return e.first == &ep; });
+    const auto n = std::erase_if(r->exposed, [&](const auto& e) { return e.first == &ep; });
+    if (n && r->remote_cntr) cntr_detach(*r->remote_cntr, endpoint_progress_source(ep));
     if (r->bound_ep == &ep) r->bound_ep = nullptr;
   }
 }
@@ -107,14 +117,32 @@ void mr_registry::count_remote_access(std::uint64_t key, std::uint64_t event) no
   auto it = regions_.find(key);
   if (it == regions_.end()) return;
   const registered_region& r = *it->second;
-  if (r.remote_cntr && (r.remote_cntr_events & event)) r.remote_cntr.add(r.remote_cntr.self, false);
+  if (r.remote_cntr && (r.remote_cntr_events & event)) {
+    const proto::counter_sink c = cntr_sink(*r.remote_cntr);
+    c.add(c.self, false);
+  }
 }
 
-void mr_registry::set_remote_cntr(registered_region& r, proto::counter_sink c,
-                                  std::uint64_t events) noexcept {
+int mr_registry::set_remote_cntr(registered_region& r, cntr& c, std::uint64_t events) noexcept {
   core::level_guard g(lock_);
-  r.remote_cntr = c;
+  if (r.remote_cntr) return -FI_EINVAL;  // one counter per region
+  std::size_t attached = 0;
+  try {
+    // The region's own entry keeps the counter open while bound; it progresses nothing.
+    cntr_attach(c, {&r, nullptr});
+    for (auto& [ep, slot] : r.exposed) {
+      cntr_attach(c, endpoint_progress_source(*ep));
+      ++attached;
+    }
+  } catch (...) {
+    for (std::size_t i = 0; i < attached; ++i)
+      cntr_detach(c, endpoint_progress_source(*r.exposed[i].first));
+    cntr_detach(c, {&r, nullptr});
+    return -FI_ENOMEM;
+  }
+  r.remote_cntr = &c;
   r.remote_cntr_events = events;
+  return 0;
 }
 
 // ---- fid_mr ---------------------------------------------------------------------------------------
@@ -141,8 +169,7 @@ int mr_bind(fid* f, fid* bfid, uint64_t flags) noexcept {
     if (!flags || (flags & ~(FI_REMOTE_WRITE | FI_REMOTE_READ))) return -FI_EBADFLAGS;
     cntr* c = cntr_from(bfid);
     if (!c) return -FI_EINVAL;
-    domain_mr_registry(r.domain).set_remote_cntr(r, cntr_sink(*c), flags);
-    return 0;
+    return domain_mr_registry(r.domain).set_remote_cntr(r, *c, flags);
   }
   if (bfid->fclass != FI_CLASS_EP) return -FI_EINVAL;
   if (flags) return -FI_EBADFLAGS;

@@ -22,6 +22,7 @@ class endpoint;
 namespace exanet::fi {
 
 class endpoint;
+class cntr;
 
 struct registered_region {
   fid_mr mr_fid{};  // first member
@@ -31,7 +32,9 @@ struct registered_region {
   std::uint64_t offset = 0;  // FI_MR_VIRT_ADDR off: remote addresses count from this
   endpoint* bound_ep = nullptr;  // FI_MR_ENDPOINT
   bool enabled = true;
-  proto::counter_sink remote_cntr;  // fi_mr_bind(counter): counts remote accesses
+  // fi_mr_bind(counter): counts remote accesses. The counter progresses every endpoint the region
+  // is exposed through (manual progress), and cannot close while bound.
+  cntr* remote_cntr = nullptr;
   std::uint64_t remote_cntr_events = 0;  // FI_REMOTE_WRITE | FI_REMOTE_READ
   std::vector<std::pair<endpoint*, std::uint32_t>> exposed;  // (endpoint, protection slot)
 };
@@ -56,10 +59,11 @@ class mr_registry {
   /// Counts a remote access to the region with this key on the counter bound to it, if any.
   void count_remote_access(std::uint64_t key, std::uint64_t event) noexcept;
   /// fi_mr_bind(counter, FI_REMOTE_WRITE/READ).
-  void set_remote_cntr(registered_region& r, proto::counter_sink c, std::uint64_t events) noexcept;
+  int set_remote_cntr(registered_region& r, cntr& c, std::uint64_t events) noexcept;
 
  private:
   int expose(registered_region& r, endpoint& ep) noexcept;
+  void withdraw_all(registered_region& r) noexcept;
   core::level_lock lock_;
   std::uint64_t mr_mode_ = 0;
   std::uint64_t next_key_ = 1;

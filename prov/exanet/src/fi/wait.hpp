@@ -51,7 +51,8 @@ class progress_list {
   }
   void progress() noexcept {
     core::level_guard g(lock_);
-    for (const progress_source& s : sources_) s.progress(s.self);
+    for (const progress_source& s : sources_)
+      if (s.progress) s.progress(s.self);  // entries without one only hold the object open
   }
 
  private:
