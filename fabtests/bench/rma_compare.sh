@@ -20,11 +20,12 @@ csv=$out/rma.csv
 raw=$(mktemp)
 trap 'rm -f "$raw"' EXIT
 
-# rows "provider size lat wbw rbw", one per size and run
-for prov in $providers; do
-  env=(FI_PROVIDER="$prov")
-  [[ $prov == exanet ]] && env+=(FI_PROVIDER_PATH="$build/lib")
-  for _ in $(seq "$repeat"); do
+# rows "provider size lat wbw rbw", one per size and run. Providers take turns within each
+# repetition, so a slow drift of the machine (frequency, a neighbour) hits them alike.
+for _ in $(seq "$repeat"); do
+  for prov in $providers; do
+    env=(FI_PROVIDER="$prov")
+    [[ $prov == exanet ]] && env+=(FI_PROVIDER_PATH="$build/lib")
     # shellcheck disable=SC2086
     if ! env "${env[@]}" timeout 600 "$bench" $sizes >"$raw.run" 2>"$raw.err"; then
       echo "rma_bench over $prov failed: $(tail -1 "$raw.err")" >&2

@@ -8,6 +8,7 @@
 #ifndef FI_EXT_EXANET_H
 #define FI_EXT_EXANET_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -28,6 +29,35 @@ struct fi_exanet_addr {
 };
 
 #define FI_EXANET_ADDR_MAGIC 0x584e5445u
+
+/*
+ * Per-endpoint protocol counters. Open the ops on an endpoint with
+ *     struct fi_exanet_counters_ops *ops;
+ *     fi_open_ops(&ep->fid, FI_EXANET_COUNTERS_OPS, 0, (void **)&ops, NULL);
+ * then ops->read(ep, &counters, sizeof counters) fills as many bytes as both sides know. New
+ * counters are only ever appended. FI_EXANET_STATS=stderr (or a file name, appended to) prints
+ * them when the endpoint closes, one "exanet-stats key=value ..." line per endpoint; the
+ * exanet-stats tool in util/ tabulates those lines.
+ */
+#define FI_EXANET_COUNTERS_OPS "exanet_counters"
+
+struct fi_exanet_counters {
+	uint64_t eager_sent, eager_recv;   /* messages carried in one mailbox packet */
+	uint64_t medium_sent, medium_recv; /* messages copied through the bounce ring */
+	uint64_t rndv_sent, rndv_recv;     /* sender-initiated rendezvous (RTS, CTS, DMA write) */
+	uint64_t fast_recv;      /* messages that found their receive already posted */
+	uint64_t unexpected_max; /* high-water mark of the unexpected queues */
+	uint64_t mailbox_full;   /* control packets that met a full mailbox and were retried */
+	uint64_t dead_peers;     /* peers found dead while transfers waited on them */
+	uint64_t rma_writes, rma_inline_writes, rma_reads; /* RMA operations started here */
+	uint64_t rma_read_requests_served; /* reads this endpoint answered for peers without CMA */
+};
+
+struct fid_ep;
+struct fi_exanet_counters_ops {
+	size_t size; /* sizeof(struct fi_exanet_counters_ops) */
+	int (*read)(struct fid_ep *ep, struct fi_exanet_counters *counters, size_t size);
+};
 
 #ifdef __cplusplus
 }

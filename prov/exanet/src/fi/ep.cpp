@@ -66,6 +66,7 @@ int ep_close(fid* f) noexcept {
   domain_mr_registry(ep.domain).detach(ep);
   {
     core::level_guard g(ep.lock);
+    endpoint_report_counters(ep);
     ep.proto.close();
   }
   if (ep.tx_cq) cq_detach(*ep.tx_cq, source_of(ep));
@@ -246,7 +247,7 @@ constinit fi_ops g_ep_fid_ops = {
     .close = &ep_close,
     .bind = &ep_bind,
     .control = &ep_control,
-    .ops_open = enosys_ptr<decltype(fi_ops::ops_open)>,
+    .ops_open = &endpoint_ops_open,
     .tostr = enosys_ptr<decltype(fi_ops::tostr)>,
     .ops_set = enosys_ptr<decltype(fi_ops::ops_set)>,
 };

@@ -19,6 +19,10 @@ class cntr;
 class endpoint;
 
 int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) noexcept;
+/// fid ops_open: FI_EXANET_COUNTERS_OPS (ep_counters.cpp).
+int endpoint_ops_open(fid* f, const char* name, uint64_t flags, void** ops, void* context) noexcept;
+/// Prints the counters where FI_EXANET_STATS says, if it says anything (ep_counters.cpp).
+void endpoint_report_counters(endpoint& ep) noexcept;
 /// What a CQ or counter calls to progress ep (manual progress).
 progress_source endpoint_progress_source(endpoint& ep) noexcept;
 

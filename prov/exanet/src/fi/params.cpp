@@ -86,8 +86,18 @@ void params_define(fi_provider* prov) noexcept {
                   "shared memory (default 1; also falls back by itself when the kernel refuses)");
   fi_param_define(prov, "dead_peer_check_ms", FI_PARAM_INT,
                   "Period of the liveness check of peers that transfers wait on (default 200)");
+  fi_param_define(prov, "stats", FI_PARAM_STRING,
+                  "Print each endpoint's protocol counters when it closes: stderr (or 1), or a "
+                  "file name to append one line per endpoint to (default: off)");
   fi_param_define(prov, "protocol", FI_PARAM_STRING,
                   "Protocol family: write (default). read and optimistic are not implemented yet");
+}
+
+const char* params_stats_destination() noexcept {
+  char* v = nullptr;
+  if (fi_param_get_str(&provider(), "stats", &v) != 0 || !v || !*v || std::strcmp(v, "0") == 0)
+    return nullptr;
+  return v;
 }
 
 proto::config params_read() noexcept {

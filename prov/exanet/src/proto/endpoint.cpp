@@ -199,6 +199,7 @@ recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from, std::uint64
   match::posted_entry* e = m.peek_posted(src, k == queue_kind::tagged ? tag : 0);
   if (!e) return nullptr;
   auto* r = reinterpret_cast<recv_request*>(reinterpret_cast<char*>(e) - offsetof(recv_request, entry));
+  ++stats_.fast_recv;
   if (r->multi) return carve(*r, msg_len);  // stays posted while it has room
   m.remove_posted(*e);
   return r;

@@ -12,6 +12,8 @@
 #include <span>
 #include <vector>
 
+#include <rdma/fi_ext_exanet.h>
+
 #include "core/intrusive_list.hpp"
 #include "core/pool.hpp"
 #include "core/status.hpp"
@@ -194,14 +196,9 @@ struct endpoint_sinks {
   source_resolver resolver;
 };
 
-/// Counters kept per endpoint (printed by tools; a stable set grows in later issues).
-struct endpoint_stats {
-  std::uint64_t eager_sent = 0, medium_sent = 0, rndv_sent = 0;
-  std::uint64_t eager_recv = 0, medium_recv = 0, rndv_recv = 0;
-  std::uint64_t unexpected_max = 0, mailbox_full = 0, dead_peers = 0;
-  std::uint64_t rma_writes = 0, rma_inline_writes = 0, rma_reads = 0,
-                rma_read_requests_served = 0;
-};
+/// Counters kept per endpoint: the public struct of <rdma/fi_ext_exanet.h>, so what the
+/// protocols count is what applications and the exanet-stats tool read, field for field.
+using endpoint_stats = fi_exanet_counters;
 
 class endpoint {
  public:
