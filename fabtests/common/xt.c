@@ -74,7 +74,7 @@ struct fi_info *xt_hints(void)
 	return h;
 }
 
-void xt_open(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags)
+void xt_open_disabled(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags)
 {
 	memset(x, 0, sizeof *x);
 	XT_RC(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &x->info));
@@ -89,14 +89,31 @@ void xt_open(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags)
 	XT_RC(fi_ep_bind(x->ep, &x->av->fid, 0));
 	XT_RC(fi_ep_bind(x->ep, &x->txcq->fid, FI_TRANSMIT | cq_flags));
 	XT_RC(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV | cq_flags));
+}
+
+void xt_enable(struct xt_ep *x)
+{
 	XT_RC(fi_enable(x->ep));
 	x->namelen = sizeof x->name;
 	XT_RC(fi_getname(&x->ep->fid, x->name, &x->namelen));
 }
 
+void xt_open(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags)
+{
+	xt_open_disabled(x, hints, cq_flags);
+	xt_enable(x);
+}
+
+void xt_close_ep(struct xt_ep *x)
+{
+	if (x->ep)
+		XT_RC(fi_close(&x->ep->fid));
+	x->ep = NULL;
+}
+
 void xt_close(struct xt_ep *x)
 {
-	XT_RC(fi_close(&x->ep->fid));
+	xt_close_ep(x);
 	XT_RC(fi_close(&x->av->fid));
 	XT_RC(fi_close(&x->txcq->fid));
 	XT_RC(fi_close(&x->rxcq->fid));

@@ -49,7 +49,12 @@ struct fi_info *xt_hints(void);
 /* Opens fabric, domain, AV (map), two CQs (tagged format) and an enabled endpoint.
  * cq_flags are added to the CQ bindings (e.g. FI_SELECTIVE_COMPLETION). */
 void xt_open(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags);
+/* xt_open in two steps, for programs that bind more (counters) before enabling. */
+void xt_open_disabled(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags);
+void xt_enable(struct xt_ep *x);
 void xt_close(struct xt_ep *x);
+/* Closes only the endpoint (first, as objects bound to it stay busy until then). */
+void xt_close_ep(struct xt_ep *x);
 fi_addr_t xt_insert(struct xt_ep *x, const void *name);
 
 /* Waits for one completion on cq (success: returns 1, fills e; error: returns 0, fills err).

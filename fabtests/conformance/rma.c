@@ -83,22 +83,11 @@ static void open_rma(struct rma_ep *r, uint64_t mr_mode)
 	/* MPICH asks for FI_MR_ENDPOINT and puts FI_DELIVERY_COMPLETE in the default op flags */
 	if (mr_mode & FI_MR_ENDPOINT)
 		h->tx_attr->op_flags = FI_COMPLETION | FI_DELIVERY_COMPLETE;
-	XT_RC(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &x->info));
+	xt_open_disabled(x, h, 0);
 	fi_freeinfo(h);
 	XT_CHECK((uint64_t)x->info->domain_attr->mr_mode == mr_mode, "mr_mode 0x%llx came back 0x%x",
 		 (unsigned long long)mr_mode, x->info->domain_attr->mr_mode);
 	XT_CHECK((x->info->caps & (FI_RMA | FI_RMA_EVENT)) == (FI_RMA | FI_RMA_EVENT), "RMA caps");
-	XT_RC(fi_fabric(x->info->fabric_attr, &x->fabric, NULL));
-	XT_RC(fi_domain(x->fabric, x->info, &x->domain, NULL));
-	struct fi_av_attr av = {.type = FI_AV_MAP};
-	XT_RC(fi_av_open(x->domain, &av, &x->av, NULL));
-	struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
-	XT_RC(fi_cq_open(x->domain, &cq, &x->txcq, NULL));
-	XT_RC(fi_cq_open(x->domain, &cq, &x->rxcq, NULL));
-	XT_RC(fi_endpoint(x->domain, x->info, &x->ep, NULL));
-	XT_RC(fi_ep_bind(x->ep, &x->av->fid, 0));
-	XT_RC(fi_ep_bind(x->ep, &x->txcq->fid, FI_TRANSMIT));
-	XT_RC(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV));
 	r->wcntr = open_cntr(x, FI_WAIT_UNSPEC);
 	r->rcntr = open_cntr(x, FI_WAIT_FD);
 	r->rwcntr = open_cntr(x, FI_WAIT_NONE);
@@ -107,25 +96,17 @@ static void open_rma(struct rma_ep *r, uint64_t mr_mode)
 	XT_RC(fi_ep_bind(x->ep, &r->rcntr->fid, FI_READ));
 	XT_RC(fi_ep_bind(x->ep, &r->rwcntr->fid, FI_REMOTE_WRITE));
 	XT_RC(fi_ep_bind(x->ep, &r->rrcntr->fid, FI_REMOTE_READ));
-	XT_RC(fi_enable(x->ep));
-	x->namelen = sizeof x->name;
-	XT_RC(fi_getname(&x->ep->fid, x->name, &x->namelen));
+	xt_enable(x);
 }
 
 static void close_rma(struct rma_ep *r)
 {
-	struct xt_ep *x = &r->x;
-	XT_RC(fi_close(&x->ep->fid));
+	xt_close_ep(&r->x);
 	XT_RC(fi_close(&r->wcntr->fid));
 	XT_RC(fi_close(&r->rcntr->fid));
 	XT_RC(fi_close(&r->rwcntr->fid));
 	XT_RC(fi_close(&r->rrcntr->fid));
-	XT_RC(fi_close(&x->av->fid));
-	XT_RC(fi_close(&x->txcq->fid));
-	XT_RC(fi_close(&x->rxcq->fid));
-	XT_RC(fi_close(&x->domain->fid));
-	XT_RC(fi_close(&x->fabric->fid));
-	fi_freeinfo(x->info);
+	xt_close(&r->x);
 }
 
 /* Registers len bytes; returns the remote address of byte 0 for this MR mode. */

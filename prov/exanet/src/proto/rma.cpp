@@ -41,6 +41,17 @@ wire::rma_event pack_event(const rma_request& r, std::size_t seg, bool with_data
   return e;
 }
 
+// The same two marks as they travel in a packet header (rma_done, rma_read_req).
+std::uint16_t ends_to_flags(std::uint8_t ends) noexcept {
+  return static_cast<std::uint16_t>(((ends & wire::event_last) ? wire::flag_last : 0) |
+                                    ((ends & wire::event_region_end) ? wire::flag_region_end : 0));
+}
+
+std::uint8_t ends_from_flags(std::uint16_t flags) noexcept {
+  return static_cast<std::uint8_t>(((flags & wire::flag_last) ? wire::event_last : 0) |
+                                   ((flags & wire::flag_region_end) ? wire::event_region_end : 0));
+}
+
 }  // namespace
 
 core::status endpoint::rma(const rma_args& a) noexcept {
@@ -198,10 +209,7 @@ endpoint::rma_step endpoint::rma_read_data(rma_request& r) noexcept {
     wire::rma_read_req q{};
     const bool range_done = r.seg_done + piece.iov_len == len;
     const std::uint8_t ends = range_done ? ends_of(r, r.seg) : 0;
-    q.hdr = wire::make_header(
-        wire::pkt_type::rma_read_req,
-        static_cast<std::uint16_t>(((ends & wire::event_last) ? wire::flag_last : 0) |
-                                   ((ends & wire::event_region_end) ? wire::flag_region_end : 0)));
+    q.hdr = wire::make_header(wire::pkt_type::rma_read_req, ends_to_flags(ends));
     q.key = r.remote[r.seg].key;
     q.remote_addr = r.remote[r.seg].addr + r.seg_done;
     q.len = piece.iov_len;
@@ -261,10 +269,7 @@ core::status endpoint::rma_post_event(rma_request& r, std::size_t seg, bool last
   }
   // By packet: FIFO behind staged data, or no event ring is left at the peer for us.
   wire::rma_done d{};
-  const std::uint8_t ends = ends_of(r, seg);
-  std::uint16_t flags = (with_data ? wire::flag_cq_data : 0) |
-                        ((ends & wire::event_last) ? wire::flag_last : 0) |
-                        ((ends & wire::event_region_end) ? wire::flag_region_end : 0) |
+  std::uint16_t flags = (with_data ? wire::flag_cq_data : 0) | ends_to_flags(ends_of(r, seg)) |
                         (r.what == rma_request::role::read ? wire::flag_remote_read : 0);
   if (ack) {
     if (!dev_.notify_alloc(r.reply_slot, r.reply_gen)) return core::status::again;
@@ -347,10 +352,8 @@ void endpoint::on_rma_event(dev::peer_id from, const dev::notification& n) noexc
 void endpoint::on_rma_done(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto d = wire::read<wire::rma_done>(pkt);
   // FIFO: the staged data before this packet has already been copied into place.
-  const std::uint8_t ends =
-      ((d.hdr.flags & wire::flag_last) ? wire::event_last : 0) |
-      ((d.hdr.flags & wire::flag_region_end) ? wire::event_region_end : 0);
-  rma_access_landed(from, d.key_slot, d.hdr.flags & wire::flag_remote_read, ends, d.len,
+  rma_access_landed(from, d.key_slot, d.hdr.flags & wire::flag_remote_read,
+                    ends_from_flags(d.hdr.flags), d.len,
                     d.hdr.flags & wire::flag_cq_data, d.cq_data);
   if (!(d.hdr.flags & wire::flag_ack) || from == dev::no_peer) return;
   rma_request* r = rmas_.acquire();
@@ -392,10 +395,8 @@ void endpoint::on_rma_read_req(dev::peer_id from, const dev::packet& pkt) noexce
     r->total = q.len;
     ++stats_.rma_read_requests_served;
     // A read by request comes in contiguous pieces; the initiator marks where counts end.
-    const std::uint8_t ends =
-        ((q.hdr.flags & wire::flag_last) ? wire::event_last : 0) |
-        ((q.hdr.flags & wire::flag_region_end) ? wire::event_region_end : 0);
-    if (t.events) rma_access_landed(from, t.key_slot, true, ends, q.len, false, 0);
+    if (t.events)
+      rma_access_landed(from, t.key_slot, true, ends_from_flags(q.hdr.flags), q.len, false, 0);
   } else {
     r->reply_status = core::to_int(s);  // the reply carries the refusal; no data moves
     r->total = 0;

@@ -252,18 +252,8 @@ std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uint32_t& rin
   if (pr.dead || len > pr.geo.bounce_ring_bytes / 2) return nullptr;
   if (pr.bounce_ring == ~0u) {
     if (pr.bounce_none) return nullptr;
-    const std::uint64_t me = peer_key(self_.node, self_.port) + 1;
-    for (std::uint32_t i = 0; i < pr.geo.bounce_peers; ++i) {
-      std::uint64_t expected = 0;
-      if (pr.view.bounce[i].owner.compare_exchange_strong(expected, me,
-                                                          std::memory_order_acq_rel)) {
-        pr.bounce_ring = i;
-        // A previous owner may have left bytes the receiver has not consumed yet: continue
-        // after them so credits stay exact.
-        pr.bounce_head = pr.view.bounce[i].head.load(std::memory_order_acquire);
-        break;
-      }
-    }
+    pr.bounce_ring = claim_ring(pr.view.bounce, pr.geo.bounce_peers,
+                                ring_owner(self_.node, self_.port), pr.bounce_head);
     if (pr.bounce_ring == ~0u) {
       pr.bounce_none = true;
       EXANET_LOG(info, core, "no free bounce ring at port %u: medium messages use rendezvous",
@@ -423,7 +413,7 @@ void device::forget_dead_peer(peer_id p) noexcept {
   pr.dead = true;
   pr.forgotten = true;
   // Rings the dead sender held here can never be refilled by it: free them for other senders.
-  const std::uint64_t key = peer_key(pr.addr.node, pr.addr.port) + 1;
+  const std::uint64_t key = ring_owner(pr.addr.node, pr.addr.port);
   for (std::uint32_t i = 0; local_.bounce && i < geo_.bounce_peers; ++i) {
     std::uint64_t expected = key;
     local_.bounce[i].owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);

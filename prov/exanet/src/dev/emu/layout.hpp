@@ -83,6 +83,26 @@ struct ring_desc {
 };
 static_assert(sizeof(ring_desc) == 3 * cache_line);
 
+/// The owner word a sender at (node, port) writes into a ring it claims (0 means free).
+constexpr std::uint64_t ring_owner(std::uint16_t node, std::uint32_t port) noexcept {
+  return ((std::uint64_t{node} << 32) | port) + 1;
+}
+
+/// Claims the first free ring of `count` for `owner`; returns its index, or ~0u if all are taken.
+/// head is where the claimant continues: a previous owner may have left units the receiver has
+/// not consumed yet, and credits stay exact only if the new owner appends after them.
+inline std::uint32_t claim_ring(ring_desc* rings, std::uint32_t count, std::uint64_t owner,
+                                std::uint64_t& head) noexcept {
+  for (std::uint32_t i = 0; i < count; ++i) {
+    std::uint64_t expected = 0;
+    if (rings[i].owner.compare_exchange_strong(expected, owner, std::memory_order_acq_rel)) {
+      head = rings[i].head.load(std::memory_order_acquire);
+      return i;
+    }
+  }
+  return ~0u;
+}
+
 /// One registration this endpoint exposes to RMA. Written only by the owning process, under a
 /// sequence lock so a peer checking a key never sees half an update; every field is atomic
 /// because the peer reads it concurrently.

@@ -96,17 +96,8 @@ core::status device::event_post(peer_id p, const notification& n) noexcept {
   if (pr.dead) return core::status::peer_dead;
   if (pr.event_ring == ~0u) {
     if (pr.event_none) return core::status::not_supported;
-    const std::uint64_t me = (std::uint64_t{self_.node} << 32 | self_.port) + 1;
-    for (std::uint32_t i = 0; i < pr.geo.event_rings; ++i) {
-      std::uint64_t expected = 0;
-      if (pr.view.events[i].owner.compare_exchange_strong(expected, me,
-                                                          std::memory_order_acq_rel)) {
-        pr.event_ring = i;
-        // Entries a previous owner left are still read by the target: append after them.
-        pr.event_head = pr.view.events[i].head.load(std::memory_order_acquire);
-        break;
-      }
-    }
+    pr.event_ring = claim_ring(pr.view.events, pr.geo.event_rings,
+                               ring_owner(self_.node, self_.port), pr.event_head);
     if (pr.event_ring == ~0u) {
       pr.event_none = true;
       EXANET_LOG(info, core, "no free event ring at port %u: RMA events go by packet",
