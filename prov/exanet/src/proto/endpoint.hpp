@@ -282,6 +282,8 @@ class endpoint {
   rma_step rma_post_events(rma_request& r) noexcept;
   core::status rma_post_event(rma_request& r, std::size_t seg, bool last) noexcept;
   bool rma_answer_read(rma_request& r) noexcept;
+  /// A request that answers a peer's slot (read data or an ack), or nullptr without memory.
+  rma_request* rma_reply_to(dev::peer_id from, std::uint32_t slot, std::uint32_t gen) noexcept;
   void rma_finish(rma_request& r, int err) noexcept;
   std::size_t progress_rma() noexcept;
   // progress.cpp

@@ -356,36 +356,33 @@ void endpoint::on_rma_done(dev::peer_id from, const dev::packet& pkt) noexcept {
                     ends_from_flags(d.hdr.flags), d.len,
                     d.hdr.flags & wire::flag_cq_data, d.cq_data);
   if (!(d.hdr.flags & wire::flag_ack) || from == dev::no_peer) return;
+  // An empty write carrying only the notification: the ack.
+  if (rma_request* r = rma_reply_to(from, d.ack_slot, d.ack_gen))
+    if (!rma_answer_read(*r)) rma_active_.push_back(*r);
+}
+
+rma_request* endpoint::rma_reply_to(dev::peer_id from, std::uint32_t slot,
+                                    std::uint32_t gen) noexcept {
   rma_request* r = rmas_.acquire();
   if (!r) {
-    EXANET_LOG(warn, ep_data, "no memory to acknowledge an RMA write from port %u",
+    // The peer waits until it fails this endpoint as dead; only pool growth can fail here.
+    EXANET_LOG(warn, ep_data, "no memory to answer an RMA request from port %u",
                dev_.peer_address(from).port);
-    return;
+    return nullptr;
   }
-  // An empty write carrying only the notification: the ack.
   r->what = rma_request::role::read_response;
   r->peer = from;
-  r->reply_slot = d.ack_slot;
-  r->reply_gen = d.ack_gen;
-  r->reply_status = 0;
-  r->total = 0;
-  if (!rma_answer_read(*r)) rma_active_.push_back(*r);
+  r->reply_slot = slot;
+  r->reply_gen = gen;
+  return r;
 }
 
 void endpoint::on_rma_read_req(dev::peer_id from, const dev::packet& pkt) noexcept {
   if (from == dev::no_peer) return;  // cannot answer a sender we cannot map
   const auto q = wire::read<wire::rma_read_req>(pkt);
-  rma_request* r = rmas_.acquire();
-  if (!r) {
-    EXANET_LOG(warn, ep_data, "no memory to answer an RMA read from port %u",
-               dev_.peer_address(from).port);
-    return;
-  }
-  r->what = rma_request::role::read_response;
-  r->peer = from;
+  rma_request* r = rma_reply_to(from, q.notify_slot, q.notify_gen);
+  if (!r) return;
   r->reply_addr = q.reply_addr;
-  r->reply_slot = q.notify_slot;
-  r->reply_gen = q.notify_gen;
   dev::rma_target t;
   const core::status s =
       dev_.grant_check(q.key, q.remote_addr, q.len, dev::rma_access::remote_read, t);
