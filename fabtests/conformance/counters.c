@@ -3,7 +3,7 @@
  * traffic pattern whose protocol choices are known: eager, medium and rendezvous messages into
  * pre-posted receives (fast receives), one message that arrives before its receive (unexpected,
  * not fast), and an RMA write and read. Also: unknown ops names are refused, and a short size
- * reads a prefix.
+ * reads a prefix. Under FI_EXANET_PROTOCOL=read the rendezvous is acknowledged.
  */
 #include "xt.h"
 
@@ -98,6 +98,11 @@ int main(void)
 	XT_CHECK(c.eager_sent == 4 && c.medium_sent == 2 && c.rndv_sent == 1 && c.eager_recv == 0,
 		 "sender: eager %llu medium %llu rndv %llu", (unsigned long long)c.eager_sent,
 		 (unsigned long long)c.medium_sent, (unsigned long long)c.rndv_sent);
+	/* FI_EXANET_PROTOCOL=read: the receiver acknowledges the one rendezvous; write: nobody does */
+	const char *family = getenv("FI_EXANET_PROTOCOL");
+	const uint64_t acked = family && !strcmp(family, "read") ? 1 : 0;
+	XT_CHECK(c.rndv_acked == acked, "rendezvous acks %llu, want %llu",
+		 (unsigned long long)c.rndv_acked, (unsigned long long)acked);
 	XT_CHECK(c.rma_writes == 1 && c.rma_inline_writes == 1 && c.rma_reads == 1,
 		 "rma: writes %llu inline %llu reads %llu", (unsigned long long)c.rma_writes,
 		 (unsigned long long)c.rma_inline_writes, (unsigned long long)c.rma_reads);

@@ -6,6 +6,8 @@
  */
 #include "xt.h"
 
+#include <stdlib.h>
+
 #include <string.h>
 
 static struct fi_info *base(void)
@@ -189,6 +191,14 @@ int main(void)
 	fi_freeinfo(info);
 	fi_freeinfo(h);
 	xt_pass("Open MPI, MPICH, fi_pingpong and RMA hints");
+
+	/* a misspelt protocol variant is refused rather than run as the default */
+	setenv("FI_EXANET_PROTOCOL", "optimsitic", 1);
+	XT_CHECK(query(NULL, NULL, NULL, 0, 0, NULL) == -FI_ENODATA, "unknown FI_EXANET_PROTOCOL accepted");
+	setenv("FI_EXANET_PROTOCOL", "read", 1);
+	XT_RC(query(NULL, NULL, NULL, 0, 0, NULL));
+	unsetenv("FI_EXANET_PROTOCOL");
+	xt_pass("FI_EXANET_PROTOCOL: known variants accepted, a misspelt one refused");
 
 	/* addresses */
 	const char *nodes[] = {"localhost", "127.0.0.1", NULL};

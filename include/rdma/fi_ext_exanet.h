@@ -51,6 +51,7 @@ struct fi_exanet_counters {
 	uint64_t dead_peers;     /* peers found dead while transfers waited on them */
 	uint64_t rma_writes, rma_inline_writes, rma_reads; /* RMA operations started here */
 	uint64_t rma_read_requests_served; /* reads this endpoint answered for peers without CMA */
+	uint64_t rndv_acked; /* rendezvous sends completed by the receiver's ack (read variant) */
 };
 
 struct fid_ep;

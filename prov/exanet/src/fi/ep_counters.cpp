@@ -36,6 +36,7 @@ constexpr named_counter g_counters[] = {
     {"rma_inline_writes", &fi_exanet_counters::rma_inline_writes},
     {"rma_reads", &fi_exanet_counters::rma_reads},
     {"rma_read_requests_served", &fi_exanet_counters::rma_read_requests_served},
+    {"rndv_acked", &fi_exanet_counters::rndv_acked},
 };
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),
               "every counter has a name in the report");

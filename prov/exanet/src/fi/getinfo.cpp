@@ -277,6 +277,8 @@ int getinfo(std::uint32_t version, const char* node, const char* service, std::u
   if (!info) return -FI_EINVAL;
   *info = nullptr;
   if (!check_hints(hints)) return -FI_ENODATA;
+  proto::protocol_family family;
+  if (!params_protocol(family)) return -FI_ENODATA;  // a misspelt variant must not run as write
   const proto::config cfg = params_read();
   fi_info* fi = fi_allocinfo();
   if (!fi) return -FI_ENOMEM;

@@ -9,6 +9,8 @@ namespace exanet::fi {
 
 void params_define(fi_provider* prov) noexcept;
 proto::config params_read() noexcept;
+/// FI_EXANET_PROTOCOL; false (after a warning) for a name exanet does not know.
+bool params_protocol(proto::protocol_family& out) noexcept;
 /// FI_EXANET_STATS: where endpoints print their counters when they close ("stderr" or "1" for
 /// standard error, anything else a file appended to); nullptr when unset, empty or "0".
 const char* params_stats_destination() noexcept;

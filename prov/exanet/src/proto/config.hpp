@@ -6,6 +6,15 @@
 
 namespace exanet::proto {
 
+/// FI_EXANET_PROTOCOL (DESIGN.md §4): the rendezvous family, for comparing the thesis variants.
+enum class protocol_family : std::uint8_t {
+  write,       // default: the write-based rendezvous
+  read,        // thesis baseline: sender-initiated only, the receiver acknowledges every
+               // rendezvous and the sender completes on that acknowledgement
+  optimistic,  // thesis §3.14: every long transfer is receiver-initiated; no wildcard sources,
+               // no ignore bits, no FI_PEEK
+};
+
 struct config {
   std::size_t medium_max = 8192;           // largest message sent through the bounce ring;
                                            // measured crossover with the rendezvous (issue 2)
@@ -22,6 +31,7 @@ struct config {
   std::size_t rx_size = 1024;              // posted receives per endpoint
   std::uint32_t pdid = 1;                  // protection domain of this job
   std::uint16_t node = 0;                  // node id of this host
+  protocol_family protocol = protocol_family::write;
   bool use_cma = true;                     // false forces the copy-through-shared-memory DMA
   unsigned dead_peer_check_ms = 200;       // liveness check period while waiting on a peer
 };

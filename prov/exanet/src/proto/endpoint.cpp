@@ -136,7 +136,8 @@ void endpoint::take_unexpected(recv_request& r, unexpected_msg& u) noexcept {
     m.cq_data = u.cq_data;
     m.msg_len = u.len;
     m.send_id = u.send_id;
-    m.hdr.flags = u.has_cq_data ? wire::flag_cq_data : 0;
+    m.hdr.flags = static_cast<std::uint16_t>((u.has_cq_data ? wire::flag_cq_data : 0) |
+                                             (u.ack_wanted ? wire::flag_ack_wanted : 0));
     rndv_recv_start(r, u.peer, m);
   } else {
     const std::byte* data = u.payload ? u.payload : u.inline_payload;

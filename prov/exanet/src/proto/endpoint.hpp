@@ -118,6 +118,8 @@ struct send_request {
   dev::dma_write dma{};
   dev::dma_state dma_state{};
   bool last_segment = false;
+  bool ack_wanted = false;  // read variant: after the last write, wait (in wait_cts_) for the ack
+  bool data_sent = false;   // read variant: the last segment is written, the ack is due
 };
 
 struct recv_request {
@@ -144,6 +146,7 @@ struct recv_request {
   std::size_t delivered = 0;  // bytes landed so far
   std::size_t segment_len = 0;  // bytes the outstanding CTS asked for
   std::uint32_t notify_slot = no_slot, notify_gen = 0;
+  bool ack_wanted = false;  // read variant: acknowledge the rendezvous once complete
   static constexpr std::uint32_t no_slot = ~0u;
 };
 
@@ -153,6 +156,7 @@ struct unexpected_msg {
   dev::peer_id peer = dev::no_peer;
   std::uint64_t tag = 0, cq_data = 0, len = 0, send_id = 0;
   bool has_cq_data = false;
+  bool ack_wanted = false;  // an RTS of the read variant
   std::byte* payload = nullptr;  // medium: malloc'ed copy out of the bounce ring
   std::byte inline_payload[wire::eager_payload_max];
 };
@@ -259,6 +263,7 @@ class endpoint {
   core::status rts_send(const send_args& a, std::size_t len) noexcept;
   void on_rts(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_cts(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_rndv_ack(dev::peer_id from, const dev::packet& pkt) noexcept;
   void rndv_recv_start(recv_request& r, dev::peer_id from, const wire::rts& m) noexcept;
   void rndv_recv_next_segment(recv_request& r) noexcept;
   bool rndv_send_segment(send_request& s) noexcept;  // false: blocked, queued for retry

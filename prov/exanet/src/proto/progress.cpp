@@ -20,6 +20,7 @@ struct protocol_access {
     t[static_cast<std::size_t>(wire::pkt_type::medium)] = &endpoint::on_medium;
     t[static_cast<std::size_t>(wire::pkt_type::rts)] = &endpoint::on_rts;
     t[static_cast<std::size_t>(wire::pkt_type::cts)] = &endpoint::on_cts;
+    t[static_cast<std::size_t>(wire::pkt_type::rndv_ack)] = &endpoint::on_rndv_ack;
     t[static_cast<std::size_t>(wire::pkt_type::rma_read_req)] = &endpoint::on_rma_read_req;
     t[static_cast<std::size_t>(wire::pkt_type::rma_done)] = &endpoint::on_rma_done;
     t[static_cast<std::size_t>(wire::pkt_type::rma_write_inline)] = &endpoint::on_rma_write_inline;

@@ -11,7 +11,11 @@
 //     |==== DMA write [off, off+len) ==========>|
 //     |---- notify(slot: bytes, send_id) ------>|  next CTS, or complete
 //
-// Owns: rts, cts. Consumes: notifications. Counters: rndv_sent, rndv_recv.
+// In the read variant (FI_EXANET_PROTOCOL=read, the thesis baseline) the CTS stands for the
+// emulated read the receiver asks of the sender's engine, and the receiver acknowledges the
+// complete message with an rndv_ack; the sender completes on that, not on its own last write.
+//
+// Owns: rts, cts, rndv_ack. Consumes: notifications. Counters: rndv_sent, rndv_recv.
 #include <rdma/fi_errno.h>
 
 #include <cstdlib>
@@ -32,6 +36,7 @@ core::status endpoint::rts_send(const send_args& a, std::size_t len) noexcept {
   s->peer = a.peer;
   s->kind = a.kind;
   s->completion = a.completion && !a.inject;
+  s->ack_wanted = cfg_.protocol == protocol_family::read;
   if (a.inject) {
     // The caller may reuse its buffer on return: keep a private copy for the later DMA.
     s->owned = static_cast<std::byte*>(std::malloc(len));
@@ -52,9 +57,10 @@ core::status endpoint::rts_send(const send_args& a, std::size_t len) noexcept {
     return st;
   }
   wire::rts p{};
-  p.hdr = wire::make_header(
-      wire::pkt_type::rts,
-      (a.kind == queue_kind::tagged ? wire::flag_tagged : 0) | (a.has_cq_data ? wire::flag_cq_data : 0));
+  p.hdr = wire::make_header(wire::pkt_type::rts,
+                            (a.kind == queue_kind::tagged ? wire::flag_tagged : 0) |
+                                (a.has_cq_data ? wire::flag_cq_data : 0) |
+                                (s->ack_wanted ? wire::flag_ack_wanted : 0));
   p.tag = a.tag;
   p.cq_data = a.cq_data;
   p.msg_len = len;
@@ -90,6 +96,7 @@ void endpoint::on_rts(dev::peer_id from, const dev::packet& pkt) noexcept {
   u->has_cq_data = p.hdr.flags & wire::flag_cq_data;
   u->len = p.msg_len;
   u->send_id = p.send_id;
+  u->ack_wanted = p.hdr.flags & wire::flag_ack_wanted;
   (void)add_unexpected(kind, *u);  // on failure it logged and freed the record
 }
 
@@ -100,6 +107,7 @@ void endpoint::rndv_recv_start(recv_request& r, dev::peer_id from, const wire::r
   r.cq_data = m.cq_data;
   r.has_cq_data = m.hdr.flags & wire::flag_cq_data;
   r.send_id = m.send_id;
+  r.ack_wanted = m.hdr.flags & wire::flag_ack_wanted;
   r.delivered = 0;
   r.notify_slot = recv_request::no_slot;
   wait_notify_.push_back(r);
@@ -159,15 +167,36 @@ std::size_t endpoint::poll_notifications() noexcept {
       return;
     }
     wait_notify_.remove(r);
+    if (r.ack_wanted) {
+      wire::rndv_ack ack{};
+      ack.hdr = wire::make_header(wire::pkt_type::rndv_ack, 0);
+      ack.send_id = r.send_id;
+      dev::packet raw;
+      wire::write(raw.data(), ack);
+      send_control(r.peer, raw);
+    }
     complete_recv(r, r.peer, r.tag, r.cq_data, r.has_cq_data, r.msg_len, r.delivered);
   });
   return n;
 }
 
+void endpoint::on_rndv_ack(dev::peer_id from, const dev::packet& pkt) noexcept {
+  const auto a = wire::read<wire::rndv_ack>(pkt);
+  send_request* s = sends_.from_id(a.send_id);
+  if (!s || s->peer != from || !s->hook.linked() || !s->data_sent) {
+    EXANET_LOG(warn, ep_data, "stale or forged rendezvous ack for send %llu dropped",
+               static_cast<unsigned long long>(a.send_id));
+    return;
+  }
+  wait_cts_.remove(*s);
+  ++stats_.rndv_acked;
+  complete_send(*s);
+}
+
 void endpoint::on_cts(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto c = wire::read<wire::cts>(pkt);
   send_request* s = sends_.from_id(c.send_id);
-  if (!s || s->peer != from || !s->hook.linked() || c.msg_offset > s->len) {
+  if (!s || s->peer != from || !s->hook.linked() || s->data_sent || c.msg_offset > s->len) {
     EXANET_LOG(warn, ep_data, "stale or forged CTS for send %llu dropped",
                static_cast<unsigned long long>(c.send_id));
     return;
@@ -195,12 +224,14 @@ bool endpoint::rndv_send_segment(send_request& s) noexcept {
     dma_backlog_.push_back(s);
     return false;
   }
-  if (!core::ok(st))
+  if (!core::ok(st)) {
     fail_send(s, -core::to_int(st));
-  else if (s.last_segment)
+  } else if (s.last_segment && !s.ack_wanted) {
     complete_send(s);
-  else
+  } else {
+    s.data_sent = s.last_segment;  // read variant: the ack completes it
     wait_cts_.push_back(s);
+  }
   return true;
 }
 

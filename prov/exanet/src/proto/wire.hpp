@@ -21,7 +21,8 @@ enum class pkt_type : std::uint8_t {
   rma_read_req = 5,  // read emulated by the target: "write this range back"  (rma.cpp)
   rma_done = 6,      // an RMA access landed: count it, deliver CQ data, ack   (rma.cpp)
   rma_write_inline = 7,  // a small write whose bytes wait in the bounce ring (rma_inline.cpp)
-  count = 8,
+  rndv_ack = 8,      // read variant: the receiver has the data; the sender may complete (rndv_rts.cpp)
+  count = 9,
 };
 static_assert(static_cast<std::uint8_t>(pkt_type::count) < dev::first_device_packet_type);
 
@@ -33,6 +34,7 @@ enum : std::uint16_t {
   flag_remote_read = 1u << 3,  // rma_done / rma_event: the access was a read (else a write)
   flag_ack = 1u << 4,          // rma_done: answer with an rma_reply once processed
   flag_region_end = 1u << 5,   // rma_done: the operation's final range in this registration
+  flag_ack_wanted = 1u << 6,   // rts: the sender completes on an rndv_ack (read variant)
 };
 
 struct header {
@@ -80,6 +82,12 @@ struct cts {
   std::uint32_t notify_slot;  // where the DMA engine posts the notification
   std::uint32_t notify_gen;
   std::uint8_t pad[16];
+};
+
+struct rndv_ack {
+  header hdr;
+  std::uint64_t send_id;  // the send the acknowledged RTS named
+  std::uint8_t pad[48];
 };
 
 /// The 16 bytes the DMA engine posts after a rendezvous segment lands.
@@ -149,7 +157,8 @@ template <class P>
 inline constexpr bool is_packet = sizeof(P) == dev::packet_bytes &&
                                   std::is_trivially_copyable_v<P> && std::is_standard_layout_v<P>;
 static_assert(is_packet<env_data> && is_packet<medium> && is_packet<rts> && is_packet<cts> &&
-              is_packet<rma_read_req> && is_packet<rma_done> && is_packet<rma_write_inline>);
+              is_packet<rma_read_req> && is_packet<rma_done> && is_packet<rma_write_inline> &&
+              is_packet<rndv_ack>);
 static_assert(offsetof(env_data, hdr) == 0 && offsetof(rts, hdr) == 0 && offsetof(cts, hdr) == 0);
 
 template <class P>
