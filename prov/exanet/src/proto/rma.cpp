@@ -312,11 +312,12 @@ void endpoint::rma_finish(rma_request& r, int err) noexcept {
 
 std::size_t endpoint::progress_rma() noexcept {
   std::size_t n = 0;
-  rma_active_.for_each([&](rma_request& r) {
-    rma_active_.remove(r);
-    if (rma_advance(r)) ++n;
-    else rma_active_.push_back(r);
-  });
+  // Each request once per call: one still blocked goes to the back and waits for the next call.
+  for (std::size_t todo = rma_active_.size(); todo > 0; --todo) {
+    rma_request* r = rma_active_.pop_front();
+    if (rma_advance(*r)) ++n;
+    else rma_active_.push_back(*r);
+  }
   return n;
 }
 
