@@ -8,6 +8,7 @@ packages=(
   libfabric-dev libfabric-bin          # the libfabric we plug into; fi_info, fi_pingpong
   googletest libgtest-dev              # unit tests
   openmpi-bin libopenmpi-dev           # Open MPI jobs over exanet (pml cm, mtl ofi)
+  netpipe-openmpi lammps lammps-examples  # real applications over exanet (fabtests/apps)
   procps iproute2                      # process and socket checks in the test scripts
   spin                                 # the protocol models in shared/model
 )

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# NetPIPE (Debian's netpipe-openmpi, NPopenmpi) over exanet with Open MPI's pml cm / mtl ofi:
+# the integrity-checking sweep (every size's data verified by NetPIPE), then the default
+# performance sweep, which must run to its last size. Prints the small-message latency and the
+# peak bandwidth it measured. Usage: netpipe_test.sh <provider-dir> [out-dir]
+set -u
+dir=$1
+out=${2:-$(mktemp -d)}
+mkdir -p "$out"
+command -v NPopenmpi >/dev/null || { echo "SKIP: NPopenmpi not installed (netpipe-openmpi)"; exit 77; }
+run() {
+  timeout 600 mpirun --allow-run-as-root --oversubscribe -np 2 \
+    --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl ^ofi \
+    -x FI_PROVIDER=exanet -x FI_PROVIDER_PATH="$dir" NPopenmpi "$@"
+}
+run -i -u 4194304 >"$out/netpipe_integrity.txt" 2>&1 || {
+  cat "$out/netpipe_integrity.txt"; echo "FAIL: NetPIPE integrity sweep"; exit 1; }
+grep -qi "error\|mismatch\|fail" "$out/netpipe_integrity.txt" && {
+  cat "$out/netpipe_integrity.txt"; echo "FAIL: NetPIPE reported corrupted data"; exit 1; }
+run -o "$out/netpipe.out" >"$out/netpipe_stdout.txt" 2>&1 || {
+  tail -20 "$out/netpipe_stdout.txt"; echo "FAIL: NetPIPE sweep"; exit 1; }
+# The default sweep ends at 8 MiB (plus perturbation): anything short of that was cut off.
+last=$(tail -1 "$out/netpipe.out" | awk '{ print $1 }')
+[[ ${last:-0} -ge 8388608 ]] || { echo "FAIL: the sweep stopped at ${last:-nothing} bytes"; exit 1; }
+awk 'NR == 1 { printf "latency %.2f usec at %d bytes\n", $3 * 1e6, $1 }
+     { if ($2 > peak) { peak = $2; at = $1 } }
+     END { printf "peak %.0f Mbps at %d bytes, %d sizes\n", peak, at, NR }' "$out/netpipe.out"
+echo "PASS: NetPIPE sweep over exanet"
