@@ -10,6 +10,7 @@ packages=(
   openmpi-bin libopenmpi-dev           # Open MPI jobs over exanet (pml cm, mtl ofi)
   netpipe-openmpi lammps lammps-examples  # real applications over exanet (fabtests/apps)
   procps iproute2                      # process and socket checks in the test scripts
+  gnuplot-nox                          # plots of the benchmarks in fabtests/bench
   spin                                 # the protocol models in shared/model
 )
 missing=()
