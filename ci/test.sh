@@ -11,7 +11,9 @@ ctest --test-dir "$root/build" --output-on-failure -j2 --timeout 300
 
 # The sanitized module is loaded by uninstrumented programs (fi_info, fi_pingpong, our C tests),
 # so the runtimes are preloaded for every test of this build (EXANET_TEST_PRELOAD); leak checks
-# stay off because libfabric itself keeps allocations until exit.
+# stay off because libfabric itself keeps allocations until exit. LAMMPS is left out here: with
+# the sanitizer runtime preloaded into Debian's uninstrumented lmp, a library destructor
+# (p11-kit's) deadlocks on glibc's locale lock at exit, after the run itself succeeded.
 bash "$root/ci/build.sh" "$root/build-asan" -DEXANET_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$root/build-asan" --output-on-failure -j2 --timeout 600
+  ctest --test-dir "$root/build-asan" --output-on-failure -j2 --timeout 600 -E '^app\.lammps'

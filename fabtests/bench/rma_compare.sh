@@ -63,7 +63,7 @@ column -s, -t <"$csv"
 echo "CSV: $csv"
 if command -v gnuplot >/dev/null; then
   gnuplot <<GP
-set terminal pngcairo size 1200,500
+set terminal pngcairo size 1200,500 noenhanced
 set output "$out/rma.png"
 set datafile separator ","
 set multiplot layout 1,2
