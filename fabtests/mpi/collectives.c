@@ -8,17 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "rank %d: FAIL ", rank);           \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fprintf(stderr, "\n");                             \
-			MPI_Abort(MPI_COMM_WORLD, 1);                      \
-		}                                                          \
-	} while (0)
+static int rank, size;
 
 /* element counts (of int): 4 B .. 4 MiB */
 static const int counts[] = {1, 10, 11, 300, 2048, 2049, 65536, 1 << 20};

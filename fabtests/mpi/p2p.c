@@ -14,17 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rank, size;
+#include "check.h"
 
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "rank %d: FAIL ", rank);           \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fprintf(stderr, "\n");                             \
-			MPI_Abort(MPI_COMM_WORLD, 1);                      \
-		}                                                          \
-	} while (0)
+static int rank, size;
 
 static void fill(unsigned char *b, int n, int seed)
 {

@@ -9,20 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "check.h"
+
 #define THREADS 4
 #define ROUNDS 50
 
 static int rank, size, peer;
-
-#define CHECK(cond, ...)                                                   \
-	do {                                                               \
-		if (!(cond)) {                                             \
-			fprintf(stderr, "rank %d: FAIL ", rank);           \
-			fprintf(stderr, __VA_ARGS__);                      \
-			fprintf(stderr, "\n");                             \
-			MPI_Abort(MPI_COMM_WORLD, 1);                      \
-		}                                                          \
-	} while (0)
 
 static const int sizes[] = {8, 100, 8000, 9000, 200000};
 
