@@ -68,13 +68,24 @@ int report(const tally& t) {
                 mark ? "  (largest)" : "");
   }
   auto get = [&](const char* k) { return t.sum.count(k) ? t.sum.at(k) : 0ull; };
-  const unsigned long long recvd = get("eager_recv") + get("medium_recv") + get("rndv_recv");
+  const unsigned long long rndv = get("rndv_recv") + get("ri_recv");
+  const unsigned long long recvd = get("eager_recv") + get("medium_recv") + rndv;
   if (recvd) {
     std::printf("\nmessages received %llu: eager %.1f%%, medium %.1f%%, rendezvous %.1f%%\n", recvd,
                 share(get("eager_recv"), recvd), share(get("medium_recv"), recvd),
-                share(get("rndv_recv"), recvd));
+                share(rndv, recvd));
     std::printf("fast receives (receive posted before the message arrived): %.1f%%\n",
                 share(get("fast_recv"), recvd));
+  }
+  // The sender's view: an RTR found its send (receiver-initiated), crossed its RTS
+  // (concurrent), or no RTR came (sender-initiated: RTS, CTS, write).
+  const unsigned long long sent_rndv = get("rndv_sent") + get("ri_sent");
+  if (sent_rndv) {
+    const unsigned long long concurrent = get("concurrent");
+    std::printf("rendezvous sent %llu: receiver-initiated %.1f%%, concurrent %.1f%%, "
+                "sender-initiated %.1f%%\n",
+                sent_rndv, share(get("ri_sent"), sent_rndv), share(concurrent, sent_rndv),
+                share(get("rndv_sent") - concurrent, sent_rndv));
   }
   return 0;
 }

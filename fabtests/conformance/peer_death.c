@@ -36,8 +36,8 @@ static int stalled_peer(int role_sender, int sock)
 	void *buf = malloc(BIG);
 	if (role_sender)
 		XT_RC(fi_tsend(x.ep, buf, BIG, NULL, peer, 1, NULL));
-	else
-		XT_RC(fi_trecv(x.ep, buf, BIG, NULL, peer, 1, 0, NULL));
+	else /* another tag: no RTR of ours serves the parent's send, which waits for a CTS */
+		XT_RC(fi_trecv(x.ep, buf, BIG, NULL, peer, 2, 0, NULL));
 	xt_sync(sock);
 	pause(); /* never progresses again; the parent kills us */
 	return 0;
@@ -99,7 +99,8 @@ static int closing_peer(int i, int sock)
 	xt_open_default(&x, 0);
 	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
 	void *buf = malloc(BIG);
-	XT_RC(fi_trecv(x.ep, buf, BIG, NULL, peer, 1, 0, NULL));
+	/* another tag: the parent's RTS waits here unexpected, and no RTR serves it */
+	XT_RC(fi_trecv(x.ep, buf, BIG, NULL, peer, 2, 0, NULL));
 	xt_sync(sock);   /* the parent's send is posted */
 	xt_close(&x);
 	xt_sync(sock);   /* closed */
@@ -161,6 +162,53 @@ static int stalled_target(int i, int sock)
 	return 0;
 }
 
+/* A receive posted first sends its RTR; then its endpoint closes. The sender later finds the
+ * stored RTR for its send, and must fail the send rather than write into a buffer that belongs
+ * to the application again. The buffer is checked untouched. */
+static int rtr_closing_peer(int i, int sock)
+{
+	(void)i;
+	struct xt_ep x;
+	xt_open_default(&x, 0);
+	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
+	char *buf = malloc(BIG);
+	memset(buf, 0x5a, BIG);
+	XT_RC(fi_trecv(x.ep, buf, BIG, NULL, peer, 1, 0, NULL)); /* the RTR goes out now */
+	xt_sync(sock);
+	xt_close(&x);
+	xt_sync(sock); /* closed */
+	xt_sync(sock); /* the parent's send has failed */
+	for (size_t k = 0; k < BIG; k++)
+		if (buf[k] != 0x5a)
+			xt_fail(__FILE__, __LINE__, "byte %zu of the closed receive's buffer was written", k);
+	free(buf);
+	return 0;
+}
+
+static void run_rtr_closed(void)
+{
+	int sock;
+	pid_t pid;
+	xt_spawn(1, rtr_closing_peer, &sock, &pid);
+	struct xt_ep x;
+	xt_open_default(&x, 0);
+	fi_addr_t peer = xt_exchange(&x, sock, 0, NULL);
+	uint64_t hello = 1; /* connects to the peer while it is open (left unexpected there) */
+	XT_RC(fi_tinject(x.ep, &hello, sizeof hello, peer, 9));
+	xt_sync(sock); /* its RTR is in our mailbox */
+	xt_sync(sock); /* and its endpoint is closed */
+	void *buf = calloc(1, BIG);
+	int ctx;
+	XT_RC(fi_tsend(x.ep, buf, BIG, NULL, peer, 1, &ctx));
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(x.txcq, NULL, &err, 20) == 0 && err.err != 0 && err.op_context == &ctx,
+		 "a send answering the RTR of a closed endpoint must fail");
+	xt_sync(sock);
+	free(buf);
+	xt_close(&x);
+	xt_reap(1, &pid);
+}
+
 static void run_rma_target_killed(void)
 {
 	setenv("FI_EXANET_USE_CMA", "0", 1);
@@ -193,6 +241,8 @@ int main(void)
 	xt_init(120);
 	run_closed();
 	xt_pass("peer endpoint closed (process alive): pending and new sends fail");
+	run_rtr_closed();
+	xt_pass("receive's endpoint closed after its RTR: the send fails, the buffer is untouched");
 	run(0);
 	xt_pass("sender killed while the receiver waits for its data");
 	run(1);

@@ -9,8 +9,8 @@
  * FI_RMA_EVENT counters at the target (endpoint and MR-bound); local counters, fi_cntr_wait with a
  * timeout; FI_DELIVERY_COMPLETE; and every refused access (unknown, revoked key, range outside the
  * registration, missing right, another PDID) as an FI_EACCES error with the target's memory
- * unchanged. Run once with CMA and once with FI_EXANET_USE_CMA=0 (staged writes, reads answered
- * by the target, events by packet).
+ * unchanged. Run with the default staged writes (reads answered by the target, events by packet)
+ * and again with FI_EXANET_USE_CMA=1 (process_vm_writev and process_vm_readv).
  */
 #include "xt.h"
 

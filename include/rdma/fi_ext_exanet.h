@@ -44,7 +44,8 @@ struct fi_exanet_addr {
 struct fi_exanet_counters {
 	uint64_t eager_sent, eager_recv;   /* messages carried in one mailbox packet */
 	uint64_t medium_sent, medium_recv; /* messages copied through the bounce ring */
-	uint64_t rndv_sent, rndv_recv;     /* sender-initiated rendezvous (RTS, CTS, DMA write) */
+	uint64_t rndv_sent, rndv_recv;     /* rendezvous announced by an RTS (sender-initiated,
+	                                      or concurrent when an RTR crossed it) */
 	uint64_t fast_recv;      /* messages that found their receive already posted */
 	uint64_t unexpected_max; /* high-water mark of the unexpected queues */
 	uint64_t mailbox_full;   /* control packets that met a full mailbox and were retried */
@@ -52,6 +53,20 @@ struct fi_exanet_counters {
 	uint64_t rma_writes, rma_inline_writes, rma_reads; /* RMA operations started here */
 	uint64_t rma_read_requests_served; /* reads this endpoint answered for peers without CMA */
 	uint64_t rndv_acked; /* rendezvous sends completed by the receiver's ack (read variant) */
+	/* Receiver-initiated rendezvous (RTR: the receive was posted first and told the sender
+	 * where its buffer is; the sender's DMA write is the whole transfer). */
+	uint64_t ri_sent;        /* sends written straight into a receive buffer by an RTR */
+	uint64_t ri_recv;        /* receives completed by such a write, with no further packet */
+	uint64_t concurrent;     /* RTR and RTS crossed: the RTR served as the CTS */
+	uint64_t rtr_sent;       /* RTRs sent when the receive was posted */
+	uint64_t rtr_late;       /* RTRs sent when a suspension lifted */
+	uint64_t rtr_stored;     /* RTRs that arrived before their send and waited for it */
+	uint64_t rtr_dropped;    /* RTRs whose send went eager or medium (the packet serves it) */
+	uint64_t rtr_stale;      /* RTRs answered with a NACK (the send log no longer reached) */
+	uint64_t suspensions;    /* receives that could not send an RTR when posted */
+	uint64_t parked;         /* packets held until an earlier write's notification was taken */
+	uint64_t served_drops;   /* RTS packets dropped because an RTR already served the send */
+	uint64_t rtr_cancels;    /* receive cancels that needed the handshake with the sender */
 };
 
 struct fid_ep;

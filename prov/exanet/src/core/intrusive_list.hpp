@@ -26,6 +26,11 @@ class intrusive_list {
   bool empty() const noexcept { return head_.next == &head_; }
   std::size_t size() const noexcept { return size_; }
   T* front() const noexcept { return empty() ? nullptr : owner(head_.next); }
+  /// The element after v, or nullptr at the end.
+  T* next(T& v) const noexcept {
+    const list_hook* h = (v.*Hook).next;
+    return h == &head_ ? nullptr : owner(h);
+  }
 
   void push_back(T& v) noexcept { insert_before(&head_, &(v.*Hook)); }
   void remove(T& v) noexcept {

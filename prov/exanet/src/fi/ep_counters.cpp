@@ -37,6 +37,18 @@ constexpr named_counter g_counters[] = {
     {"rma_reads", &fi_exanet_counters::rma_reads},
     {"rma_read_requests_served", &fi_exanet_counters::rma_read_requests_served},
     {"rndv_acked", &fi_exanet_counters::rndv_acked},
+    {"ri_sent", &fi_exanet_counters::ri_sent},
+    {"ri_recv", &fi_exanet_counters::ri_recv},
+    {"concurrent", &fi_exanet_counters::concurrent},
+    {"rtr_sent", &fi_exanet_counters::rtr_sent},
+    {"rtr_late", &fi_exanet_counters::rtr_late},
+    {"rtr_stored", &fi_exanet_counters::rtr_stored},
+    {"rtr_dropped", &fi_exanet_counters::rtr_dropped},
+    {"rtr_stale", &fi_exanet_counters::rtr_stale},
+    {"suspensions", &fi_exanet_counters::suspensions},
+    {"parked", &fi_exanet_counters::parked},
+    {"served_drops", &fi_exanet_counters::served_drops},
+    {"rtr_cancels", &fi_exanet_counters::rtr_cancels},
 };
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),
               "every counter has a name in the report");

@@ -82,8 +82,9 @@ void params_define(fi_provider* prov) noexcept {
                   "from the job launcher (PMIx, Slurm, Hydra), else 1");
   fi_param_define(prov, "node", FI_PARAM_INT, "Node id of this host (default 0)");
   fi_param_define(prov, "use_cma", FI_PARAM_BOOL,
-                  "Write into peer memory with process_vm_writev; 0 stages DMA writes through "
-                  "shared memory (default 1; also falls back by itself when the kernel refuses)");
+                  "1: write into peer memory with process_vm_writev (lands without the target's "
+                  "progress; falls back by itself when the kernel refuses). Default 0: DMA writes "
+                  "are pipelined through the target's shared staging area, several times faster");
   fi_param_define(prov, "dead_peer_check_ms", FI_PARAM_INT,
                   "Period of the liveness check of peers that transfers wait on (default 200)");
   fi_param_define(prov, "stats", FI_PARAM_STRING,

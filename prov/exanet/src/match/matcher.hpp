@@ -71,6 +71,13 @@ class matcher {
     wildcard_.for_each(f);
     for (auto& q : posted_) q.for_each(f);
   }
+  /// Visits, in posting order, the receives posted for one source (any_source: the wildcard
+  /// queue); f may remove the entry it is given.
+  template <class F>
+  void for_each_posted_at(source_id src, F&& f) {
+    if (src == any_source) wildcard_.for_each(f);
+    else if (src < posted_.size()) posted_[src].for_each(f);
+  }
   template <class F>
   void for_each_unexpected(F&& f) {
     all_unexpected_.for_each(f);

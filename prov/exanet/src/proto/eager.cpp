@@ -22,9 +22,11 @@ core::status endpoint::eager_send(const send_args& a, std::size_t len) noexcept 
       static_cast<std::uint32_t>(len));
   p.tag = a.tag;
   p.cq_data = a.cq_data;
+  p.psn = next_psn(a.peer);
   core::copy_from_iov(p.payload, a.iov, 0, len);
   wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);
+  commit_send(a.peer, a.kind, a.tag, false, 0);
   ++stats_.eager_sent;
 
   complete_buffered_send(a, len);

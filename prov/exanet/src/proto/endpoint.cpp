@@ -70,7 +70,7 @@ void endpoint::close() noexcept {
 core::status endpoint::connect(const dev::address& a, dev::peer_id& out) noexcept {
   core::status s = dev_.connect(a, out);
   if (!core::ok(s)) return s;
-  if (!matchers_[0].ensure_source(out) || !matchers_[1].ensure_source(out))
+  if (!matchers_[0].ensure_source(out) || !matchers_[1].ensure_source(out) || !sequence_of(out))
     return core::status::no_memory;
   return core::status::ok;
 }
@@ -101,15 +101,19 @@ std::uint64_t endpoint::source_of(dev::peer_id p) noexcept {
 
 core::status endpoint::send(const send_args& a) noexcept {
   const std::size_t len = core::iov_length(a.iov);
-  // The rendezvous completes a send only after the DMA wrote the receive buffer, which is what
-  // FI_DELIVERY_COMPLETE asks; the buffered paths complete at copy-out.
-  if (a.delivery_complete) return rts_send(a, len);
-  if (len <= wire::eager_payload_max) return eager_send(a, len);
-  if (len <= cfg_.medium_max) {
-    core::status s = medium_send(a, len);
-    if (s != core::status::not_supported) return s;
-    // No bounce ring or no credit at this receiver: the rendezvous needs neither.
+  if (!a.delivery_complete) {
+    if (len <= wire::eager_payload_max) return eager_send(a, len);
+    if (len <= cfg_.medium_max) {
+      core::status s = medium_send(a, len);
+      if (s != core::status::not_supported) return s;
+      // No bounce ring or no credit at this receiver: the rendezvous needs neither.
+    }
   }
+  // A rendezvous (which completes only once the data is in the receive buffer, as
+  // FI_DELIVERY_COMPLETE asks). Take in the RTRs already at our mailbox first, so a receive
+  // posted ahead of this send is written directly.
+  progress_mailbox();
+  if (stored_rtr* st = ri_target(a.peer, a.kind, a.tag)) return ri_send(a, len, *st);
   return rts_send(a, len);
 }
 
@@ -165,6 +169,7 @@ core::status endpoint::recv(const recv_args& a) noexcept {
     recvs_.release(r);
     return core::status::no_memory;
   }
+  rtr_consider(*r);
   return core::status::ok;
 }
 
@@ -174,14 +179,17 @@ core::status endpoint::cancel(void* context) noexcept {
     m.for_each_posted([&](match::posted_entry& e) {
       auto* r = reinterpret_cast<recv_request*>(reinterpret_cast<char*>(&e) -
                                                 offsetof(recv_request, entry));
-      if (!found && r->context == context) {
-        m.remove_posted(e);
-        found = r;
-      }
+      if (!found && r->context == context) found = r;
     });
     if (found) break;
   }
   if (!found) return core::status::no_entry;
+  // With an RTR out the sender may be writing into the buffer: it must withdraw the RTR first.
+  // The receive stays posted meanwhile, and the answer decides (rndv_rtr.cpp).
+  if (found->rtr == rtr_state::sent) return rtr_cancel(*found);
+  if (found->rtr == rtr_state::cancelling) return core::status::ok;  // asked already
+  matcher_for(found->kind).remove_posted(found->entry);
+  posted_left(*found);
   if (found->multi) {
     found->in_matcher = false;
     // Messages already landing in it complete normally; the last one carries FI_MULTI_RECV.
@@ -201,8 +209,13 @@ recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from, std::uint64
   if (!e) return nullptr;
   auto* r = reinterpret_cast<recv_request*>(reinterpret_cast<char*>(e) - offsetof(recv_request, entry));
   ++stats_.fast_recv;
-  if (r->multi) return carve(*r, msg_len);  // stays posted while it has room
+  if (r->multi) {
+    recv_request* c = carve(*r, msg_len);  // stays posted while it has room
+    if (c && !r->in_matcher) posted_left(*r);
+    return c;
+  }
   m.remove_posted(*e);
+  posted_left(*r);
   return r;
 }
 
@@ -324,6 +337,7 @@ void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t t
   }
   if ((r.completion || truncated) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
   if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, truncated);
+  rtr_release(r);
   recvs_.release(&r);
 }
 
@@ -338,6 +352,7 @@ void endpoint::fail_recv(recv_request& r, int err) noexcept {
   c.err = err;
   if (sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
   if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, true);
+  rtr_release(r);
   recvs_.release(&r);
 }
 

@@ -1,8 +1,9 @@
 // One endpoint's protocol engine: requests, matching, the device, and the progress loop. It is
 // one independent context (DESIGN.md §6): its own queues, pools and device; the fi/ layer wraps
 // it with the lock the threading level needs. Protocol code is split by packet family:
-// eager.cpp (env_data), medium.cpp (bounce ring), rndv_rts.cpp (RTS/CTS/DMA write), and
-// progress.cpp owns the order of work.
+// eager.cpp (env_data), medium.cpp (bounce ring), rndv_rts.cpp (sender-initiated: RTS/CTS/DMA
+// write), rndv_rtr.cpp (receiver-initiated: RTR/DMA write), psn_order.cpp (per-peer sequence
+// numbers that keep both rendezvous exact), and progress.cpp owns the order of work.
 #pragma once
 #include <sys/uio.h>
 
@@ -110,6 +111,10 @@ struct send_request {
   std::size_t iov_count = 0;
   std::size_t len = 0;
   std::uint64_t tag = 0;
+  std::uint64_t cq_data = 0;
+  bool has_cq_data = false;
+  wire::psn_t psn = 0;
+  bool cts_seen = false;  // a CTS or an RTR named it: no RTR can serve it any more
   dev::peer_id peer = dev::no_peer;
   queue_kind kind = queue_kind::tagged;
   bool completion = true;
@@ -122,9 +127,19 @@ struct send_request {
   bool data_sent = false;   // read variant: the last segment is written, the ack is due
 };
 
+/// Where a receive stands in the receiver-initiated rendezvous (rndv_rtr.cpp).
+enum class rtr_state : std::uint8_t {
+  none,         // sends no RTR: not eligible, NACKed, or matched at post
+  suspended,    // eligible but for an earlier receive that could take its message: late RTR
+  sent,         // RTR out; still posted; its slot waits for the write
+  waiting_rts,  // an RTS matched it: the write (notification) or a NACK decides
+  cancelling,   // fi_cancel asked the sender to withdraw the RTR; still posted
+};
+
 struct recv_request {
   match::posted_entry entry;
-  core::list_hook hook;  // rendezvous receives waiting for a notification
+  core::list_hook hook;  // rendezvous receives waiting for a notification (wait_notify_ or
+                         // wait_ri_)
   void* context = nullptr;
   std::array<iovec, max_iov> iov{};
   std::size_t iov_count = 0;
@@ -147,6 +162,10 @@ struct recv_request {
   std::size_t segment_len = 0;  // bytes the outstanding CTS asked for
   std::uint32_t notify_slot = no_slot, notify_gen = 0;
   bool ack_wanted = false;  // read variant: acknowledge the rendezvous once complete
+  // Receiver-initiated rendezvous.
+  rtr_state rtr = rtr_state::none;
+  std::uint32_t ri_slot = no_slot, ri_gen = 0;
+  wire::psn_t rts_psn = 0;  // waiting_rts: the RTS that matched it
   static constexpr std::uint32_t no_slot = ~0u;
 };
 
@@ -166,6 +185,36 @@ struct backlog_packet {
   core::list_hook hook;
   dev::peer_id peer = dev::no_peer;
   dev::packet pkt{};
+};
+
+/// An RTR that arrived before its target send was issued; each later send of its class counts
+/// down `remaining`, and the send that finds it at 1 is the target.
+struct stored_rtr {
+  core::list_hook hook;
+  wire::rtr rtr{};
+  std::uint32_t remaining = 0;
+};
+
+/// A send as the sender's log remembers it, so an RTR that arrives after the send can find it.
+struct sent_record {
+  wire::psn_t psn = 0;
+  queue_kind kind = queue_kind::tagged;
+  bool rendezvous = false;  // announced by an RTS (else eager or medium)
+  std::uint64_t tag = 0;
+  std::uint64_t send_id = 0;  // rendezvous: the send request while it waits for a CTS
+};
+
+inline constexpr std::size_t send_log_len = 64;  // power of two
+
+/// Per-peer sequencing state (psn_order.cpp, rndv_rtr.cpp).
+struct peer_sequence {
+  // As a sender to the peer.
+  wire::psn_t next_psn = 1;
+  std::array<sent_record, send_log_len> log{};
+  core::intrusive_list<stored_rtr, &stored_rtr::hook> stored;
+  // As a receiver from the peer: every psn up to the watermark has been taken in order.
+  wire::psn_t watermark = 0;
+  core::intrusive_list<backlog_packet, &backlog_packet::hook> parked;
 };
 
 /// Resolves a sender's device address to the fi_addr the application knows it by.
@@ -261,6 +310,8 @@ class endpoint {
   void on_medium(dev::peer_id from, const dev::packet& pkt) noexcept;
   // rndv_rts.cpp
   core::status rts_send(const send_args& a, std::size_t len) noexcept;
+  /// A send request for a rendezvous (RTS or RTR), with a private copy of an injected payload.
+  send_request* make_rendezvous_send(const send_args& a, std::size_t len) noexcept;
   void on_rts(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_cts(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_rndv_ack(dev::peer_id from, const dev::packet& pkt) noexcept;
@@ -269,6 +320,41 @@ class endpoint {
   bool rndv_send_segment(send_request& s) noexcept;  // false: blocked, queued for retry
   std::size_t poll_notifications() noexcept;
   std::size_t retry_dma() noexcept;
+  // rndv_rtr.cpp
+  stored_rtr* ri_target(dev::peer_id to, queue_kind k, std::uint64_t tag) noexcept;
+  core::status ri_send(const send_args& a, std::size_t len, stored_rtr& st) noexcept;
+  void ri_write(send_request& s, const wire::rtr& m) noexcept;
+  void on_rtr(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_rtr_nack(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_rtr_cancel(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_rtr_cancel_reply(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void rtr_answer(dev::peer_id to, wire::pkt_type t, std::uint64_t recv_id,
+                  std::uint16_t flags = 0) noexcept;
+  /// At post: sends the RTR of an eligible receive, or suspends it.
+  void rtr_consider(recv_request& r) noexcept;
+  /// 0: the receive may not send an RTR now; else its ticket (the nth class send).
+  std::uint32_t rtr_ticket(const recv_request& r) noexcept;
+  void rtr_send(recv_request& r, std::uint32_t nth) noexcept;
+  void lift_suspended() noexcept;
+  std::size_t poll_ri() noexcept;
+  /// A receive that was still posted left the matcher: suspended receives may lift.
+  void posted_left(recv_request& r) noexcept;
+  /// A completed or failed receive gives back what its RTR held.
+  void rtr_release(recv_request& r) noexcept;
+  core::status rtr_cancel(recv_request& r) noexcept;
+  // psn_order.cpp
+  peer_sequence* sequence_of(dev::peer_id p) noexcept;
+  /// The psn the next message to `to` carries; commit_send makes it used.
+  wire::psn_t next_psn(dev::peer_id to) noexcept { return seq_[to].next_psn; }
+  void commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, bool rendezvous,
+                   std::uint64_t send_id) noexcept;
+  /// False: the packet was parked or dropped; true: dispatch it now.
+  bool admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void park(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void drop_served(const dev::packet& pkt) noexcept;
+  /// The psn after the watermark was taken by a notification: the packets behind it go now.
+  void advance_watermark(dev::peer_id from, wire::psn_t psn) noexcept;
+  void dispatch(dev::peer_id from, const dev::packet& pkt) noexcept;
   // rma_inline.cpp
   core::status rma_write_inline(const rma_args& a, const dev::rma_target& t,
                                 std::size_t len) noexcept;
@@ -292,6 +378,7 @@ class endpoint {
   void rma_finish(rma_request& r, int err) noexcept;
   std::size_t progress_rma() noexcept;
   // progress.cpp
+  std::size_t progress_mailbox() noexcept;
   std::size_t retry_backlog() noexcept;
   void check_dead_peers() noexcept;
   void fail_peer(dev::peer_id p) noexcept;
@@ -334,6 +421,11 @@ class endpoint {
   core::pool<backlog_packet> backlog_pool_{16};
   core::intrusive_list<send_request, &send_request::hook> wait_cts_, dma_backlog_;
   core::intrusive_list<recv_request, &recv_request::hook> wait_notify_;
+  core::intrusive_list<recv_request, &recv_request::hook> wait_ri_;  // RTR out, slot armed
+  std::vector<peer_sequence> seq_;  // by peer
+  core::pool<stored_rtr> stored_rtrs_{64};
+  std::array<std::size_t, 2> suspended_{};  // suspended receives per queue kind
+  bool lift_due_ = false;
   core::intrusive_list<backlog_packet, &backlog_packet::hook> backlog_;
   core::pool<rma_request> rmas_{64};
   core::intrusive_list<rma_request, &rma_request::hook> rma_active_;

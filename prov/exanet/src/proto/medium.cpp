@@ -36,8 +36,10 @@ core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept
   p.cq_data = a.cq_data;
   p.ring_offset = offset;
   p.ring = ring;
+  p.psn = next_psn(a.peer);
   wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);
+  commit_send(a.peer, a.kind, a.tag, false, 0);
   ++stats_.medium_sent;
 
   complete_buffered_send(a, len);

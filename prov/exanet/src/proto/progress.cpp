@@ -24,6 +24,10 @@ struct protocol_access {
     t[static_cast<std::size_t>(wire::pkt_type::rma_read_req)] = &endpoint::on_rma_read_req;
     t[static_cast<std::size_t>(wire::pkt_type::rma_done)] = &endpoint::on_rma_done;
     t[static_cast<std::size_t>(wire::pkt_type::rma_write_inline)] = &endpoint::on_rma_write_inline;
+    t[static_cast<std::size_t>(wire::pkt_type::rtr)] = &endpoint::on_rtr;
+    t[static_cast<std::size_t>(wire::pkt_type::rtr_nack)] = &endpoint::on_rtr_nack;
+    t[static_cast<std::size_t>(wire::pkt_type::rtr_cancel)] = &endpoint::on_rtr_cancel;
+    t[static_cast<std::size_t>(wire::pkt_type::rtr_cancel_reply)] = &endpoint::on_rtr_cancel_reply;
     return t;
   }
 };
@@ -47,7 +51,12 @@ void endpoint::on_packet(dev::peer_id from, const dev::packet& pkt) noexcept {
     on_unknown(from, pkt);
     return;
   }
+  if (from != dev::no_peer && !admit_in_order(from, pkt)) return;  // parked or already served
   (this->*g_rx_handlers[type])(from, pkt);
+}
+
+void endpoint::dispatch(dev::peer_id from, const dev::packet& pkt) noexcept {
+  (this->*g_rx_handlers[static_cast<std::uint8_t>(pkt[0])])(from, pkt);
 }
 
 void endpoint::on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept {
@@ -56,21 +65,27 @@ void endpoint::on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept {
              static_cast<unsigned>(pkt[0]), static_cast<unsigned>(pkt[1]), from);
 }
 
+std::size_t endpoint::progress_mailbox() noexcept {
+  return dev_.poll_mailbox(
+      mailbox_budget, [this](dev::peer_id from, const dev::packet& pkt) { on_packet(from, pkt); });
+}
+
 std::size_t endpoint::progress() noexcept {
   if (!open_) return 0;
   // First the mailbox: every arrival may complete or unblock something below.
-  std::size_t n = dev_.poll_mailbox(
-      mailbox_budget, [this](dev::peer_id from, const dev::packet& pkt) { on_packet(from, pkt); });
+  std::size_t n = progress_mailbox();
   n += dev_.poll_events(mailbox_budget, [this](dev::peer_id from, const dev::notification& e) {
     on_rma_event(from, e);  // peers' RMA accesses this endpoint counts
   });
+  if (!wait_ri_.empty()) n += poll_ri();                // writes our RTRs asked for
   if (!wait_notify_.empty()) n += poll_notifications();  // rendezvous data that landed here
   if (!rma_active_.empty()) n += progress_rma();        // RMA waiting on the engine or a reply
   if (!dma_backlog_.empty()) n += retry_dma();          // our writes that met a busy engine
   if (!backlog_.empty()) n += retry_backlog();          // control packets that met a full mailbox
+  if (lift_due_) lift_suspended();                       // late RTRs, after this round's matches
   if (++progress_calls_ % dead_check_every == 0 &&
       !(wait_notify_.empty() && wait_cts_.empty() && dma_backlog_.empty() && backlog_.empty() &&
-        rma_active_.empty()))
+        rma_active_.empty() && wait_ri_.empty()))
     check_dead_peers();
   return n;
 }
@@ -107,6 +122,25 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
     if (r.notify_slot != recv_request::no_slot) dev_.notify_free(r.notify_slot);
     fail_recv(r, FI_ECONNRESET);
   });
+  // Receives whose RTR went to the dead peer: no write can come any more. One matched to its
+  // RTS fails; a cancel in progress completes; the others stay posted as plain receives.
+  wait_ri_.for_each([&](recv_request& r) {
+    if (r.entry.source != p) return;
+    if (r.rtr == rtr_state::waiting_rts) {
+      fail_recv(r, FI_ECONNRESET);  // rtr_release takes it off wait_ri_
+    } else if (r.rtr == rtr_state::cancelling) {
+      matcher_for(r.kind).remove_posted(r.entry);
+      posted_left(r);
+      fail_recv(r, FI_ECANCELED);
+    } else {
+      rtr_release(r);
+    }
+  });
+  if (p < seq_.size()) {
+    peer_sequence& q = seq_[p];
+    while (backlog_packet* b = q.parked.pop_front()) backlog_pool_.release(b);
+    while (stored_rtr* st = q.stored.pop_front()) stored_rtrs_.release(st);
+  }
   auto fail_sends = [&](auto& list) {
     list.for_each([&](send_request& s) {
       if (s.peer != p) return;

@@ -27,22 +27,23 @@
 
 namespace exanet::proto {
 
-core::status endpoint::rts_send(const send_args& a, std::size_t len) noexcept {
+send_request* endpoint::make_rendezvous_send(const send_args& a, std::size_t len) noexcept {
   send_request* s = sends_.acquire();
-  if (!s) return core::status::again;
+  if (!s) return nullptr;
   s->context = a.context;
   s->len = len;
-  s->tag = a.tag;
+  s->tag = a.kind == queue_kind::tagged ? a.tag : 0;
+  s->cq_data = a.cq_data;
+  s->has_cq_data = a.has_cq_data;
   s->peer = a.peer;
   s->kind = a.kind;
   s->completion = a.completion && !a.inject;
-  s->ack_wanted = cfg_.protocol == protocol_family::read;
   if (a.inject) {
     // The caller may reuse its buffer on return: keep a private copy for the later DMA.
-    s->owned = static_cast<std::byte*>(std::malloc(len));
+    s->owned = static_cast<std::byte*>(std::malloc(len ? len : 1));
     if (!s->owned) {
       sends_.release(s);
-      return core::status::no_memory;
+      return nullptr;
     }
     core::copy_from_iov(s->owned, a.iov, 0, len);
     s->iov[0] = {s->owned, len};
@@ -51,6 +52,13 @@ core::status endpoint::rts_send(const send_args& a, std::size_t len) noexcept {
     std::copy(a.iov.begin(), a.iov.end(), s->iov.begin());
     s->iov_count = a.iov.size();
   }
+  return s;
+}
+
+core::status endpoint::rts_send(const send_args& a, std::size_t len) noexcept {
+  send_request* s = make_rendezvous_send(a, len);
+  if (!s) return core::status::again;
+  s->ack_wanted = cfg_.protocol == protocol_family::read;
   dev::emu::mailbox_reservation slot;
   if (core::status st = dev_.mailbox_reserve(a.peer, slot); !core::ok(st)) {
     release_send(*s);
@@ -65,8 +73,10 @@ core::status endpoint::rts_send(const send_args& a, std::size_t len) noexcept {
   p.cq_data = a.cq_data;
   p.msg_len = len;
   p.send_id = sends_.id_of(s);
+  p.psn = s->psn = next_psn(a.peer);
   wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);
+  commit_send(a.peer, a.kind, a.tag, true, p.send_id);
   wait_cts_.push_back(*s);
   ++stats_.rndv_sent;
   return core::status::ok;
@@ -81,6 +91,20 @@ void endpoint::on_rts(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   ++stats_.rndv_recv;
   if (recv_request* r = take_posted(kind, from, p.tag, p.msg_len)) {
+    if (r->rtr == rtr_state::sent || r->rtr == rtr_state::cancelling) {
+      // The receive's RTR names this send: the sender writes when it sees the RTR (it serves as
+      // this RTS's CTS), or answers NACK and then the CTS goes (rndv_rtr.cpp).
+      r->rtr = rtr_state::waiting_rts;
+      r->rts_psn = p.psn;
+      r->peer = from;
+      r->msg_len = p.msg_len;
+      r->tag = p.tag;
+      r->cq_data = p.cq_data;
+      r->has_cq_data = p.hdr.flags & wire::flag_cq_data;
+      r->send_id = p.send_id;
+      r->ack_wanted = p.hdr.flags & wire::flag_ack_wanted;
+      return;
+    }
     rndv_recv_start(*r, from, p);
     return;
   }
@@ -202,6 +226,7 @@ void endpoint::on_cts(dev::peer_id from, const dev::packet& pkt) noexcept {
     return;
   }
   wait_cts_.remove(*s);
+  s->cts_seen = true;
   s->dma = {};
   s->dma.peer = from;
   s->dma.src = {s->iov.data(), s->iov_count};

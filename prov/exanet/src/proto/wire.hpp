@@ -11,7 +11,7 @@
 
 namespace exanet::proto::wire {
 
-inline constexpr std::uint8_t version = 1;
+inline constexpr std::uint8_t version = 2;
 
 enum class pkt_type : std::uint8_t {
   env_data = 1,  // eager: envelope and payload in one packet          (eager.cpp)
@@ -22,7 +22,11 @@ enum class pkt_type : std::uint8_t {
   rma_done = 6,      // an RMA access landed: count it, deliver CQ data, ack   (rma.cpp)
   rma_write_inline = 7,  // a small write whose bytes wait in the bounce ring (rma_inline.cpp)
   rndv_ack = 8,      // read variant: the receiver has the data; the sender may complete (rndv_rts.cpp)
-  count = 9,
+  rtr = 9,           // ready to receive: "write the j-th send of my class after psn w here"  (rndv_rtr.cpp)
+  rtr_nack = 10,     // the sender cannot serve an RTR: the receive goes sender-initiated      (rndv_rtr.cpp)
+  rtr_cancel = 11,   // the receiver wants its RTR back (fi_cancel)                            (rndv_rtr.cpp)
+  rtr_cancel_reply = 12,  // the sender's answer: withdrawn, or already written            (rndv_rtr.cpp)
+  count = 13,
 };
 static_assert(static_cast<std::uint8_t>(pkt_type::count) < dev::first_device_packet_type);
 
@@ -35,7 +39,17 @@ enum : std::uint16_t {
   flag_ack = 1u << 4,          // rma_done: answer with an rma_reply once processed
   flag_region_end = 1u << 5,   // rma_done: the operation's final range in this registration
   flag_ack_wanted = 1u << 6,   // rts: the sender completes on an rndv_ack (read variant)
+  flag_withdrawn = 1u << 7,    // rtr_cancel_reply: the RTR was still stored and is gone
 };
+
+/// Packet sequence number: every message a sender sends to one receiver (env_data, medium, rts,
+/// or a receiver-initiated write) takes the next one. The receiver takes messages in psn order,
+/// which is what makes an RTR's ticket exact (prov/exanet/docs/model). Compared as serial
+/// numbers, so wrap-around is harmless while fewer than 2^31 are in flight.
+using psn_t = std::uint32_t;
+constexpr bool psn_before(psn_t a, psn_t b) noexcept {
+  return static_cast<std::int32_t>(a - b) < 0;
+}
 
 struct header {
   pkt_type type;
@@ -45,12 +59,15 @@ struct header {
 };
 static_assert(sizeof(header) == 8);
 
-inline constexpr std::size_t eager_payload_max = 40;
+inline constexpr std::size_t eager_payload_max = 36;
 
+// The three message packets share their first 28 bytes (header, tag, cq_data, psn), so the
+// receiver can order them by psn before it knows more (psn_of).
 struct env_data {
   header hdr;
   std::uint64_t tag;
   std::uint64_t cq_data;
+  psn_t psn;
   std::byte payload[eager_payload_max];
 };
 
@@ -58,9 +75,9 @@ struct medium {
   header hdr;
   std::uint64_t tag;
   std::uint64_t cq_data;
-  std::uint64_t ring_offset;  // absolute position in the sender's bounce ring at the receiver
+  psn_t psn;
   std::uint32_t ring;         // which bounce ring
-  std::uint32_t reserved;
+  std::uint64_t ring_offset;  // absolute position in the sender's bounce ring at the receiver
   std::uint8_t pad[24];
 };
 
@@ -68,10 +85,49 @@ struct rts {
   header hdr;
   std::uint64_t tag;
   std::uint64_t cq_data;
+  psn_t psn;
+  std::uint32_t reserved;
   std::uint64_t msg_len;
   std::uint64_t send_id;  // names the send request at the sender; echoed by every cts
-  std::uint8_t pad[24];
+  std::uint8_t pad[16];
 };
+
+/// Receiver-initiated rendezvous: a posted receive tells the sender where its buffer is. Its
+/// ticket names the nth send of the receive's class (tag and ignore bits, queue) with psn after
+/// `after_psn`, the receiver's watermark: every send up to it has been taken in order.
+struct rtr {
+  header hdr;                 // flag_tagged
+  std::uint64_t tag;
+  std::uint64_t ignore;
+  std::uint64_t buf_addr;
+  std::uint64_t capacity;
+  std::uint64_t recv_id;      // names the receive in rtr_nack and rtr_cancel_reply
+  psn_t after_psn;
+  std::uint32_t nth;          // 1: the first class send after after_psn
+  std::uint32_t notify_slot;  // the receive's slot: notification and landing record
+  std::uint32_t notify_gen;
+};
+
+/// The sender's answers about one RTR: rtr_nack, rtr_cancel and rtr_cancel_reply.
+struct rtr_answer {
+  header hdr;  // rtr_cancel_reply: flag_withdrawn
+  std::uint64_t recv_id;
+  std::uint8_t pad[48];
+};
+
+/// What a receiver-initiated write posts after the data: the DMA notification (16 bytes) and the
+/// landing record the sender wrote first. Together they make the full completion entry.
+struct ri_notification {
+  std::uint64_t cq_data;
+  psn_t psn;
+  std::uint32_t flags;  // flag_cq_data
+};
+static_assert(sizeof(ri_notification) == dev::notification_bytes);
+struct ri_record {
+  std::uint64_t tag;
+  std::uint64_t msg_len;  // the whole message; more than the capacity means truncated
+};
+static_assert(sizeof(ri_record) == dev::notification_bytes);
 
 struct cts {
   header hdr;
@@ -158,8 +214,23 @@ inline constexpr bool is_packet = sizeof(P) == dev::packet_bytes &&
                                   std::is_trivially_copyable_v<P> && std::is_standard_layout_v<P>;
 static_assert(is_packet<env_data> && is_packet<medium> && is_packet<rts> && is_packet<cts> &&
               is_packet<rma_read_req> && is_packet<rma_done> && is_packet<rma_write_inline> &&
-              is_packet<rndv_ack>);
+              is_packet<rndv_ack> && is_packet<rtr> && is_packet<rtr_answer>);
 static_assert(offsetof(env_data, hdr) == 0 && offsetof(rts, hdr) == 0 && offsetof(cts, hdr) == 0);
+inline constexpr std::size_t psn_offset = 24;
+static_assert(offsetof(env_data, psn) == psn_offset && offsetof(medium, psn) == psn_offset &&
+              offsetof(rts, psn) == psn_offset);
+
+/// True for the packets that carry a message, and so a psn.
+constexpr bool is_message(std::uint8_t type) noexcept {
+  return type == static_cast<std::uint8_t>(pkt_type::env_data) ||
+         type == static_cast<std::uint8_t>(pkt_type::medium) ||
+         type == static_cast<std::uint8_t>(pkt_type::rts);
+}
+inline psn_t psn_of(const dev::packet& raw) noexcept {
+  psn_t p;
+  std::memcpy(&p, raw.data() + psn_offset, sizeof p);
+  return p;
+}
 
 template <class P>
 P read(const dev::packet& raw) noexcept {

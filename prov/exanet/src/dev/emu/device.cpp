@@ -295,6 +295,18 @@ void device::notify_free(std::uint32_t slot) noexcept {
   free_notify_.push_back(slot);  // capacity reserved at open: never allocates
 }
 
+core::status device::notify_record_put(peer_id p, std::uint32_t slot,
+                                       const notification& rec) noexcept {
+  peer& pr = peers_[p];
+  if (pr.dead || pr.view.header->closed.load(std::memory_order_acquire)) {
+    pr.dead = true;
+    return core::status::peer_dead;
+  }
+  if (slot >= pr.geo.notify_slots) return core::status::invalid;
+  pr.view.notify[slot].record = rec;  // published by the release store of the notification
+  return core::status::ok;
+}
+
 void device::notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen,
                           const notification& data) noexcept {
   notify_slot& n = v.notify[slot];
@@ -304,7 +316,11 @@ void device::notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen
 
 core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
   peer& pr = peers_[w.peer];
-  if (pr.dead) return core::status::peer_dead;
+  // A closed endpoint's buffers belong to its application again: nothing may land in them.
+  if (pr.dead || pr.view.header->closed.load(std::memory_order_acquire)) {
+    pr.dead = true;
+    return core::status::peer_dead;
+  }
   if (w.notify && w.notify_slot >= pr.geo.notify_slots) return core::status::invalid;
   if (pr.cma) {
     core::status s = dma_cma(pr, w, st);

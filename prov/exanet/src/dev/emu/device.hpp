@@ -119,6 +119,13 @@ class device {
     return true;
   }
   void notify_free(std::uint32_t slot) noexcept;
+  /// The landing record a sender put beside (slot)'s notification; valid once notify_test
+  /// returned true for it.
+  notification notify_record(std::uint32_t slot) const noexcept { return local_.notify[slot].record; }
+  /// Sender: writes the 16-byte landing record into p's slot before the DMA that notifies it,
+  /// so it is in place when the notification arms the slot. (Hardware: one more small write of
+  /// the engine, ordered before the notification.) status::invalid for a slot p does not have.
+  core::status notify_record_put(peer_id p, std::uint32_t slot, const notification& rec) noexcept;
 
   // ---- DMA engine ---------------------------------------------------------------------------
   /// Moves w.len bytes of w.src (from w.src_offset) to w.dst_addr in w.peer, then posts the

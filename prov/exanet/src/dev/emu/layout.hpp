@@ -6,7 +6,7 @@
 //   | segment_header     |  identity, owner pid, geometry, ready flag
 //   | mailbox_control    |  producers' tail (one line)
 //   | mailbox_slot[M]    |  128 B each: seq/PDID/source line + the 64-byte packet line
-//   | notify_slot[N]     |  64 B each: generation + 16 bytes of notification
+//   | notify_slot[N]     |  64 B each: generation, 16 bytes of notification, 16-byte record
 //   | bounce_desc[P]     |  per-sender medium ring: owner, head, tail on separate lines
 //   | staging_control    |  free mask of DMA staging chunks (copy fallback without CMA)
 //   | key_entry[K]       |  64 B each: the RMA protection table (keys this endpoint granted)
@@ -26,7 +26,7 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 2;
+inline constexpr std::uint32_t layout_version = 3;
 inline constexpr std::size_t cache_line = 64;
 
 struct geometry {
@@ -71,6 +71,7 @@ struct alignas(cache_line) notify_slot {
   std::atomic<std::uint32_t> gen;  // set to the armed generation after data is written
   std::uint32_t reserved;
   notification data;
+  notification record;  // written by the sender before the data; read once gen is armed
 };
 static_assert(sizeof(notify_slot) == cache_line);
 

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Large-message latency with receives posted first, side by side in one run: exanet's default
+# write-based rendezvous (receiver-initiated when the receive is posted first), exanet's read
+# variant (the thesis baseline, FI_EXANET_PROTOCOL=read), and libfabric's shm and tcp providers,
+# all through our tagged_bench program (directed, pre-posted receives). Reports the ratios and
+# the share of rendezvous sends an RTR served. A benchmark, not a test: nothing asserts on time.
+#   fabtests/bench/rendezvous_compare.sh [build-dir] [out-dir]
+# Environment: SIZES (default 64 KiB .. 4 MiB by powers of 2), REPEAT (default 3: each cell is the
+# median of that many runs, the paths taking turns in each round), ITERS (passed on).
+set -u
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+build=${1:-$root/build}
+out=${2:-$build/bench}
+repeat=${REPEAT:-3}
+sizes=${SIZES:-"65536 131072 262144 524288 1048576 2097152 4194304"}
+paths="exanet exanet_read shm tcp"
+bench=$build/fabtests/tagged_bench
+[[ -x $bench ]] || { echo "build first: $bench is missing" >&2; exit 1; }
+mkdir -p "$out"
+csv=$out/rendezvous.csv
+raw=$(mktemp)
+trap 'rm -f "$raw" "$raw.run" "$raw.err"' EXIT
+
+for _ in $(seq "$repeat"); do
+  for path in $paths; do
+    case $path in
+      exanet) env=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_PROTOCOL=write) ;;
+      exanet_read) env=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_PROTOCOL=read) ;;
+      *) env=(FI_PROVIDER="$path") ;;
+    esac
+    # shellcheck disable=SC2086
+    if ! env "${env[@]}" timeout 900 "$bench" $sizes >"$raw.run" 2>"$raw.err"; then
+      echo "tagged_bench over $path failed: $(tail -1 "$raw.err")" >&2
+      continue
+    fi
+    awk -v p="$path" 'NR > 1 { print p, $1, $2, $3 }' "$raw.run" >>"$raw"
+  done
+done
+
+awk -v sizes="$sizes" -v paths="$paths" '
+  function median(list,   n, a, i, j, t) {
+    n = split(list, a, " ")
+    if (n == 0) return "NA"
+    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
+    return a[int((n + 1) / 2)]
+  }
+  function ratio(a, b) { return (a == "NA" || b == "NA" || b == 0) ? "NA" : sprintf("%.2f", a / b) }
+  { lat[$1, $2] = lat[$1, $2] " " $3; if ($1 == "exanet") ri[$2] = ri[$2] " " $4 }
+  END {
+    np = split(paths, P, " "); ns = split(sizes, S, " ")
+    hdr = "size"
+    for (i = 1; i <= np; i++) hdr = hdr "," P[i] "_lat_us"
+    print hdr ",exanet_over_read,exanet_over_shm,exanet_ri_pct"
+    for (s = 1; s <= ns; s++) {
+      line = S[s]
+      for (i = 1; i <= np; i++) { m[P[i]] = median(lat[P[i], S[s]]); line = line "," m[P[i]] }
+      print line "," ratio(m["exanet"], m["exanet_read"]) "," ratio(m["exanet"], m["shm"]) "," median(ri[S[s]])
+    }
+  }' "$raw" >"$csv"
+
+column -s, -t <"$csv"
+echo "CSV: $csv"
+if command -v gnuplot >/dev/null; then
+  gnuplot <<GP
+set terminal pngcairo size 800,500 noenhanced
+set output "$out/rendezvous.png"
+set datafile separator ","
+set logscale xy
+set xlabel "size (bytes)"
+set ylabel "latency (usec, one way, receives posted first)"
+set key top left
+plot for [i=0:3] "$csv" every ::1 using 1:(column(2 + i)) with linespoints title columnhead(2 + i)
+GP
+  echo "plot: $out/rendezvous.png"
+fi

@@ -1,0 +1,179 @@
+/*
+ * Tagged ping-pong with pre-posted, directed receives, for any libfabric provider (FI_PROVIDER
+ * selects it), two processes on this host. Each side posts its next receive before the message
+ * it is for can be sent (as MPI does with MPI_Irecv before the partner's MPI_Send), so a
+ * receiver-initiated rendezvous can serve every large message. fi_pingpong cannot show that: its
+ * receives name no source (FI_ADDR_UNSPEC), and a receive that may match any sender cannot tell
+ * one sender where its buffer is.
+ *
+ *   tagged_bench [sizes...]      (default: 64 KiB .. 4 MiB by powers of 2)
+ * Output, one line per size:  size lat_us ri_pct
+ *   lat_us  half the round trip, median of the timed iterations
+ *   ri_pct  exanet only: the share of rendezvous sends written straight into a receive buffer
+ *           by its RTR (counters of both processes); NA for other providers
+ * A benchmark, not a test: it checks only that the data arrived. ITERS (default 500).
+ */
+#include "xt.h"
+
+#include <rdma/fi_ext_exanet.h>
+#include <string.h>
+#include <time.h>
+
+#define TAG 0x5eed
+
+static size_t g_sizes[64];
+static size_t g_nsizes;
+
+static double now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* Rendezvous sends so far, and how many of them an RTR served; false without exanet. */
+static int rendezvous_counts(struct xt_ep *x, uint64_t *all, uint64_t *ri)
+{
+	struct fi_exanet_counters_ops *ops;
+	if (fi_open_ops(&x->ep->fid, FI_EXANET_COUNTERS_OPS, 0, (void **)&ops, NULL))
+		return 0;
+	struct fi_exanet_counters c;
+	memset(&c, 0, sizeof c);
+	if (ops->read(x->ep, &c, sizeof c))
+		return 0;
+	*all = c.rndv_sent + c.ri_sent;
+	*ri = c.ri_sent;
+	return 1;
+}
+
+/* Posts until the provider takes it, progressing both CQs meanwhile (shm and tcp answer
+ * -FI_EAGAIN while earlier work drains). */
+#define POST(x, call)                                                                   \
+	do {                                                                            \
+		ssize_t rc_;                                                            \
+		while ((rc_ = (call)) == -FI_EAGAIN) {                                  \
+			fi_cq_read((x)->txcq, NULL, 0);                                 \
+			fi_cq_read((x)->rxcq, NULL, 0);                                 \
+		}                                                                       \
+		XT_CHECK(rc_ == 0, "%s = %zd (%s)", #call, rc_, fi_strerror((int)-rc_)); \
+	} while (0)
+
+static void wait_one(struct fid_cq *cq)
+{
+	struct fi_cq_tagged_entry e;
+	ssize_t rc;
+	while ((rc = fi_cq_read(cq, &e, 1)) == -FI_EAGAIN)
+		;
+	if (rc != 1) {
+		struct fi_cq_err_entry err = {0};
+		fi_cq_readerr(cq, &err, 0);
+		XT_CHECK(0, "completion error %d (%s)", err.err, fi_strerror(err.err));
+	}
+}
+
+/* Both sides run this; `first` sends the ping. */
+static int run(int first, int sock)
+{
+	struct xt_ep x;
+	struct fi_info *h = xt_hints(); /* FI_DIRECTED_RECV: receives name their source */
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	xt_open(&x, h, 0);
+	fi_freeinfo(h);
+	const fi_addr_t peer = xt_exchange(&x, sock, first, NULL);
+	size_t max = 0;
+	for (size_t i = 0; i < g_nsizes; i++)
+		if (g_sizes[i] > max)
+			max = g_sizes[i];
+	unsigned char *rbuf = malloc(max), *sbuf = malloc(max);
+	XT_CHECK(rbuf && sbuf, "out of memory");
+	const size_t iters = getenv("ITERS") ? strtoull(getenv("ITERS"), NULL, 10) : 500;
+	const size_t warm = iters / 10 + 1;
+	double *t = malloc(sizeof(double) * iters);
+	if (first)
+		printf("%-10s %12s %8s\n", "size", "lat_us", "ri_pct");
+	for (size_t k = 0; k < g_nsizes; k++) {
+		const size_t size = g_sizes[k];
+		xt_fill(sbuf, size, (unsigned)k);
+		uint64_t all0 = 0, ri0 = 0, all1 = 0, ri1 = 0;
+		const int counted = rendezvous_counts(&x, &all0, &ri0);
+		/* The first receive goes up before the barrier, so the peer's first send finds it. */
+		POST(&x, fi_trecv(x.ep, rbuf, size, NULL, peer, TAG, 0, NULL));
+		xt_sync_progress(sock, x.rxcq);
+		for (size_t i = 0; i < warm + iters; i++) {
+			const double t0 = now_us();
+			if (first) {
+				POST(&x, fi_tsend(x.ep, sbuf, size, NULL, peer, TAG, NULL));
+				wait_one(x.txcq);
+				wait_one(x.rxcq);
+				POST(&x, fi_trecv(x.ep, rbuf, size, NULL, peer, TAG, 0, NULL)); /* the next one */
+			} else {
+				wait_one(x.rxcq);
+				POST(&x, fi_trecv(x.ep, rbuf, size, NULL, peer, TAG, 0, NULL)); /* before we answer */
+				POST(&x, fi_tsend(x.ep, sbuf, size, NULL, peer, TAG, NULL));
+				wait_one(x.txcq);
+			}
+			if (i >= warm)
+				t[i - warm] = (now_us() - t0) / 2;
+		}
+		/* One receive is still posted on each side: one more exchange retires both. */
+		if (first) {
+			POST(&x, fi_tsend(x.ep, sbuf, size, NULL, peer, TAG, NULL));
+			wait_one(x.txcq);
+			wait_one(x.rxcq);
+		} else {
+			wait_one(x.rxcq);
+			POST(&x, fi_tsend(x.ep, sbuf, size, NULL, peer, TAG, NULL));
+			wait_one(x.txcq);
+		}
+		XT_CHECK(xt_verify(rbuf, size, (unsigned)k), "data of size %zu", size);
+		if (counted)
+			rendezvous_counts(&x, &all1, &ri1);
+		/* Both processes' sends count: add the peer's deltas to ours. */
+		uint64_t mine[2] = {all1 - all0, ri1 - ri0}, theirs[2];
+		xt_send_all(sock, mine, sizeof mine);
+		xt_recv_all(sock, theirs, sizeof theirs);
+		if (first) {
+			qsort(t, iters, sizeof *t, cmp_double);
+			const uint64_t all = mine[0] + theirs[0], ri = mine[1] + theirs[1];
+			char pct[16] = "NA";
+			if (counted && all)
+				snprintf(pct, sizeof pct, "%.1f", 100.0 * (double)ri / (double)all);
+			printf("%-10zu %12.2f %8s\n", size, t[iters / 2], pct);
+			fflush(stdout);
+		}
+		xt_sync_progress(sock, x.rxcq);
+	}
+	free(t);
+	free(rbuf);
+	free(sbuf);
+	xt_close(&x);
+	return 0;
+}
+
+static int child(int i, int sock)
+{
+	(void)i;
+	return run(0, sock);
+}
+
+int main(int argc, char **argv)
+{
+	for (int i = 1; i < argc && g_nsizes < 64; i++)
+		g_sizes[g_nsizes++] = strtoull(argv[i], NULL, 10);
+	if (g_nsizes == 0)
+		for (size_t s = 64u << 10; s <= (4u << 20); s *= 2)
+			g_sizes[g_nsizes++] = s;
+	xt_init(1800);
+	int sock;
+	pid_t pid;
+	xt_spawn(1, child, &sock, &pid);
+	run(1, sock);
+	xt_reap(1, &pid);
+	return 0;
+}
