@@ -75,6 +75,22 @@ struct fi_exanet_counters_ops {
 	int (*read)(struct fid_ep *ep, struct fi_exanet_counters *counters, size_t size);
 };
 
+/*
+ * Protocol testing, not for applications: forces the packet orderings the rendezvous must
+ * survive (fabtests/conformance/rendezvous_races.c).
+ *     struct fi_exanet_testing_ops *t;
+ *     fi_open_ops(&ep->fid, FI_EXANET_TESTING_OPS, 0, (void **)&t, NULL);
+ *     t->hold_mailbox(ep, 1);   progress (and a send's look at the mailbox) take no packet;
+ *                               DMA notifications still land and are taken
+ *     t->hold_mailbox(ep, 0);   back to normal
+ */
+#define FI_EXANET_TESTING_OPS "exanet_testing"
+
+struct fi_exanet_testing_ops {
+	size_t size; /* sizeof(struct fi_exanet_testing_ops) */
+	int (*hold_mailbox)(struct fid_ep *ep, int hold);
+};
+
 #ifdef __cplusplus
 }
 #endif

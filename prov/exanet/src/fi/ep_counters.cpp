@@ -70,14 +70,33 @@ constinit fi_exanet_counters_ops g_counters_ops = {
     .read = &read_counters,
 };
 
+int hold_mailbox(fid_ep* f, int hold) noexcept {
+  if (!f) return -FI_EINVAL;
+  endpoint& ep = from_fid<endpoint>(&f->fid);
+  core::level_guard g(ep.lock);
+  ep.proto.hold_mailbox(hold != 0);
+  return 0;
+}
+
+constinit fi_exanet_testing_ops g_testing_ops = {
+    .size = sizeof(fi_exanet_testing_ops),
+    .hold_mailbox = &hold_mailbox,
+};
+
 }  // namespace
 
 int endpoint_ops_open(fid* f, const char* name, uint64_t flags, void** ops, void*) noexcept {
   if (!f || !name || !ops) return -FI_EINVAL;
   if (flags) return -FI_EBADFLAGS;
-  if (std::strcmp(name, FI_EXANET_COUNTERS_OPS) != 0) return -FI_ENOSYS;
-  *ops = &g_counters_ops;
-  return 0;
+  if (std::strcmp(name, FI_EXANET_COUNTERS_OPS) == 0) {
+    *ops = &g_counters_ops;
+    return 0;
+  }
+  if (std::strcmp(name, FI_EXANET_TESTING_OPS) == 0) {
+    *ops = &g_testing_ops;
+    return 0;
+  }
+  return -FI_ENOSYS;
 }
 
 void endpoint_report_counters(endpoint& ep) noexcept {

@@ -296,6 +296,8 @@ class endpoint {
   std::size_t progress() noexcept;
 
   const endpoint_stats& stats() const noexcept { return stats_; }
+  /// Testing (FI_EXANET_TESTING_OPS): while held, no packet is taken from the mailbox.
+  void hold_mailbox(bool hold) noexcept { mailbox_held_ = hold; }
 
  private:
   friend struct protocol_access;
@@ -426,6 +428,7 @@ class endpoint {
   core::pool<stored_rtr> stored_rtrs_{64};
   std::array<std::size_t, 2> suspended_{};  // suspended receives per queue kind
   bool lift_due_ = false;
+  bool mailbox_held_ = false;
   core::intrusive_list<backlog_packet, &backlog_packet::hook> backlog_;
   core::pool<rma_request> rmas_{64};
   core::intrusive_list<rma_request, &rma_request::hook> rma_active_;

@@ -66,6 +66,7 @@ void endpoint::on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept {
 }
 
 std::size_t endpoint::progress_mailbox() noexcept {
+  if (mailbox_held_) [[unlikely]] return 0;
   return dev_.poll_mailbox(
       mailbox_budget, [this](dev::peer_id from, const dev::packet& pkt) { on_packet(from, pkt); });
 }

@@ -1,0 +1,616 @@
+/*
+ * The rendezvous races of the write-based protocol (research extract §13.15), one case each, with
+ * the ordering forced: a process holds back draining its mailbox (FI_EXANET_TESTING_OPS), or does
+ * not progress at all, while the other acts. Each case checks every byte, tag and length, and the
+ * counters that show the intended path was taken (receiver-initiated, concurrent, parked,
+ * dropped as served, NACKed ...). Two processes per case: the parent receives, the child sends.
+ */
+#include "xt.h"
+
+#include <rdma/fi_ext_exanet.h>
+#include <string.h>
+
+#define BIG (256u << 10) /* above the medium limit: a rendezvous */
+
+struct side {
+	struct xt_ep x;
+	fi_addr_t peer;
+	int sock;
+	struct fi_exanet_testing_ops *t;
+	struct fi_exanet_counters base;
+};
+
+static struct fi_exanet_counters counters(struct side *s)
+{
+	struct fi_exanet_counters_ops *ops;
+	XT_RC(fi_open_ops(&s->x.ep->fid, FI_EXANET_COUNTERS_OPS, 0, (void **)&ops, NULL));
+	struct fi_exanet_counters c;
+	XT_RC(ops->read(s->x.ep, &c, sizeof c));
+	return c;
+}
+
+static void open_side(struct side *s, int sock, int first)
+{
+	xt_open_default(&s->x, 0);
+	s->sock = sock;
+	s->peer = xt_exchange(&s->x, sock, first, NULL);
+	XT_RC(fi_open_ops(&s->x.ep->fid, FI_EXANET_TESTING_OPS, 0, (void **)&s->t, NULL));
+	s->base = counters(s);
+}
+
+/* Counter growth since open_side, by field name. */
+#define DELTA(s, field) (counters(s).field - (s)->base.field)
+
+static void hold(struct side *s, int on) { XT_RC(s->t->hold_mailbox(s->x.ep, on)); }
+
+static void post(struct side *s, void *buf, size_t len, uint64_t tag, uint64_t ignore, void *ctx)
+{
+	XT_RC(fi_trecv(s->x.ep, buf, len, NULL, s->peer, tag, ignore, ctx));
+}
+
+static void post_from(struct side *s, fi_addr_t from, void *buf, size_t len, uint64_t tag, void *ctx)
+{
+	XT_RC(fi_trecv(s->x.ep, buf, len, NULL, from, tag, 0, ctx));
+}
+
+static void send_to(struct side *s, fi_addr_t to, const void *buf, size_t len, uint64_t tag)
+{
+	ssize_t rc;
+	while ((rc = fi_tsend(s->x.ep, buf, len, NULL, to, tag, NULL)) == -FI_EAGAIN)
+		fi_cq_read(s->x.txcq, NULL, 0);
+	XT_RC(rc);
+}
+
+static void send_wait(struct side *s, const void *buf, size_t len, uint64_t tag)
+{
+	send_to(s, s->peer, buf, len, tag);
+	XT_CHECK(xt_wait(s->x.txcq, NULL, NULL, 30) == 1, "send of tag %#llx", (unsigned long long)tag);
+}
+
+/* Waits for the next receive completion and checks it: context, tag, length, payload seed. */
+static void expect(struct side *s, void *ctx, void *buf, uint64_t tag, size_t len, unsigned seed)
+{
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(s->x.rxcq, &e, &err, 30) == 1, "receive %p failed: %d (%s)", ctx, err.err,
+		 fi_strerror(err.err));
+	XT_CHECK(e.op_context == ctx, "completion for %p (tag %#llx len %zu), expected %p", e.op_context, (unsigned long long)e.tag, e.len, ctx);
+	XT_CHECK(e.tag == tag && e.len == len, "receive %p: tag %#llx len %zu, want %#llx %zu", ctx,
+		 (unsigned long long)e.tag, e.len, (unsigned long long)tag, len);
+	XT_CHECK(xt_verify(buf, len, seed), "receive %p: payload differs", ctx);
+}
+
+/* Completions of different receives may come in any order (only matching is ordered): waits
+ * for n and checks each against the receive its context names. */
+struct want {
+	void *ctx, *buf;
+	uint64_t tag;
+	size_t len;
+	unsigned seed;
+};
+
+static void expect_all(struct side *s, struct want *w, int n)
+{
+	for (int k = 0; k < n; k++) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err = {0};
+		XT_CHECK(xt_wait(s->x.rxcq, &e, &err, 30) == 1, "receive failed: %d (%s)", err.err,
+			 fi_strerror(err.err));
+		int i = 0;
+		while (i < n && w[i].ctx != e.op_context)
+			i++;
+		XT_CHECK(i < n, "completion for an unknown context %p", e.op_context);
+		XT_CHECK(e.tag == w[i].tag && e.len == w[i].len, "receive %d: tag %#llx len %zu, want %#llx %zu",
+			 i, (unsigned long long)e.tag, e.len, (unsigned long long)w[i].tag, w[i].len);
+		XT_CHECK(xt_verify(w[i].buf, w[i].len, w[i].seed), "receive %d: payload differs", i);
+		w[i].ctx = NULL; /* twice would now fail as unknown */
+	}
+}
+
+static void *filled(size_t len, unsigned seed)
+{
+	void *b = malloc(len);
+	XT_CHECK(b, "out of memory");
+	xt_fill(b, len, seed);
+	return b;
+}
+
+static void *zeroed(size_t len)
+{
+	void *b = calloc(1, len);
+	XT_CHECK(b, "out of memory");
+	return b;
+}
+
+static void run_case(const char *name, xt_child_fn child, void (*parent)(struct side *))
+{
+	int sock;
+	pid_t pid;
+	xt_spawn(1, child, &sock, &pid);
+	struct side s;
+	open_side(&s, sock, 0);
+	parent(&s);
+	xt_sync_progress(sock, s.x.rxcq);
+	xt_close(&s.x);
+	xt_reap(1, &pid);
+	xt_pass(name);
+}
+
+static int child_done(struct side *s)
+{
+	xt_sync_progress(s->sock, s->x.txcq);
+	xt_close(&s->x);
+	return 0;
+}
+
+/* ---- 1. SI long, RI long, and RTS/RTR crossing: exactly one write each ------------------------ */
+
+static int c1(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *a = filled(BIG, 1), *b = filled(BIG, 2), *c = filled(BIG, 3);
+	xt_sync(sock);                 /* nothing posted at the receiver yet */
+	send_to(&s, s.peer, a, BIG, 1); /* an RTS that waits there unexpected */
+	xt_sync(sock);                 /* the receive for it is posted now */
+	XT_CHECK(xt_wait(s.x.txcq, NULL, NULL, 30) == 1, "SI send");
+	xt_sync(sock);                 /* receive 2 is posted: its RTR is in our mailbox */
+	send_wait(&s, b, BIG, 2);
+	hold(&s, 1);
+	xt_sync(sock);                 /* receive 3 is posted; its RTR waits in our held mailbox */
+	send_to(&s, s.peer, c, BIG, 3); /* cannot see the RTR: goes out as an RTS */
+	hold(&s, 0);
+	XT_CHECK(xt_wait(s.x.txcq, NULL, NULL, 30) == 1, "crossing send");
+	XT_CHECK(DELTA(&s, ri_sent) == 1 && DELTA(&s, concurrent) == 1 && DELTA(&s, rndv_sent) == 2,
+		 "sender: ri %llu concurrent %llu rts %llu", (unsigned long long)DELTA(&s, ri_sent),
+		 (unsigned long long)DELTA(&s, concurrent), (unsigned long long)DELTA(&s, rndv_sent));
+	return child_done(&s);
+}
+
+static void p1(struct side *s)
+{
+	void *a = zeroed(BIG), *b = zeroed(BIG), *c = zeroed(BIG);
+	int ca, cb, cc;
+	xt_sync_progress(s->sock, s->x.rxcq);
+	xt_sync_progress(s->sock, s->x.rxcq); /* the RTS is here (or on its way) */
+	post(s, a, BIG, 1, 0, &ca);
+	expect(s, &ca, a, 1, BIG, 1);
+	post(s, b, BIG, 2, 0, &cb);
+	xt_sync(s->sock);
+	expect(s, &cb, b, 2, BIG, 2);
+	post(s, c, BIG, 3, 0, &cc);
+	xt_sync(s->sock);
+	expect(s, &cc, c, 3, BIG, 3);
+	XT_CHECK(DELTA(s, ri_recv) == 1 && DELTA(s, rtr_sent) == 2,
+		 "receiver: ri %llu rtr %llu", (unsigned long long)DELTA(s, ri_recv),
+		 (unsigned long long)DELTA(s, rtr_sent));
+	XT_CHECK(xt_drain(s->x.rxcq) == 0, "a receive completed twice");
+}
+
+/* ---- 2. Suspension: wildcard source, overlapping class, and the lift keeping posting order -- */
+
+static int c2(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *m[8];
+	for (unsigned k = 0; k < 8; k++)
+		m[k] = filled(BIG, 20 + k);
+	xt_sync_progress(sock, s.x.txcq); /* wildcard W, suspended R1, R2 posted */
+	send_wait(&s, m[0], BIG, 10);    /* -> W (no RTR can name it) */
+	send_wait(&s, m[1], BIG, 11);    /* -> R2 by its RTR */
+	send_wait(&s, m[2], BIG, 10);    /* -> R1 by its late RTR */
+	xt_sync_progress(sock, s.x.txcq); /* class C, suspended E, self receive posted */
+	send_wait(&s, m[3], BIG, 0x22);  /* -> C */
+	send_wait(&s, m[4], BIG, 0x21);  /* -> E after its late RTR */
+	xt_sync_progress(sock, s.x.txcq); /* W2 and suspended R3 posted */
+	send_wait(&s, m[5], BIG, 30);    /* -> W2; R3 lifts; R4 posted after */
+	xt_sync_progress(sock, s.x.txcq);
+	send_wait(&s, m[6], BIG, 30);    /* -> R3, posted first */
+	send_wait(&s, m[7], BIG, 30);    /* -> R4 */
+	return child_done(&s);
+}
+
+static void p2(struct side *s)
+{
+	void *w = zeroed(BIG), *r1 = zeroed(BIG), *r2 = zeroed(BIG);
+	int cw, c1_, c2_;
+	XT_RC(fi_trecv(s->x.ep, w, BIG, NULL, FI_ADDR_UNSPEC, 10, 0, &cw));
+	post(s, r1, BIG, 10, 0, &c1_); /* W could take its message: suspended */
+	post(s, r2, BIG, 11, 0, &c2_); /* another class: its RTR goes now */
+	XT_CHECK(DELTA(s, suspensions) == 1 && DELTA(s, rtr_sent) == 1, "suspensions %llu rtr %llu",
+		 (unsigned long long)DELTA(s, suspensions), (unsigned long long)DELTA(s, rtr_sent));
+	xt_sync(s->sock);
+	struct want a[] = {{&cw, w, 10, BIG, 20}, {&c2_, r2, 11, BIG, 21}, {&c1_, r1, 10, BIG, 22}};
+	expect_all(s, a, 3);
+	XT_CHECK(DELTA(s, rtr_late) == 1, "late RTRs %llu", (unsigned long long)DELTA(s, rtr_late));
+
+	/* ignore bits: a class receive C = {0x20..0x2f} suspends an overlapping exact receive from
+	 * the same source only; the same exact tag from another source (ourselves) is not held */
+	void *c = zeroed(BIG), *e = zeroed(BIG), *self = zeroed(BIG), *mine = filled(BIG, 99);
+	int cc, ce, cs;
+	post(s, c, BIG, 0x20, 0xf, &cc);
+	post(s, e, BIG, 0x21, 0, &ce);
+	fi_addr_t me = xt_insert(&s->x, s->x.name);
+	post_from(s, me, self, BIG, 0x21, &cs);
+	XT_CHECK(DELTA(s, suspensions) == 2, "only the overlapping receive from the same source waits");
+	send_to(s, me, mine, BIG, 0x21);
+	expect(s, &cs, self, 0x21, BIG, 99);
+	XT_CHECK(xt_wait(s->x.txcq, NULL, NULL, 30) == 1, "send to self");
+	xt_sync(s->sock);
+	struct want b[] = {{&cc, c, 0x22, BIG, 23}, {&ce, e, 0x21, BIG, 24}};
+	expect_all(s, b, 2);
+
+	/* extract §12.1: R3 is posted under a wildcard; after the lift, R4 (posted later, same
+	 * class) must not take the message R3 is owed */
+	void *w2 = zeroed(BIG), *r3 = zeroed(BIG), *r4 = zeroed(BIG);
+	int cw2, c3, c4;
+	XT_RC(fi_trecv(s->x.ep, w2, BIG, NULL, FI_ADDR_UNSPEC, 30, 0, &cw2));
+	post(s, r3, BIG, 30, 0, &c3);
+	xt_sync(s->sock);
+	expect(s, &cw2, w2, 30, BIG, 25);
+	post(s, r4, BIG, 30, 0, &c4);
+	xt_sync(s->sock);
+	struct want d[] = {{&c3, r3, 30, BIG, 26}, {&c4, r4, 30, BIG, 27}};
+	expect_all(s, d, 2);
+}
+
+/* ---- 3. An eager send crosses a long receive's RTR; the next long send takes the next one --- */
+
+static int c3(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *small = filled(16, 30), *big = filled(BIG, 31);
+	xt_sync(sock); /* R1 and R2 posted, both with RTRs */
+	send_wait(&s, small, 16, 40);
+	send_wait(&s, big, BIG, 40);
+	XT_CHECK(DELTA(&s, rtr_dropped) == 1 && DELTA(&s, ri_sent) == 1,
+		 "RTRs dropped %llu, RI %llu", (unsigned long long)DELTA(&s, rtr_dropped),
+		 (unsigned long long)DELTA(&s, ri_sent));
+	return child_done(&s);
+}
+
+static void p3(struct side *s)
+{
+	void *r1 = zeroed(BIG), *r2 = zeroed(BIG);
+	int c1_, c2_;
+	post(s, r1, BIG, 40, 0, &c1_);
+	post(s, r2, BIG, 40, 0, &c2_);
+	xt_sync(s->sock);
+	struct want a[] = {{&c1_, r1, 40, 16, 30}, {&c2_, r2, 40, BIG, 31}};
+	expect_all(s, a, 2);
+}
+
+/* ---- 4. The write's notification is taken before the RTS it served (Fig. 3.15) --------------- */
+
+static int c4(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *a = filled(BIG, 40), *b = filled(BIG, 41);
+	hold(&s, 1);
+	xt_sync(sock); /* the receive is posted, its RTR waits in our held mailbox */
+	send_to(&s, s.peer, a, BIG, 50); /* RTS first */
+	hold(&s, 0);
+	XT_CHECK(xt_wait(s.x.txcq, NULL, NULL, 30) == 1, "send"); /* then the RTR serves it */
+	xt_sync(sock);
+	xt_sync(sock); /* the next receive is posted */
+	send_wait(&s, b, BIG, 50);
+	return child_done(&s);
+}
+
+static void p4(struct side *s)
+{
+	void *r = zeroed(BIG), *r2 = zeroed(BIG);
+	int cr, cr2;
+	post(s, r, BIG, 50, 0, &cr);
+	hold(s, 1); /* the RTS will wait in our mailbox */
+	xt_sync(s->sock);
+	xt_sync(s->sock); /* written: the notification is here, the RTS behind it unread */
+	expect(s, &cr, r, 50, BIG, 40);
+	hold(s, 0);
+	post(s, r2, BIG, 50, 0, &cr2); /* the served RTS must not match this one */
+	xt_sync(s->sock);
+	expect(s, &cr2, r2, 50, BIG, 41);
+	XT_CHECK(DELTA(s, served_drops) == 1, "RTS dropped as served: %llu",
+		 (unsigned long long)DELTA(s, served_drops));
+}
+
+/* ---- 5. Back to back: a receiver-initiated write, then an eager send of the same class. The
+ * eager packet arrives while the write's notification is not taken yet: it is parked (C1). ---- */
+
+static int c5(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *big = filled(BIG, 50), *small = filled(24, 51);
+	xt_sync(sock); /* R1 and R2 posted */
+	send_wait(&s, big, BIG, 60);
+	send_wait(&s, small, 24, 60);
+	xt_sync(sock); /* both are at the receiver before it looks */
+	return child_done(&s);
+}
+
+static void p5(struct side *s)
+{
+	void *r1 = zeroed(BIG), *r2 = zeroed(BIG);
+	int c1_, c2_;
+	post(s, r1, BIG, 60, 0, &c1_);
+	post(s, r2, BIG, 60, 0, &c2_);
+	hold(s, 1);
+	xt_sync(s->sock);
+	xt_sync(s->sock);
+	hold(s, 0);
+	struct want a[] = {{&c1_, r1, 60, BIG, 50}, {&c2_, r2, 60, 24, 51}};
+	expect_all(s, a, 2);
+	XT_CHECK(DELTA(s, parked) >= 1, "the eager packet was not parked");
+}
+
+/* ---- 6. A stale RTR: the sender's log no longer reaches back to the receiver's watermark ----- */
+
+static int c6(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	uint64_t v = 7;
+	for (unsigned k = 0; k < 100; k++) {
+		ssize_t rc;
+		while ((rc = fi_tinject(s.x.ep, &v, sizeof v, s.peer, 70)) == -FI_EAGAIN)
+			fi_cq_read(s.x.txcq, NULL, 0);
+		XT_RC(rc);
+	}
+	xt_sync(sock); /* the receiver, not reading its mailbox, posts R: RTR after psn 0 */
+	xt_sync(sock);
+	void *big = filled(BIG, 60);
+	send_wait(&s, big, BIG, 71);
+	XT_CHECK(DELTA(&s, rtr_stale) == 1 && DELTA(&s, ri_sent) == 0, "stale %llu",
+		 (unsigned long long)DELTA(&s, rtr_stale));
+	return child_done(&s);
+}
+
+static void p6(struct side *s)
+{
+	void *r = zeroed(BIG);
+	int cr;
+	hold(s, 1);
+	xt_sync(s->sock);
+	post(s, r, BIG, 71, 0, &cr);
+	xt_sync(s->sock);
+	hold(s, 0);
+	expect(s, &cr, r, 71, BIG, 60); /* NACKed: sender-initiated after all */
+	uint64_t got;
+	for (unsigned k = 0; k < 100; k++) {
+		post(s, &got, sizeof got, 70, 0, NULL);
+		XT_CHECK(xt_wait(s->x.rxcq, NULL, NULL, 30) == 1 && got == 7, "eager %u", k);
+	}
+}
+
+/* ---- 7. FI_DELIVERY_COMPLETE on a small send: a rendezvous, served by the RTR when present -- */
+
+static int c7(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *small = filled(32, 70);
+	xt_sync(sock);
+	struct fi_msg_tagged m = {.msg_iov = &(struct iovec){small, 32}, .iov_count = 1,
+				  .addr = s.peer, .tag = 80};
+	XT_RC(fi_tsendmsg(s.x.ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE));
+	XT_CHECK(xt_wait(s.x.txcq, NULL, NULL, 30) == 1, "delivery-complete send");
+	m.tag = 81; /* no receive posted for it yet: an RTS, completed after the CTS and write */
+	XT_RC(fi_tsendmsg(s.x.ep, &m, FI_COMPLETION | FI_MATCH_COMPLETE));
+	xt_sync(sock);
+	XT_CHECK(xt_wait(s.x.txcq, NULL, NULL, 30) == 1, "match-complete send");
+	XT_CHECK(DELTA(&s, ri_sent) == 1 && DELTA(&s, rndv_sent) == 1, "ri %llu rts %llu",
+		 (unsigned long long)DELTA(&s, ri_sent), (unsigned long long)DELTA(&s, rndv_sent));
+	return child_done(&s);
+}
+
+static void p7(struct side *s)
+{
+	void *r = zeroed(BIG), *r2 = zeroed(BIG);
+	int cr, cr2;
+	post(s, r, BIG, 80, 0, &cr);
+	xt_sync(s->sock);
+	expect(s, &cr, r, 80, 32, 70);
+	xt_sync(s->sock);
+	post(s, r2, BIG, 81, 0, &cr2);
+	expect(s, &cr2, r2, 81, 32, 70);
+}
+
+/* ---- 8. Peek never sees a message an RTR already delivered; claim and discard of RTS and Env+D */
+
+static int c8(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *a = filled(BIG, 80), *b = filled(BIG, 81), *e = filled(8, 82);
+	xt_sync(sock);
+	send_wait(&s, a, BIG, 90);      /* into the posted receive by its RTR */
+	send_to(&s, s.peer, b, BIG, 91); /* no receive: an unexpected RTS */
+	send_to(&s, s.peer, e, 8, 92);   /* eager, discarded by the receiver */
+	for (int k = 0; k < 2; k++) /* the claimed RTS completes once the receiver claims it */
+		XT_CHECK(xt_wait(s.x.txcq, NULL, NULL, 30) == 1, "claimed and discarded sends complete");
+	return child_done(&s);
+}
+
+static void p8(struct side *s)
+{
+	void *r = zeroed(BIG), *r2 = zeroed(BIG);
+	int cr;
+	post(s, r, BIG, 90, 0, &cr);
+	xt_sync(s->sock);
+	expect(s, &cr, r, 90, BIG, 80);
+	struct fi_context ctx;
+	struct fi_msg_tagged m = {.msg_iov = &(struct iovec){r2, BIG}, .iov_count = 1, .addr = s->peer,
+				  .tag = 90, .context = &ctx};
+	XT_RC(fi_trecvmsg(s->x.ep, &m, FI_PEEK));
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(s->x.rxcq, NULL, &err, 30) == 0 && err.err == FI_ENOMSG,
+		 "peek saw a message its RTR already delivered");
+	struct fi_cq_tagged_entry e = {0};
+	m.tag = 91;
+	do { /* until the RTS has arrived */
+		XT_RC(fi_trecvmsg(s->x.ep, &m, FI_PEEK | FI_CLAIM));
+		memset(&err, 0, sizeof err);
+	} while (xt_wait(s->x.rxcq, &e, &err, 30) == 0 && err.err == FI_ENOMSG);
+	XT_CHECK(e.len == BIG && e.tag == 91, "peek: len %zu tag %#llx", e.len, (unsigned long long)e.tag);
+	XT_RC(fi_trecvmsg(s->x.ep, &m, FI_CLAIM));
+	XT_CHECK(xt_wait(s->x.rxcq, &e, NULL, 30) == 1 && e.len == BIG, "claimed receive");
+	XT_CHECK(xt_verify(r2, BIG, 81), "claimed payload");
+	m.tag = 92;
+	m.msg_iov = NULL;
+	m.iov_count = 0;
+	do {
+		XT_RC(fi_trecvmsg(s->x.ep, &m, FI_PEEK | FI_DISCARD));
+		memset(&err, 0, sizeof err);
+	} while (xt_wait(s->x.rxcq, &e, &err, 30) == 0 && err.err == FI_ENOMSG);
+}
+
+/* ---- 9. Truncation by a receiver-initiated write: nothing past the buffer, FI_ETRUNC -------- */
+
+static int c9(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *big = filled(2 * BIG, 90);
+	xt_sync(sock);
+	send_wait(&s, big, 2 * BIG, 100);
+	XT_CHECK(DELTA(&s, ri_sent) == 1, "the truncated message was not receiver-initiated");
+	return child_done(&s);
+}
+
+static void p9(struct side *s)
+{
+	unsigned char *r = malloc(2 * BIG);
+	memset(r, 0xa5, 2 * BIG);
+	int cr;
+	post(s, r, BIG, 100, 0, &cr);
+	xt_sync(s->sock);
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(s->x.rxcq, NULL, &err, 30) == 0 && err.err == FI_ETRUNC && err.olen == BIG &&
+			 err.len == BIG && err.tag == 100 && err.op_context == &cr,
+		 "truncation: err %d olen %zu len %zu", err.err, err.olen, err.len);
+	XT_CHECK(xt_verify(r, BIG, 90), "the part that fits");
+	for (size_t k = BIG; k < 2 * BIG; k++)
+		XT_CHECK(r[k] == 0xa5, "byte %zu past the receive buffer was written", k);
+}
+
+/* ---- 10. Cancel: with an RTR out (handshake), lost to a write already done, and without RTR - */
+
+static int c10(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *a = filled(BIG, 100), *b = filled(BIG, 101);
+	xt_sync_progress(sock, s.x.txcq); /* R posted and cancelled: we answer the handshake */
+	xt_sync_progress(sock, s.x.txcq);
+	send_wait(&s, a, BIG, 110); /* after the cancel: into the next receive, never the cancelled */
+	xt_sync(sock);              /* R' posted (RTR here) */
+	send_wait(&s, b, BIG, 111); /* written before the receiver cancels */
+	xt_sync(sock);
+	XT_CHECK(DELTA(&s, ri_sent) == 2, "ri %llu", (unsigned long long)DELTA(&s, ri_sent));
+	return child_done(&s);
+}
+
+static void p10(struct side *s)
+{
+	unsigned char *r = malloc(BIG), *late = zeroed(BIG), *r2 = zeroed(BIG);
+	memset(r, 0x3c, BIG);
+	int cr, clate, cr2, csmall;
+	post(s, r, BIG, 110, 0, &cr);
+	XT_RC(fi_cancel(&s->x.ep->fid, &cr)); /* its RTR is out: the sender must withdraw it */
+	xt_sync(s->sock);
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(s->x.rxcq, NULL, &err, 30) == 0 && err.err == FI_ECANCELED &&
+			 err.op_context == &cr, "cancel with an RTR out: err %d", err.err);
+	XT_CHECK(DELTA(s, rtr_cancels) == 1, "no handshake");
+	xt_sync(s->sock);
+	post(s, late, BIG, 110, 0, &clate);
+	expect(s, &clate, late, 110, BIG, 100);
+	for (size_t k = 0; k < BIG; k++)
+		XT_CHECK(r[k] == 0x3c, "byte %zu of the cancelled buffer was written", k);
+
+	post(s, r2, BIG, 111, 0, &cr2);
+	hold(s, 1);
+	xt_sync(s->sock);
+	xt_sync(s->sock); /* the write is done (its notification is here) */
+	XT_RC(fi_cancel(&s->x.ep->fid, &cr2)); /* loses: the receive completes normally, once */
+	hold(s, 0);
+	expect(s, &cr2, r2, 111, BIG, 101);
+	XT_CHECK(xt_drain(s->x.rxcq) == 0, "a second completion for the receive");
+	memset(&err, 0, sizeof err);
+	XT_CHECK(fi_cq_readerr(s->x.rxcq, &err, 0) < 0, "an error for the receive that completed");
+
+	uint64_t small; /* no RTR (too small): cancelled at once */
+	post(s, &small, sizeof small, 112, 0, &csmall);
+	XT_RC(fi_cancel(&s->x.ep->fid, &csmall));
+	memset(&err, 0, sizeof err);
+	XT_CHECK(xt_wait(s->x.rxcq, NULL, &err, 30) == 0 && err.err == FI_ECANCELED, "small cancel");
+}
+
+/* ---- 11. Protocol bits as MPI libraries use them: a receive that ignores a sync bit gets its
+ * RTR, and the completion carries the full tag the sender used ---------------------------------- */
+
+#define SYNC_BIT (1ull << 58)
+
+static int c11(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *a = filled(BIG, 110), *b = filled(BIG, 111);
+	xt_sync(sock);
+	send_wait(&s, a, BIG, 120 | SYNC_BIT);
+	send_wait(&s, b, BIG, 120);
+	XT_CHECK(DELTA(&s, ri_sent) == 2, "ri %llu", (unsigned long long)DELTA(&s, ri_sent));
+	return child_done(&s);
+}
+
+static void p11(struct side *s)
+{
+	void *r = zeroed(BIG), *r2 = zeroed(BIG);
+	int cr, cr2;
+	post(s, r, BIG, 120, SYNC_BIT, &cr);
+	post(s, r2, BIG, 120, SYNC_BIT, &cr2);
+	xt_sync(s->sock);
+	struct want a[] = {{&cr, r, 120 | SYNC_BIT, BIG, 110}, {&cr2, r2, 120, BIG, 111}};
+	expect_all(s, a, 2);
+	XT_CHECK(DELTA(s, rtr_sent) == 2 && DELTA(s, suspensions) == 0, "rtr %llu",
+		 (unsigned long long)DELTA(s, rtr_sent));
+}
+
+int main(void)
+{
+	xt_init(240);
+	const char *family = getenv("FI_EXANET_PROTOCOL");
+	if (family && strcmp(family, "write")) {
+		printf("SKIP: the races of the receiver-initiated rendezvous need FI_EXANET_PROTOCOL=write\n");
+		return 0;
+	}
+	run_case("SI, RI and crossing RTS/RTR: one write each", c1, p1);
+	run_case("suspension by wildcard and overlapping class; lift keeps posting order", c2, p2);
+	run_case("eager send crossing a long receive's RTR", c3, p3);
+	run_case("back-to-back write then eager: the packet is parked behind the notification", c5, p5);
+	run_case("stale RTR (log passed): NACK, then sender-initiated", c6, p6);
+	run_case("FI_DELIVERY_COMPLETE / FI_MATCH_COMPLETE small sends", c7, p7);
+	run_case("peek does not see RTR-delivered messages; claim and discard", c8, p8);
+	run_case("truncation by a receiver-initiated write", c9, p9);
+	run_case("cancel: handshake, lost race, no RTR", c10, p10);
+	run_case("protocol bit ignored by the receive (MPI sync sends)", c11, p11);
+	/* The notification can overtake the RTS only when the write lands at once (CMA). */
+	setenv("FI_EXANET_USE_CMA", "1", 1);
+	run_case("notification taken before the RTS it served (CMA)", c4, p4);
+	return 0;
+}
