@@ -39,5 +39,10 @@ if ! diff -u thermo_vader.txt thermo_exanet.txt; then
   echo "FAIL: thermodynamic output differs between vader and exanet"; exit 1
 fi
 cat thermo_exanet.txt
-grep -E "^messages received|^fast receives" stats_table.txt
+grep -E "^messages received|^fast receives|^rendezvous sent" stats_table.txt
+# Issue 5 part 3: under Open MPI's defaults, receives posted first take the RTR path. LAMMPS
+# posts most of its receives ahead of the halo exchange: some rendezvous must be receiver-
+# initiated (or served by a crossing RTR), or the RTR path is broken.
+rtr_served=$(awk '$1 == "ri_sent" || $1 == "concurrent" { n += $2 } END { print n + 0 }' stats_table.txt)
+[[ $rtr_served -gt 0 ]] || { echo "FAIL: no rendezvous took the RTR path under Open MPI"; exit 1; }
 echo "PASS: LAMMPS melt, $np ranks, $rows thermo rows identical over exanet and vader"
