@@ -36,15 +36,21 @@ void endpoint::commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, boo
   q.log[psn & (send_log_len - 1)] = {psn, k, rendezvous, tag, send_id};
   if (q.stored.empty()) [[likely]] return;
   // Stored RTRs of this send's class count it. One that reaches its target here is served by
-  // the packet itself (a rendezvous send took its RTR before, in ri_target/ri_send).
+  // the packet itself (a rendezvous send takes its RTR before, in ri_target/ri_send).
   q.stored.for_each([&](stored_rtr& st) {
     const bool tagged = st.rtr.hdr.flags & wire::flag_tagged;
     if ((tagged ? queue_kind::tagged : queue_kind::msg) != k) return;
     if (!match::tag_matches(st.rtr.tag, st.rtr.ignore, tag)) return;
     if (--st.remaining > 0) return;
     q.stored.remove(st);
+    if (rendezvous) {
+      // Not taken by ri_target before this RTS: the receive must not wait for a write.
+      ++stats_.rtr_stale;
+      rtr_answer(to, wire::pkt_type::rtr_nack, st.rtr.recv_id);
+    } else {
+      ++stats_.rtr_dropped;  // the eager or medium packet serves the receive
+    }
     stored_rtrs_.release(&st);
-    ++stats_.rtr_dropped;
   });
 }
 
