@@ -188,8 +188,7 @@ core::status endpoint::cancel(void* context) noexcept {
   // The receive stays posted meanwhile, and the answer decides (rndv_rtr.cpp).
   if (found->rtr == rtr_state::sent) return rtr_cancel(*found);
   if (found->rtr == rtr_state::cancelling) return core::status::ok;  // asked already
-  matcher_for(found->kind).remove_posted(found->entry);
-  posted_left(*found);
+  unpost(*found);
   if (found->multi) {
     found->in_matcher = false;
     // Messages already landing in it complete normally; the last one carries FI_MULTI_RECV.
@@ -214,8 +213,7 @@ recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from, std::uint64
     if (c && !r->in_matcher) posted_left(*r);
     return c;
   }
-  m.remove_posted(*e);
-  posted_left(*r);
+  unpost(*r);
   return r;
 }
 

@@ -341,6 +341,11 @@ class endpoint {
   std::size_t poll_ri() noexcept;
   /// A receive that was still posted left the matcher: suspended receives may lift.
   void posted_left(recv_request& r) noexcept;
+  /// Takes a posted receive out of its matcher (cancel, a write that matched it, dead peer).
+  void unpost(recv_request& r) noexcept {
+    matcher_for(r.kind).remove_posted(r.entry);
+    posted_left(r);
+  }
   /// A completed or failed receive gives back what its RTR held.
   void rtr_release(recv_request& r) noexcept;
   core::status rtr_cancel(recv_request& r) noexcept;

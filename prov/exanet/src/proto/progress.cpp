@@ -52,7 +52,7 @@ void endpoint::on_packet(dev::peer_id from, const dev::packet& pkt) noexcept {
     return;
   }
   if (from != dev::no_peer && !admit_in_order(from, pkt)) return;  // parked or already served
-  (this->*g_rx_handlers[type])(from, pkt);
+  dispatch(from, pkt);
 }
 
 void endpoint::dispatch(dev::peer_id from, const dev::packet& pkt) noexcept {
@@ -130,8 +130,7 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
     if (r.rtr == rtr_state::waiting_rts) {
       fail_recv(r, FI_ECONNRESET);  // rtr_release takes it off wait_ri_
     } else if (r.rtr == rtr_state::cancelling) {
-      matcher_for(r.kind).remove_posted(r.entry);
-      posted_left(r);
+      unpost(r);
       fail_recv(r, FI_ECANCELED);
     } else {
       rtr_release(r);

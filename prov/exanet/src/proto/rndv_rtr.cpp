@@ -188,16 +188,14 @@ std::size_t endpoint::poll_ri() noexcept {
         EXANET_LOG(warn, ep_data, "write notification with taken psn %u from peer %u",
                    note.psn, from);
         if (r->rtr != rtr_state::waiting_rts) {
-          matcher_for(r->kind).remove_posted(r->entry);
-          posted_left(*r);
+          unpost(*r);
         }
         fail_recv(*r, FI_EIO);
         again = true;
         break;
       }
       if (r->rtr != rtr_state::waiting_rts) {  // still posted: the write is its match
-        matcher_for(r->kind).remove_posted(r->entry);
-        posted_left(*r);
+        unpost(*r);
         ++stats_.fast_recv;
         ++stats_.ri_recv;  // (a write for a matched RTS is counted as that RTS, concurrent)
       }
@@ -361,8 +359,7 @@ void endpoint::on_rtr_nack(dev::peer_id from, const dev::packet& pkt) noexcept {
                                              (r->ack_wanted ? wire::flag_ack_wanted : 0));
     rndv_recv_start(*r, from, m);
   } else if (was == rtr_state::cancelling) {
-    matcher_for(r->kind).remove_posted(r->entry);
-    posted_left(*r);
+    unpost(*r);
     fail_recv(*r, FI_ECANCELED);
   }
 }
@@ -385,8 +382,7 @@ void endpoint::on_rtr_cancel_reply(dev::peer_id from, const dev::packet& pkt) no
     return;
   }
   rtr_release(*r);
-  matcher_for(r->kind).remove_posted(r->entry);
-  posted_left(*r);
+  unpost(*r);
   fail_recv(*r, FI_ECANCELED);
 }
 
