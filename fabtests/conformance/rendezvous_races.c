@@ -593,10 +593,274 @@ static void p11(struct side *s)
 		 (unsigned long long)DELTA(s, rtr_sent));
 }
 
+/* ==== The optimistic variant (FI_EXANET_PROTOCOL=optimistic): a message above the medium limit
+ * never announces itself; it waits at its sender for an RTR of its tag. Run by the
+ * rendezvous_races_optimistic test. ============================================================ */
+
+#define SHORT 1000 /* at or below the medium limit: matched at the receiver as usual */
+
+/* ---- o1. A long send before its receive waits for the RTR; a receive before its send is fast */
+
+static int o1c(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *a = filled(BIG, 201), *b = filled(BIG, 202);
+	send_to(&s, s.peer, a, BIG, 1); /* no receive yet: nothing is sent, the send waits */
+	xt_sync(sock);
+	XT_CHECK(xt_wait(s.x.txcq, NULL, NULL, 30) == 1, "send before its receive");
+	xt_sync(sock); /* receive b is posted: its RTR is in our mailbox */
+	send_wait(&s, b, BIG, 2);
+	XT_CHECK(DELTA(&s, rndv_sent) == 0 && DELTA(&s, ri_sent) == 2 && DELTA(&s, rtr_stored) == 1,
+		 "sender: rts %llu ri %llu stored %llu", (unsigned long long)DELTA(&s, rndv_sent),
+		 (unsigned long long)DELTA(&s, ri_sent), (unsigned long long)DELTA(&s, rtr_stored));
+	return child_done(&s);
+}
+
+static void o1p(struct side *s)
+{
+	void *a = zeroed(BIG), *b = zeroed(BIG);
+	int ca, cb;
+	xt_sync(s->sock); /* the send is posted */
+	post(s, a, BIG, 1, 0, &ca);
+	expect(s, &ca, a, 1, BIG, 201);
+	post(s, b, BIG, 2, 0, &cb);
+	xt_sync(s->sock);
+	expect(s, &cb, b, 2, BIG, 202);
+	XT_CHECK(DELTA(s, rtr_sent) == 2 && DELTA(s, ri_recv) == 2 && DELTA(s, fast_recv) == 1 &&
+			 DELTA(s, rndv_recv) == 0,
+		 "receiver: rtr %llu ri %llu fast %llu rts %llu", (unsigned long long)DELTA(s, rtr_sent),
+		 (unsigned long long)DELTA(s, ri_recv), (unsigned long long)DELTA(s, fast_recv),
+		 (unsigned long long)DELTA(s, rndv_recv));
+}
+
+/* ---- o2. Waiting long sends hold nothing back: both sides send long then short of one tag and
+ * receive the short one first (a psn taken by the long send would deadlock this); the size
+ * classes never meet, so a long receive posted first leaves the short message alone ---------- */
+
+static void o2_both(struct side *s, unsigned mine, unsigned theirs)
+{
+	void *l = filled(BIG, mine), *sh = filled(SHORT, mine + 1);
+	void *rl = zeroed(BIG), *rs = zeroed(SHORT);
+	int cl, cs;
+	send_to(s, s->peer, l, BIG, 1);
+	send_to(s, s->peer, sh, SHORT, 1);
+	post(s, rs, SHORT, 1, 0, &cs);
+	expect(s, &cs, rs, 1, SHORT, theirs + 1);
+	post(s, rl, BIG, 1, 0, &cl);
+	expect(s, &cl, rl, 1, BIG, theirs);
+	XT_CHECK(xt_wait(s->x.txcq, NULL, NULL, 30) == 1 && xt_wait(s->x.txcq, NULL, NULL, 30) == 1,
+		 "sends");
+	/* long receive first, then short, same tag; the peer sends short first */
+	void *rl2 = zeroed(BIG), *rs2 = zeroed(SHORT);
+	post(s, rl2, BIG, 2, 0, &cl);
+	post(s, rs2, SHORT, 2, 0, &cs);
+	xt_sync_progress(s->sock, s->x.rxcq);
+	send_to(s, s->peer, sh, SHORT, 2);
+	send_to(s, s->peer, l, BIG, 2);
+	struct want w[] = {{&cs, rs2, 2, SHORT, theirs + 1}, {&cl, rl2, 2, BIG, theirs}};
+	expect_all(s, w, 2);
+	XT_CHECK(xt_wait(s->x.txcq, NULL, NULL, 30) == 1 && xt_wait(s->x.txcq, NULL, NULL, 30) == 1,
+		 "sends");
+}
+
+static int o2c(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	o2_both(&s, 210, 220);
+	return child_done(&s);
+}
+
+static void o2p(struct side *s) { o2_both(s, 220, 210); }
+
+/* ---- o3. Matching at the sender keeps the matching rule: per tag in order, and a receive with
+ * ignore bits takes the first waiting send it matches; the same with the RTRs there first ---- */
+
+static int o3c(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	const uint64_t tags[6] = {5, 6, 5, 6, 5, 5};
+	void *m[6];
+	for (int k = 0; k < 6; k++)
+		m[k] = filled(BIG, 230 + k);
+	for (int k = 0; k < 3; k++)
+		send_to(&s, s.peer, m[k], BIG, tags[k]); /* all wait: no receive yet */
+	xt_sync(sock);
+	for (int k = 0; k < 3; k++)
+		XT_CHECK(xt_wait(s.x.txcq, NULL, NULL, 30) == 1, "send %d", k);
+	xt_sync(sock); /* three RTRs wait in our mailbox */
+	for (int k = 3; k < 6; k++)
+		send_to(&s, s.peer, m[k], BIG, tags[k]);
+	for (int k = 3; k < 6; k++)
+		XT_CHECK(xt_wait(s.x.txcq, NULL, NULL, 30) == 1, "send %d", k);
+	XT_CHECK(DELTA(&s, rtr_stored) == 3, "stored %llu", (unsigned long long)DELTA(&s, rtr_stored));
+	return child_done(&s);
+}
+
+static void o3p(struct side *s)
+{
+	void *r[6];
+	int c[6];
+	for (int k = 0; k < 6; k++)
+		r[k] = zeroed(BIG);
+	xt_sync(s->sock);
+	post(s, r[0], BIG, 5, 0, &c[0]);
+	post(s, r[1], BIG, 0, ~0ull, &c[1]);
+	post(s, r[2], BIG, 5, 0, &c[2]);
+	struct want first[] = {{&c[0], r[0], 5, BIG, 230}, {&c[1], r[1], 6, BIG, 231},
+			       {&c[2], r[2], 5, BIG, 232}};
+	expect_all(s, first, 3);
+	post(s, r[3], BIG, 5, 0, &c[3]);
+	post(s, r[4], BIG, 0, ~0ull, &c[4]);
+	post(s, r[5], BIG, 5, 0, &c[5]);
+	xt_sync(s->sock); /* then the sender sends tags 6, 5, 5 */
+	struct want then[] = {{&c[4], r[4], 6, BIG, 233}, {&c[3], r[3], 5, BIG, 234},
+			      {&c[5], r[5], 5, BIG, 235}};
+	expect_all(s, then, 3);
+}
+
+/* ---- o4. Truncation: nothing past the buffer, FI_ETRUNC with the overflow ------------------ */
+
+static int o4c(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *big = filled(2 * BIG, 240);
+	send_wait(&s, big, 2 * BIG, 7);
+	return child_done(&s);
+}
+
+static void o4p(struct side *s)
+{
+	unsigned char *r = malloc(2 * BIG);
+	memset(r, 0xa5, 2 * BIG);
+	int cr;
+	post(s, r, BIG, 7, 0, &cr);
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(s->x.rxcq, NULL, &err, 30) == 0 && err.err == FI_ETRUNC && err.olen == BIG &&
+			 err.len == BIG && err.tag == 7 && err.op_context == &cr,
+		 "truncation: err %d olen %zu len %zu", err.err, err.olen, err.len);
+	XT_CHECK(xt_verify(r, BIG, 240), "the part that fits");
+	for (size_t k = BIG; k < 2 * BIG; k++)
+		XT_CHECK(r[k] == 0xa5, "byte %zu past the receive buffer was written", k);
+}
+
+/* ---- o5. What the variant refuses, with -FI_EOPNOTSUPP and nothing posted: any-source
+ * receives, FI_PEEK, FI_CLAIM, a long receive in several buffers. A short one in several
+ * buffers is fine ------------------------------------------------------------------------------ */
+
+static int o5c(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *sh = filled(SHORT, 250);
+	xt_sync(sock);
+	send_wait(&s, sh, SHORT, 9);
+	return child_done(&s);
+}
+
+static void o5p(struct side *s)
+{
+	unsigned char *b = zeroed(BIG);
+	int ctx;
+	XT_CHECK(fi_trecv(s->x.ep, b, SHORT, NULL, FI_ADDR_UNSPEC, 9, 0, &ctx) == -FI_EOPNOTSUPP,
+		 "short any-source receive");
+	XT_CHECK(fi_trecv(s->x.ep, b, BIG, NULL, FI_ADDR_UNSPEC, 9, 0, &ctx) == -FI_EOPNOTSUPP,
+		 "long any-source receive");
+	struct iovec iov[2] = {{b, BIG / 2}, {b + BIG / 2, BIG / 2}};
+	struct fi_msg_tagged m = {.msg_iov = iov, .iov_count = 1, .addr = s->peer, .tag = 9,
+				  .context = &ctx};
+	XT_CHECK(fi_trecvmsg(s->x.ep, &m, FI_PEEK) == -FI_EOPNOTSUPP, "FI_PEEK");
+	XT_CHECK(fi_trecvmsg(s->x.ep, &m, FI_CLAIM) == -FI_EOPNOTSUPP, "FI_CLAIM");
+	m.iov_count = 2;
+	XT_CHECK(fi_trecvmsg(s->x.ep, &m, 0) == -FI_EOPNOTSUPP, "long receive in two buffers");
+	iov[0].iov_len = iov[1].iov_len = SHORT / 2;
+	iov[1].iov_base = b + SHORT / 2;
+	XT_RC(fi_trecvmsg(s->x.ep, &m, 0));
+	xt_sync(s->sock);
+	expect(s, &ctx, b, 9, SHORT, 250);
+	XT_CHECK(xt_drain(s->x.rxcq) == 0, "a refused receive completed");
+}
+
+/* ---- o6. Cancel: the RTR is withdrawn by handshake and the send goes to the next receive --- */
+
+static int o6c(int i, int sock)
+{
+	(void)i;
+	struct side s;
+	open_side(&s, sock, 1);
+	void *a = filled(BIG, 260);
+	xt_sync_progress(sock, s.x.txcq); /* R posted and cancelled: we answer the handshake */
+	xt_sync(sock);                    /* R' posted */
+	send_wait(&s, a, BIG, 11);
+	XT_CHECK(DELTA(&s, rtr_stored) == 2 && DELTA(&s, ri_sent) == 1, "stored %llu ri %llu",
+		 (unsigned long long)DELTA(&s, rtr_stored), (unsigned long long)DELTA(&s, ri_sent));
+	return child_done(&s);
+}
+
+static void o6p(struct side *s)
+{
+	unsigned char *r = malloc(BIG), *r2 = zeroed(BIG);
+	memset(r, 0x3c, BIG);
+	int cr, cr2;
+	post(s, r, BIG, 11, 0, &cr);
+	XT_RC(fi_cancel(&s->x.ep->fid, &cr));
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(s->x.rxcq, NULL, &err, 30) == 0 && err.err == FI_ECANCELED &&
+			 err.op_context == &cr, "cancel with an RTR out: err %d", err.err);
+	XT_CHECK(DELTA(s, rtr_cancels) == 1, "no handshake");
+	xt_sync_progress(s->sock, s->x.rxcq);
+	post(s, r2, BIG, 11, 0, &cr2);
+	xt_sync(s->sock);
+	expect(s, &cr2, r2, 11, BIG, 260);
+	for (size_t k = 0; k < BIG; k++)
+		XT_CHECK(r[k] == 0x3c, "byte %zu of the cancelled buffer was written", k);
+	XT_RC(fi_cancel(&s->x.ep->fid, &cr2)); /* completed already: nothing to cancel, no error */
+	XT_CHECK(xt_drain(s->x.rxcq) == 0, "a completion for a receive that had completed");
+}
+
+/* ---- o7. A peer that does not run the variant refuses the RTR: the receive fails, no hang ---- */
+
+static int o7c(int i, int sock)
+{
+	(void)i;
+	setenv("FI_EXANET_PROTOCOL", "write", 1);
+	struct side s;
+	open_side(&s, sock, 1);
+	return child_done(&s);
+}
+
+static void o7p(struct side *s)
+{
+	void *r = zeroed(BIG);
+	int cr;
+	post(s, r, BIG, 12, 0, &cr);
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(s->x.rxcq, NULL, &err, 30) == 0 && err.err == FI_EIO && err.op_context == &cr,
+		 "RTR refused by a write-protocol peer: err %d", err.err);
+}
+
 int main(void)
 {
 	xt_init(240);
 	const char *family = getenv("FI_EXANET_PROTOCOL");
+	if (family && !strcmp(family, "optimistic")) {
+		run_case("optimistic: a send waits for its RTR; a receive first is fast", o1c, o1p);
+		run_case("optimistic: waiting long sends hold back nothing, both ways", o2c, o2p);
+		run_case("optimistic: matching at the sender keeps tag order and ignore bits", o3c, o3p);
+		run_case("optimistic: truncation", o4c, o4p);
+		run_case("optimistic: any source, FI_PEEK, FI_CLAIM, long iovec refused", o5c, o5p);
+		run_case("optimistic: cancel withdraws the RTR", o6c, o6p);
+		run_case("optimistic: a peer running another variant refuses the RTR", o7c, o7p);
+		return 0;
+	}
 	if (family && strcmp(family, "write")) {
 		printf("SKIP: the races of the receiver-initiated rendezvous need FI_EXANET_PROTOCOL=write\n");
 		return 0;

@@ -17,7 +17,12 @@
  *
  * Environment: STRESS_SEED (default: from the clock; printed either way), STRESS_PROCS (2..4,
  * default 3), STRESS_MSGS (messages per ordered pair, default 150), STRESS_DIRECTED=1 (every
- * receive names its source, as FI_EXANET_PROTOCOL=optimistic requires).
+ * receive names its source).
+ *
+ * Under FI_EXANET_PROTOCOL=optimistic the test keeps the variant's promises and checks its rule:
+ * every receive names its source, and one shaped after a message above the medium limit
+ * (FI_EXANET_MEDIUM_MAX) is a long receive, the others are at most that limit; a message matches
+ * only receives of its own size class, in the order the matching rule gives within each class.
  */
 #include "xt.h"
 
@@ -33,7 +38,10 @@ static const size_t sizes[] = {0, 1, 35, 36, 37, 1000, 8191, 8192, 8193, 20000, 
 #define CAP 200000 /* every receive holds the largest message: no truncation here */
 
 static unsigned long long g_seed;
-static int g_procs, g_msgs, g_directed;
+static int g_procs, g_msgs, g_directed, g_optimistic;
+static size_t g_medium_max = 8192; /* the provider's default FI_EXANET_MEDIUM_MAX */
+
+static int is_long(size_t len) { return len > g_medium_max; }
 
 /* xorshift64*: the same numbers in every process for the same seed and stream */
 static uint64_t rnd(uint64_t *s)
@@ -64,14 +72,17 @@ static unsigned payload_seed(int from, int to, int k) { return (unsigned)(from *
 struct recv_rec {
 	int posted_seq;
 	int any_source, from;
+	int long_class; /* optimistic: capacity above the medium limit, takes only long messages */
 	uint64_t tag, ignore;
 	int got_from, got_k; /* -1: not (yet) */
 	unsigned char *buf;
 	int done;
 };
 
-static int matches(const struct recv_rec *r, int from, uint64_t tag)
+static int matches(const struct recv_rec *r, int from, uint64_t tag, size_t len)
 {
+	if (g_optimistic && r->long_class != is_long(len))
+		return 0; /* the optimistic variant's size classes never meet */
 	return (r->any_source || r->from == from) && ((r->tag ^ tag) & ~r->ignore) == 0;
 }
 
@@ -112,7 +123,8 @@ static void on_recv(struct proc *p, struct fi_cq_tagged_entry *e, fi_addr_t src)
 	const struct msg *m = &p->in[from][k];
 	XT_CHECK(e->tag == m->tag && e->len == m->len, "seed %llu: msg %d->%d #%d tag %llu len %zu, sent %llu %zu",
 		 g_seed, from, p->me, k, (unsigned long long)e->tag, e->len, (unsigned long long)m->tag, m->len);
-	XT_CHECK(matches(r, from, e->tag), "seed %llu: receive got a message it does not match", g_seed);
+	XT_CHECK(matches(r, from, e->tag, e->len), "seed %llu: receive got a message it does not match",
+		 g_seed);
 	XT_CHECK(xt_verify(r->buf, m->len, payload_seed(from, p->me, k)), "seed %llu: payload of %d->%d #%d",
 		 g_seed, from, p->me, k);
 	XT_CHECK(++p->got[from][k] == 1, "seed %llu: %d->%d #%d delivered twice", g_seed, from, p->me, k);
@@ -147,8 +159,8 @@ static int poll_rx(struct proc *p)
 	return 0;
 }
 
-/* catch_all >= 0: a receive for any tag from that source */
-static void post_recv(struct proc *p, int catch_all)
+/* catch_all >= 0: a receive for any tag from that source (of the size class of long_class) */
+static void post_recv(struct proc *p, int catch_all, int long_class)
 {
 	struct recv_rec *r = &p->recvs[p->nrecvs];
 	r->posted_seq = p->nrecvs++;
@@ -159,6 +171,7 @@ static void post_recv(struct proc *p, int catch_all)
 		r->any_source = 0;
 		r->from = catch_all;
 		r->ignore = ~0ull;
+		r->long_class = long_class;
 	} else {
 		/* shaped after a message still to come, so most receives have a partner */
 		int from, k;
@@ -171,9 +184,11 @@ static void post_recv(struct proc *p, int catch_all)
 		r->from = from;
 		r->ignore = ignores[rnd(&p->rs) % 6];
 		r->tag = p->in[from][k].tag & ~r->ignore;
+		r->long_class = is_long(p->in[from][k].len);
 	}
+	const size_t cap = g_optimistic && !r->long_class ? g_medium_max : CAP;
 	ssize_t rc;
-	while ((rc = fi_trecv(p->x.ep, r->buf, CAP, NULL, r->any_source ? FI_ADDR_UNSPEC : p->addr[r->from],
+	while ((rc = fi_trecv(p->x.ep, r->buf, cap, NULL, r->any_source ? FI_ADDR_UNSPEC : p->addr[r->from],
 			      r->tag, r->ignore, r)) == -FI_EAGAIN)
 		poll_rx(p);
 	XT_RC(rc);
@@ -268,7 +283,7 @@ static int run(int me, int *socks)
 			sends_open++;
 		} else if (dice < 6 && !cancelled && p->outstanding < 24 &&
 			   p->received + p->outstanding < p->expected) {
-			post_recv(p, -1);
+			post_recv(p, -1, 0);
 		} else {
 			struct fi_cq_tagged_entry e[8];
 			ssize_t n = fi_cq_read(p->x.txcq, e, 8);
@@ -301,15 +316,19 @@ static int run(int me, int *socks)
 			for (int from = 0; from < g_procs; from++)
 				for (int k = 0; from != me && k < g_msgs; k++)
 					if (!p->got[from][k])
-						post_recv(p, from);
+						post_recv(p, from, is_long(p->in[from][k].len));
 		}
 	}
-	/* everybody done receiving: progress meanwhile, peers may still need our answers */
-	if (me == 0) {
-		for (int i = 1; i < g_procs; i++)
-			xt_sync_progress(socks[i - 1], p->x.rxcq);
-	} else {
-		xt_sync_progress(socks[0], p->x.rxcq);
+	/* Everybody done receiving: progress meanwhile, peers may still need our answers. Two rounds
+	 * make it a barrier: nobody closes while another still waits on it (a peer that left fails
+	 * the receives that wait on it, as a dead one does). */
+	for (int round = 0; round < 2; round++) {
+		if (me == 0) {
+			for (int i = 1; i < g_procs; i++)
+				xt_sync_progress(socks[i - 1], p->x.rxcq);
+		} else {
+			xt_sync_progress(socks[0], p->x.rxcq);
+		}
 	}
 
 	for (int from = 0; from < g_procs; from++)
@@ -325,7 +344,8 @@ static int run(int me, int *socks)
 			const struct recv_rec *b = &p->recvs[j];
 			if (b->got_from != a->got_from || b->got_k > a->got_k)
 				continue;
-			XT_CHECK(!matches(a, b->got_from, p->in[b->got_from][b->got_k].tag),
+			const struct msg *earlier = &p->in[b->got_from][b->got_k];
+			XT_CHECK(!matches(a, b->got_from, earlier->tag, earlier->len),
 				 "seed %llu: order: receive %d got #%d from %d, later receive %d got earlier #%d",
 				 g_seed, i, a->got_k, a->got_from, j, b->got_k);
 		}
@@ -372,6 +392,11 @@ int main(void)
 	g_directed = getenv("STRESS_DIRECTED") && atoi(getenv("STRESS_DIRECTED"));
 	XT_CHECK(g_procs >= 2 && g_procs <= MAXP && g_msgs > 0 && g_msgs <= MAXMSG, "bad settings");
 	const char *family = getenv("FI_EXANET_PROTOCOL");
+	g_optimistic = family && !strcmp(family, "optimistic");
+	if (g_optimistic)
+		g_directed = 1;
+	if (getenv("FI_EXANET_MEDIUM_MAX"))
+		g_medium_max = strtoull(getenv("FI_EXANET_MEDIUM_MAX"), NULL, 0);
 	printf("seed %llu, %d processes, %d messages per pair, protocol %s%s (reproduce: "
 	       "STRESS_SEED=%llu STRESS_PROCS=%d STRESS_MSGS=%d STRESS_DIRECTED=%d)\n",
 	       g_seed, g_procs, g_msgs, family ? family : "write", g_directed ? ", directed receives" : "",

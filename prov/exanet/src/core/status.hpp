@@ -19,6 +19,7 @@ enum class [[nodiscard]] status : int {
   unreachable = -EHOSTUNREACH,// no such peer endpoint (never created)
   io = -EIO,
   not_supported = -ENOSYS,
+  refused = -EOPNOTSUPP,      // supported in general, not in this configuration (FI_EOPNOTSUPP)
   truncated = -265,           // FI_ETRUNC
   no_msg = -ENOMSG,
   canceled = -ECANCELED,

@@ -16,7 +16,8 @@ namespace exanet::fi {
 static_assert(FI_EAGAIN == EAGAIN && FI_EINVAL == EINVAL && FI_ENOMEM == ENOMEM &&
               FI_ENOMSG == ENOMSG && FI_ECANCELED == ECANCELED && FI_EACCES == EACCES &&
               FI_ETRUNC == 265 && FI_ENOSYS == ENOSYS && FI_ECONNRESET == ECONNRESET &&
-              FI_EHOSTUNREACH == EHOSTUNREACH && FI_EIO == EIO && FI_ENOENT == ENOENT);
+              FI_EHOSTUNREACH == EHOSTUNREACH && FI_EIO == EIO && FI_ENOENT == ENOENT &&
+              FI_EOPNOTSUPP == EOPNOTSUPP);
 
 /// Runs control-path code that may allocate; nothing escapes into C callers.
 template <class F>

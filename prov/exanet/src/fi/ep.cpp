@@ -163,6 +163,10 @@ int ep_enable(endpoint& ep) noexcept {
   s.rma_target = {&ep, &on_remote_access};
   s.resolver = {&ep, &resolve_source};
   ep.proto.set_sinks(s);
+  if (ep.proto.cfg().protocol == proto::protocol_family::optimistic &&
+      !(ep.caps & FI_DIRECTED_RECV))
+    EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=optimistic refuses any-source receives, and "
+                           "without FI_DIRECTED_RECV every receive is one");
   ep.enabled = true;
   return 0;
 }

@@ -92,7 +92,9 @@ void params_define(fi_provider* prov) noexcept {
                   "file name to append one line per endpoint to (default: off)");
   fi_param_define(prov, "protocol", FI_PARAM_STRING,
                   "Rendezvous family: write (default) or read (the thesis baseline: "
-                  "sender-initiated, acknowledged); optimistic is not implemented yet and refused");
+                  "sender-initiated, acknowledged) or optimistic (the thesis's speculative variant: "
+                  "every message above medium_max waits for the receiver's RTR; any-source "
+                  "receives and FI_PEEK are refused; see fi_exanet(7) for what it assumes)");
 }
 
 bool params_protocol(proto::protocol_family& out) noexcept {
@@ -105,10 +107,8 @@ bool params_protocol(proto::protocol_family& out) noexcept {
     return true;
   }
   if (std::strcmp(name, "optimistic") == 0) {
-    // Needs the receiver-initiated path, which is not in this release: refuse rather than run
-    // write under the variant's name.
-    EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=optimistic is not implemented yet");
-    return false;
+    out = proto::protocol_family::optimistic;
+    return true;
   }
   EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=%s is not one of write, read, optimistic", name);
   return false;

@@ -11,8 +11,8 @@ enum class protocol_family : std::uint8_t {
   write,       // default: the write-based rendezvous
   read,        // thesis baseline: sender-initiated only, the receiver acknowledges every
                // rendezvous and the sender completes on that acknowledgement
-  optimistic,  // thesis §3.14: every long transfer receiver-initiated; no wildcard sources, no
-               // ignore bits, no FI_PEEK. Not implemented: fi_getinfo refuses the name
+  optimistic,  // thesis §3.14: every long transfer receiver-initiated, matched at the sender
+               // (rndv_optimistic.cpp); refuses any-source receives and FI_PEEK
 };
 
 struct config {

@@ -112,6 +112,11 @@ core::status endpoint::send(const send_args& a) noexcept {
   // A rendezvous (which completes only once the data is in the receive buffer, as
   // FI_DELIVERY_COMPLETE asks). Take in the RTRs already at our mailbox first, so a receive
   // posted ahead of this send is written directly.
+  if (optimistic()) {
+    // Above medium_max only an RTR can start it; at or below, its receive is an ordinary posted
+    // one and the RTS finds it there.
+    return len > cfg_.medium_max ? optimistic_send(a, len) : rts_send(a, len);
+  }
   progress_mailbox();
   if (stored_rtr* st = ri_target(a.peer, a.kind, a.tag)) return ri_send(a, len, *st);
   return rts_send(a, len);
@@ -153,9 +158,16 @@ void endpoint::take_unexpected(recv_request& r, unexpected_msg& u) noexcept {
 
 core::status endpoint::recv(const recv_args& a) noexcept {
   if (a.multi_recv && (a.kind != queue_kind::msg || a.iov.size() != 1)) return core::status::invalid;
+  if (optimistic() && a.peer == dev::no_peer) [[unlikely]]
+    return optimistic_refuse("receives from any source (FI_ADDR_UNSPEC)");
   recv_request* r = make_recv(a);
   if (!r) return core::status::again;
   if (r->multi) return post_multi_recv(*r);
+  if (optimistic() && r->capacity > cfg_.medium_max) {
+    const core::status s = optimistic_recv(*r);
+    if (!core::ok(s)) recvs_.release(r);
+    return s;
+  }
   match::matcher& m = matcher_for(a.kind);
   if (match::unexpected_entry* e = m.find_unexpected(r->entry.source, r->entry.tag, r->entry.ignore)) {
     m.remove_unexpected(*e);
@@ -183,6 +195,7 @@ core::status endpoint::cancel(void* context) noexcept {
     });
     if (found) break;
   }
+  if (!found && optimistic()) found = optimistic_find(context);
   if (!found) return core::status::no_entry;
   // With an RTR out the sender may be writing into the buffer: it must withdraw the RTR first.
   // The receive stays posted meanwhile, and the answer decides (rndv_rtr.cpp).

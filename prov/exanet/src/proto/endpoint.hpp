@@ -115,6 +115,7 @@ struct send_request {
   bool has_cq_data = false;
   wire::psn_t psn = 0;
   bool cts_seen = false;  // a CTS or an RTR named it: no RTR can serve it any more
+  bool awaiting_rtr = false;  // optimistic: in wait_cts_ until an RTR of its tag arrives
   dev::peer_id peer = dev::no_peer;
   queue_kind kind = queue_kind::tagged;
   bool completion = true;
@@ -166,6 +167,7 @@ struct recv_request {
   rtr_state rtr = rtr_state::none;
   std::uint32_t ri_slot = no_slot, ri_gen = 0;
   wire::psn_t rts_psn = 0;  // waiting_rts: the RTS that matched it
+  bool rtr_only = false;    // optimistic long receive: never posted, its RTR is its only match
   static constexpr std::uint32_t no_slot = ~0u;
 };
 
@@ -188,7 +190,8 @@ struct backlog_packet {
 };
 
 /// An RTR that arrived before its target send was issued; each later send of its class counts
-/// down `remaining`, and the send that finds it at 1 is the target.
+/// down `remaining`, and the send that finds it at 1 is the target. (Optimistic RTRs carry no
+/// ticket: the first later send they match is theirs, and `remaining` stays 0.)
 struct stored_rtr {
   core::list_hook hook;
   wire::rtr rtr{};
@@ -325,7 +328,8 @@ class endpoint {
   // rndv_rtr.cpp
   stored_rtr* ri_target(dev::peer_id to, queue_kind k, std::uint64_t tag) noexcept;
   core::status ri_send(const send_args& a, std::size_t len, stored_rtr& st) noexcept;
-  void ri_write(send_request& s, const wire::rtr& m) noexcept;
+  /// rtr_first: the RTR was waiting when the send was posted (the receive was fast).
+  void ri_write(send_request& s, const wire::rtr& m, bool rtr_first = false) noexcept;
   void on_rtr(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_rtr_nack(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_rtr_cancel(dev::peer_id from, const dev::packet& pkt) noexcept;
@@ -343,12 +347,25 @@ class endpoint {
   void posted_left(recv_request& r) noexcept;
   /// Takes a posted receive out of its matcher (cancel, a write that matched it, dead peer).
   void unpost(recv_request& r) noexcept {
+    if (r.rtr_only) return;  // never was posted
     matcher_for(r.kind).remove_posted(r.entry);
     posted_left(r);
   }
   /// A completed or failed receive gives back what its RTR held.
   void rtr_release(recv_request& r) noexcept;
   core::status rtr_cancel(recv_request& r) noexcept;
+  // rndv_optimistic.cpp
+  bool optimistic() const noexcept { return cfg_.protocol == protocol_family::optimistic; }
+  /// A receive of more than medium_max bytes: only an RTR, no posted-queue entry.
+  core::status optimistic_recv(recv_request& r) noexcept;
+  /// A send of more than medium_max bytes: written into the first stored RTR of its tag, or
+  /// waits in wait_cts_ for one.
+  core::status optimistic_send(const send_args& a, std::size_t len) noexcept;
+  void on_optimistic_rtr(dev::peer_id from, const wire::rtr& m) noexcept;
+  /// The long receive with this context, for fi_cancel (it is in no matcher).
+  recv_request* optimistic_find(void* context) noexcept;
+  /// An any-source receive or FI_PEEK under the variant: refused, and said once per endpoint.
+  core::status optimistic_refuse(const char* what) noexcept;
   // psn_order.cpp
   peer_sequence* sequence_of(dev::peer_id p) noexcept;
   /// The psn the next message to `to` carries; commit_send makes it used.
@@ -433,6 +450,7 @@ class endpoint {
   core::pool<stored_rtr> stored_rtrs_{64};
   std::array<std::size_t, 2> suspended_{};  // suspended receives per queue kind
   bool lift_due_ = false;
+  bool refusal_warned_ = false;  // optimistic_refuse said why once
   bool mailbox_held_ = false;
   core::intrusive_list<backlog_packet, &backlog_packet::hook> backlog_;
   core::pool<rma_request> rmas_{64};

@@ -11,6 +11,8 @@
 namespace exanet::proto {
 
 core::status endpoint::peek(const recv_args& a, bool claim_it, bool discard, void** handle) noexcept {
+  // Optimistic long messages wait at their sender until a receive asks: there is nothing to see.
+  if (optimistic()) [[unlikely]] return optimistic_refuse("FI_PEEK");
   recv_request* r = make_recv(a);  // a scratch request: it carries the completion fields
   if (!r) return core::status::again;
   match::matcher& m = matcher_for(a.kind);
@@ -51,6 +53,7 @@ core::status endpoint::peek(const recv_args& a, bool claim_it, bool discard, voi
 }
 
 core::status endpoint::claim(const recv_args& a, void* handle, bool discard) noexcept {
+  if (optimistic()) [[unlikely]] return optimistic_refuse("FI_CLAIM");  // no peek claimed one
   if (!handle) return core::status::invalid;
   recv_request* r = make_recv(a);
   if (!r) return core::status::again;

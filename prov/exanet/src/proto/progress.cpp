@@ -127,7 +127,9 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
   // RTS fails; a cancel in progress completes; the others stay posted as plain receives.
   wait_ri_.for_each([&](recv_request& r) {
     if (r.entry.source != p) return;
-    if (r.rtr == rtr_state::waiting_rts) {
+    if (r.rtr_only) {  // optimistic: it had no other way to a message
+      fail_recv(r, r.rtr == rtr_state::cancelling ? FI_ECANCELED : FI_ECONNRESET);
+    } else if (r.rtr == rtr_state::waiting_rts) {
       fail_recv(r, FI_ECONNRESET);  // rtr_release takes it off wait_ri_
     } else if (r.rtr == rtr_state::cancelling) {
       unpost(r);

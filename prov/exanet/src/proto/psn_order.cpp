@@ -34,7 +34,8 @@ void endpoint::commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, boo
   if (k == queue_kind::msg) tag = 0;  // the untagged queue is one class per peer
   const wire::psn_t psn = q.next_psn++;
   q.log[psn & (send_log_len - 1)] = {psn, k, rendezvous, tag, send_id};
-  if (q.stored.empty()) [[likely]] return;
+  // Optimistic RTRs are not counted down: only the long sends they wait for can serve them.
+  if (q.stored.empty() || optimistic()) [[likely]] return;
   // Stored RTRs of this send's class count it. One that reaches its target here is served by
   // the packet itself (a rendezvous send takes its RTR before, in ri_target/ri_send).
   q.stored.for_each([&](stored_rtr& st) {

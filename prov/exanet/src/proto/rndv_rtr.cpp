@@ -178,6 +178,15 @@ std::size_t endpoint::poll_ri() noexcept {
       wire::ri_record rec;
       std::memcpy(&rec, rec_raw.data(), sizeof rec);
       const dev::peer_id from = r->entry.source;
+      if (r->rtr_only) {  // optimistic: long sends take no psn, nothing to order against
+        ++n;
+        ++stats_.ri_recv;
+        if (note.flags & wire::flag_rtr_first) ++stats_.fast_recv;
+        complete_recv(*r, from, rec.tag, note.cq_data, note.flags & wire::flag_cq_data,
+                      rec.msg_len, std::min<std::uint64_t>(rec.msg_len, r->capacity));
+        again = true;
+        break;
+      }
       peer_sequence& q = seq_[from];
       const bool own_rts = r->rtr == rtr_state::waiting_rts && note.psn == r->rts_psn;
       if (!own_rts && note.psn != q.watermark + 1) {
@@ -238,7 +247,7 @@ core::status endpoint::ri_send(const send_args& a, std::size_t len, stored_rtr& 
   return core::status::ok;
 }
 
-void endpoint::ri_write(send_request& s, const wire::rtr& m) noexcept {
+void endpoint::ri_write(send_request& s, const wire::rtr& m, bool rtr_first) noexcept {
   s.cts_seen = true;
   const wire::ri_record rec{s.tag, s.len};
   dev::notification raw;
@@ -255,7 +264,10 @@ void endpoint::ri_write(send_request& s, const wire::rtr& m) noexcept {
   s.dma.notify = true;
   s.dma.notify_slot = m.notify_slot;
   s.dma.notify_gen = m.notify_gen;
-  const wire::ri_notification note{s.cq_data, s.psn, s.has_cq_data ? std::uint32_t{wire::flag_cq_data} : 0u};
+  const wire::ri_notification note{
+      s.cq_data, s.psn,
+      (s.has_cq_data ? std::uint32_t{wire::flag_cq_data} : 0u) |
+          (rtr_first ? std::uint32_t{wire::flag_rtr_first} : 0u)};
   std::memcpy(s.dma.notify_data.data(), &note, sizeof note);
   s.dma_state = {};
   s.last_segment = true;
@@ -278,6 +290,18 @@ void endpoint::on_rtr(dev::peer_id from, const dev::packet& pkt) noexcept {
   peer_sequence* q = from == dev::no_peer ? nullptr : sequence_of(from);
   if (!q) {
     EXANET_LOG(warn, ep_data, "RTR from an unreachable receiver dropped");
+    return;
+  }
+  if (m.hdr.flags & wire::flag_optimistic) {
+    on_optimistic_rtr(from, m);
+    return;
+  }
+  if (optimistic()) {
+    // A ticket this process keeps no log for: the receive goes sender-initiated, and waits for
+    // an RTS that an optimistic sender never sends. The log says why.
+    EXANET_LOG(warn, ep_data, "RTR with a ticket from peer %u, but this process runs "
+                              "FI_EXANET_PROTOCOL=optimistic; refused", from);
+    rtr_answer(from, wire::pkt_type::rtr_nack, m.recv_id);
     return;
   }
   const wire::psn_t last = q->next_psn - 1;
@@ -348,6 +372,11 @@ void endpoint::on_rtr_nack(dev::peer_id from, const dev::packet& pkt) noexcept {
     return;  // completed since (its message came another way), or stale
   const rtr_state was = r->rtr;
   rtr_release(*r);  // the sender will never write: the slot is free again
+  if (r->rtr_only) {
+    // Optimistic: the RTR was the receive's only way to a message. The sender logged why.
+    fail_recv(*r, was == rtr_state::cancelling ? FI_ECANCELED : FI_EIO);
+    return;
+  }
   if (was == rtr_state::waiting_rts) {
     // The RTS it matched goes the sender-initiated way after all.
     wire::rts m{};

@@ -40,6 +40,8 @@ enum : std::uint16_t {
   flag_region_end = 1u << 5,   // rma_done: the operation's final range in this registration
   flag_ack_wanted = 1u << 6,   // rts: the sender completes on an rndv_ack (read variant)
   flag_withdrawn = 1u << 7,    // rtr_cancel_reply: the RTR was still stored and is gone
+  flag_optimistic = 1u << 8,   // rtr: optimistic variant, no ticket: "the next send of my tag"
+  flag_rtr_first = 1u << 9,    // ri_notification: the RTR was at the sender before the send
 };
 
 /// Packet sequence number: every message a sender sends to one receiver (env_data, medium, rts,
