@@ -777,8 +777,11 @@ static void o5p(struct side *s)
 	struct iovec iov[2] = {{b, BIG / 2}, {b + BIG / 2, BIG / 2}};
 	struct fi_msg_tagged m = {.msg_iov = iov, .iov_count = 1, .addr = s->peer, .tag = 9,
 				  .context = &ctx};
+	struct fi_context fctx = {{0}}; /* FI_CLAIM keeps its handle in the caller's fi_context */
+	m.context = &fctx;
 	XT_CHECK(fi_trecvmsg(s->x.ep, &m, FI_PEEK) == -FI_EOPNOTSUPP, "FI_PEEK");
 	XT_CHECK(fi_trecvmsg(s->x.ep, &m, FI_CLAIM) == -FI_EOPNOTSUPP, "FI_CLAIM");
+	m.context = &ctx;
 	m.iov_count = 2;
 	XT_CHECK(fi_trecvmsg(s->x.ep, &m, 0) == -FI_EOPNOTSUPP, "long receive in two buffers");
 	iov[0].iov_len = iov[1].iov_len = SHORT / 2;
