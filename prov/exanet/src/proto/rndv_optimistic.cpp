@@ -11,7 +11,8 @@
 //
 // Matching happens at the sender: RTRs arrive in the receiver's posting order (one FIFO
 // mailbox) and sends are taken in posting order, so pairing each with the first partner it
-// matches is the matching rule, run where both sequences meet. Ignore bits are fine for that
+// matches is the matching rule, run where both sequences meet (prov/exanet/docs/model/
+// optimistic.pml checks it, with cancels, over every interleaving). Ignore bits are fine for that
 // (the full tag comes back in the landing record); a wildcard source is not (an RTR needs one
 // sender). Long sends take no psn, so nothing at the receiver ever waits behind them: short
 // messages keep the ordinary path (eager, medium, and the RTS of a short FI_DELIVERY_COMPLETE
