@@ -492,21 +492,26 @@ static int c9(int i, int sock)
 	return child_done(&s);
 }
 
-static void p9(struct side *s)
+/* Posts a BIG receive into the first half of a 2 * BIG guard-filled buffer, for a 2 * BIG message
+ * (the peer sends it after a sync when `sync`); checks FI_ETRUNC, what fits, and the guard. */
+static void truncated_receive(struct side *s, uint64_t tag, unsigned seed, int sync)
 {
 	unsigned char *r = malloc(2 * BIG);
 	memset(r, 0xa5, 2 * BIG);
 	int cr;
-	post(s, r, BIG, 100, 0, &cr);
-	xt_sync(s->sock);
+	post(s, r, BIG, tag, 0, &cr);
+	if (sync)
+		xt_sync(s->sock);
 	struct fi_cq_err_entry err = {0};
 	XT_CHECK(xt_wait(s->x.rxcq, NULL, &err, 30) == 0 && err.err == FI_ETRUNC && err.olen == BIG &&
-			 err.len == BIG && err.tag == 100 && err.op_context == &cr,
+			 err.len == BIG && err.tag == tag && err.op_context == &cr,
 		 "truncation: err %d olen %zu len %zu", err.err, err.olen, err.len);
-	XT_CHECK(xt_verify(r, BIG, 90), "the part that fits");
+	XT_CHECK(xt_verify(r, BIG, seed), "the part that fits");
 	for (size_t k = BIG; k < 2 * BIG; k++)
 		XT_CHECK(r[k] == 0xa5, "byte %zu past the receive buffer was written", k);
 }
+
+static void p9(struct side *s) { truncated_receive(s, 100, 90, 1); }
 
 /* ---- 10. Cancel: with an RTR out (handshake), lost to a write already done, and without RTR - */
 
@@ -736,20 +741,7 @@ static int o4c(int i, int sock)
 	return child_done(&s);
 }
 
-static void o4p(struct side *s)
-{
-	unsigned char *r = malloc(2 * BIG);
-	memset(r, 0xa5, 2 * BIG);
-	int cr;
-	post(s, r, BIG, 7, 0, &cr);
-	struct fi_cq_err_entry err = {0};
-	XT_CHECK(xt_wait(s->x.rxcq, NULL, &err, 30) == 0 && err.err == FI_ETRUNC && err.olen == BIG &&
-			 err.len == BIG && err.tag == 7 && err.op_context == &cr,
-		 "truncation: err %d olen %zu len %zu", err.err, err.olen, err.len);
-	XT_CHECK(xt_verify(r, BIG, 240), "the part that fits");
-	for (size_t k = BIG; k < 2 * BIG; k++)
-		XT_CHECK(r[k] == 0xa5, "byte %zu past the receive buffer was written", k);
-}
+static void o4p(struct side *s) { truncated_receive(s, 7, 240, 0); }
 
 /* ---- o5. What the variant refuses, with -FI_EOPNOTSUPP and nothing posted: any-source
  * receives, FI_PEEK, FI_CLAIM, a long receive in several buffers. A short one in several
@@ -850,34 +842,52 @@ static void o7p(struct side *s)
 		 "RTR refused by a write-protocol peer: err %d", err.err);
 }
 
+struct race {
+	const char *name;
+	xt_child_fn child;
+	void (*parent)(struct side *);
+};
+
+static const struct race write_races[] = {
+	{"SI, RI and crossing RTS/RTR: one write each", c1, p1},
+	{"suspension by wildcard and overlapping class; lift keeps posting order", c2, p2},
+	{"eager send crossing a long receive's RTR", c3, p3},
+	{"back-to-back write then eager: the packet is parked behind the notification", c5, p5},
+	{"stale RTR (log passed): NACK, then sender-initiated", c6, p6},
+	{"FI_DELIVERY_COMPLETE / FI_MATCH_COMPLETE small sends", c7, p7},
+	{"peek does not see RTR-delivered messages; claim and discard", c8, p8},
+	{"truncation by a receiver-initiated write", c9, p9},
+	{"cancel: handshake, lost race, no RTR", c10, p10},
+	{"protocol bit ignored by the receive (MPI sync sends)", c11, p11},
+};
+
+static const struct race optimistic_races[] = {
+	{"optimistic: a send waits for its RTR; a receive first is fast", o1c, o1p},
+	{"optimistic: waiting long sends hold back nothing, both ways", o2c, o2p},
+	{"optimistic: matching at the sender keeps tag order and ignore bits", o3c, o3p},
+	{"optimistic: truncation", o4c, o4p},
+	{"optimistic: any source, FI_PEEK, FI_CLAIM, long iovec refused", o5c, o5p},
+	{"optimistic: cancel withdraws the RTR", o6c, o6p},
+	{"optimistic: a peer running another variant refuses the RTR", o7c, o7p},
+};
+
+#define RUN_ALL(races)                                                        \
+	for (size_t k = 0; k < sizeof(races) / sizeof(races[0]); k++)          \
+		run_case(races[k].name, races[k].child, races[k].parent)
+
 int main(void)
 {
 	xt_init(240);
 	const char *family = getenv("FI_EXANET_PROTOCOL");
 	if (family && !strcmp(family, "optimistic")) {
-		run_case("optimistic: a send waits for its RTR; a receive first is fast", o1c, o1p);
-		run_case("optimistic: waiting long sends hold back nothing, both ways", o2c, o2p);
-		run_case("optimistic: matching at the sender keeps tag order and ignore bits", o3c, o3p);
-		run_case("optimistic: truncation", o4c, o4p);
-		run_case("optimistic: any source, FI_PEEK, FI_CLAIM, long iovec refused", o5c, o5p);
-		run_case("optimistic: cancel withdraws the RTR", o6c, o6p);
-		run_case("optimistic: a peer running another variant refuses the RTR", o7c, o7p);
+		RUN_ALL(optimistic_races);
 		return 0;
 	}
 	if (family && strcmp(family, "write")) {
 		printf("SKIP: the races of the receiver-initiated rendezvous need FI_EXANET_PROTOCOL=write\n");
 		return 0;
 	}
-	run_case("SI, RI and crossing RTS/RTR: one write each", c1, p1);
-	run_case("suspension by wildcard and overlapping class; lift keeps posting order", c2, p2);
-	run_case("eager send crossing a long receive's RTR", c3, p3);
-	run_case("back-to-back write then eager: the packet is parked behind the notification", c5, p5);
-	run_case("stale RTR (log passed): NACK, then sender-initiated", c6, p6);
-	run_case("FI_DELIVERY_COMPLETE / FI_MATCH_COMPLETE small sends", c7, p7);
-	run_case("peek does not see RTR-delivered messages; claim and discard", c8, p8);
-	run_case("truncation by a receiver-initiated write", c9, p9);
-	run_case("cancel: handshake, lost race, no RTR", c10, p10);
-	run_case("protocol bit ignored by the receive (MPI sync sends)", c11, p11);
+	RUN_ALL(write_races);
 	/* The notification can overtake the RTS only when the write lands at once (CMA). */
 	setenv("FI_EXANET_USE_CMA", "1", 1);
 	run_case("notification taken before the RTS it served (CMA)", c4, p4);
