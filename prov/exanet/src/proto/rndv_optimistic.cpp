@@ -16,13 +16,10 @@
 // (the full tag comes back in the landing record); a wildcard source is not (an RTR needs one
 // sender). Long sends take no psn, so nothing at the receiver ever waits behind them: short
 // messages keep the ordinary path (eager, medium, and the RTS of a short FI_DELIVERY_COMPLETE
-// send, all matched at the receiver), and the two classes never meet.
+// send or of a medium send without ring credit, all matched at the receiver), and the two
+// classes never meet.
 //
 // Consumes: rtr packets with flag_optimistic (from on_rtr), rtr_cancel as in rndv_rtr.cpp.
-#include <rdma/fi_errno.h>
-
-#include <cstring>
-
 #include "core/log.hpp"
 #include "proto/endpoint.hpp"
 
