@@ -10,7 +10,8 @@
 #   fabtests/bench/mpi_compare.sh [build-dir] [out-dir]
 # Environment: REPEAT (default 3), UPPER (largest size, default 4194304).
 set -u
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 out=${2:-$build/bench}
 repeat=${REPEAT:-3}
@@ -43,13 +44,7 @@ done
 
 csv=$out/mpi.csv
 # NetPIPE's sizes are powers of two and +-3 perturbations; report the powers of two.
-awk -v order="${order[*]}" '
-  function median(list,   n, a, i, j, t) {
-    n = split(list, a, " "); if (!n) return "NA"
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return a[int((n + 1) / 2)]
-  }
-  function ratio(a, b) { return (a == "NA" || b == "NA" || b == 0) ? "NA" : sprintf("%.2f", a / b) }
+awk -v order="${order[*]}" -f "$here/stats.awk" -f /dev/stdin "$raw" >"$csv" <<'AWK'
   function pow2(x) { while (x > 1 && x % 2 == 0) x /= 2; return x == 1 }
   pow2($2) { lat[$1, $2] = lat[$1, $2] " " $3; bw[$1, $2] = bw[$1, $2] " " $4; sizes[$2] = 1 }
   END {
@@ -66,7 +61,8 @@ awk -v order="${order[*]}" '
       for (i = 1; i <= np; i++) line = line "," median(bw[P[i], S[k]])
       print line "," ratio(L["exanet"], L["vader"]) "," ratio(L["exanet"], L["ucx"])
     }
-  }' "$raw" >"$csv"
+  }
+AWK
 column -s, -t <"$csv"
 echo "CSV: $csv"
 if command -v gnuplot >/dev/null; then

@@ -10,7 +10,8 @@
 # Environment: SIZES (default 64 KiB .. 4 MiB by powers of 2), REPEAT (default 3: each cell is the
 # median of that many runs, the paths taking turns in each round), ITERS (passed on).
 set -u
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 out=${2:-$build/bench}
 repeat=${REPEAT:-3}
@@ -40,14 +41,7 @@ for _ in $(seq "$repeat"); do
   done
 done
 
-awk -v sizes="$sizes" -v paths="$paths" '
-  function median(list,   n, a, i, j, t) {
-    n = split(list, a, " ")
-    if (n == 0) return "NA"
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return a[int((n + 1) / 2)]
-  }
-  function ratio(a, b) { return (a == "NA" || b == "NA" || b == 0) ? "NA" : sprintf("%.2f", a / b) }
+awk -v sizes="$sizes" -v paths="$paths" -f "$here/stats.awk" -f /dev/stdin "$raw" >"$csv" <<'AWK'
   { lat[$1, $2] = lat[$1, $2] " " $3; if ($1 == "exanet") ri[$2] = ri[$2] " " $4 }
   END {
     np = split(paths, P, " "); ns = split(sizes, S, " ")
@@ -60,7 +54,8 @@ awk -v sizes="$sizes" -v paths="$paths" '
       print line "," ratio(m["exanet"], m["exanet_read"]) "," ratio(m["exanet_optimistic"], m["exanet_read"]) \
                  "," ratio(m["exanet"], m["shm"]) "," median(ri[S[s]])
     }
-  }' "$raw" >"$csv"
+  }
+AWK
 
 column -s, -t <"$csv"
 echo "CSV: $csv"

@@ -7,7 +7,8 @@
 # each cell is the median of that many runs), ITERS and WINDOW (passed to rma_bench),
 # PROVIDERS (default "exanet shm tcp").
 set -u
-root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+root=$(cd "$here/../.." && pwd)
 build=${1:-$root/build}
 out=${2:-$build/bench}
 repeat=${REPEAT:-3}
@@ -37,14 +38,7 @@ done
 rm -f "$raw.run" "$raw.err"
 
 # median per (provider, size, metric); NA where a provider produced nothing
-awk -v sizes="$sizes" -v provs="$providers" '
-  function median(list,   n, a, i, j, t) {
-    n = split(list, a, " ")
-    if (n == 0) return "NA"
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] + 0 < a[i] + 0) { t = a[i]; a[i] = a[j]; a[j] = t }
-    return a[int((n + 1) / 2)]
-  }
-  function ratio(a, b) { return (a == "NA" || b == "NA" || b == 0) ? "NA" : sprintf("%.2f", a / b) }
+awk -v sizes="$sizes" -v provs="$providers" -f "$here/stats.awk" -f /dev/stdin "$raw" >"$csv" <<'AWK'
   { for (m = 3; m <= 5; m++) v[$1, $2, m] = v[$1, $2, m] " " $m }
   END {
     np = split(provs, P, " "); ns = split(sizes, S, " ")
@@ -57,7 +51,8 @@ awk -v sizes="$sizes" -v provs="$providers" '
       for (m = 3; m <= 5; m++) for (i = 1; i <= np; i++) { med[P[i], m] = median(v[P[i], S[s], m]); line = line "," med[P[i], m] }
       print line "," ratio(med["exanet", 3], med["shm", 3]) "," ratio(med["exanet", 4], med["shm", 4]) "," ratio(med["exanet", 5], med["shm", 5])
     }
-  }' "$raw" >"$csv"
+  }
+AWK
 
 column -s, -t <"$csv"
 echo "CSV: $csv"
