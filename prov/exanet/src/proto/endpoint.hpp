@@ -22,6 +22,7 @@
 #include "match/matcher.hpp"
 #include "proto/completion.hpp"
 #include "proto/config.hpp"
+#include "proto/stored_rtrs.hpp"
 #include "proto/wire.hpp"
 
 namespace exanet::proto {
@@ -189,15 +190,6 @@ struct backlog_packet {
   dev::packet pkt{};
 };
 
-/// An RTR that arrived before its target send was issued; each later send of its class counts
-/// down `remaining`, and the send that finds it at 1 is the target. (Optimistic RTRs carry no
-/// ticket: the first later send they match is theirs, and `remaining` stays 0.)
-struct stored_rtr {
-  core::list_hook hook;
-  wire::rtr rtr{};
-  std::uint32_t remaining = 0;
-};
-
 /// A send as the sender's log remembers it, so an RTR that arrives after the send can find it.
 struct sent_record {
   wire::psn_t psn = 0;
@@ -214,7 +206,6 @@ struct peer_sequence {
   // As a sender to the peer.
   wire::psn_t next_psn = 1;
   std::array<sent_record, send_log_len> log{};
-  core::intrusive_list<stored_rtr, &stored_rtr::hook> stored;
   // As a receiver from the peer: every psn up to the watermark has been taken in order.
   wire::psn_t watermark = 0;
   core::intrusive_list<backlog_packet, &backlog_packet::hook> parked;
@@ -447,9 +438,12 @@ class endpoint {
   core::intrusive_list<recv_request, &recv_request::hook> wait_notify_;
   core::intrusive_list<recv_request, &recv_request::hook> wait_ri_;  // RTR out, slot armed
   std::vector<peer_sequence> seq_;  // by peer
-  core::pool<stored_rtr> stored_rtrs_{64};
+  stored_rtr_index stored_;  // RTRs waiting for their send, as the sender
   std::array<std::size_t, 2> suspended_{};  // suspended receives per queue kind
   bool lift_due_ = false;
+  std::uint64_t notes_seen_ = 0;  // dev_.notifications_landed() at the last look
+  bool ri_deferred_ = false;      // poll_ri left a landed notification for a later psn
+  bool slot_starved_ = false;     // a rendezvous receive waits for a free notification slot
   bool refusal_warned_ = false;  // optimistic_refuse said why once
   bool mailbox_held_ = false;
   core::intrusive_list<backlog_packet, &backlog_packet::hook> backlog_;

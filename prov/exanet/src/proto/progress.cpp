@@ -78,8 +78,14 @@ std::size_t endpoint::progress() noexcept {
   n += dev_.poll_events(mailbox_budget, [this](dev::peer_id from, const dev::notification& e) {
     on_rma_event(from, e);  // peers' RMA accesses this endpoint counts
   });
-  if (!wait_ri_.empty()) n += poll_ri();                // writes our RTRs asked for
-  if (!wait_notify_.empty()) n += poll_notifications();  // rendezvous data that landed here
+  // Armed notification slots are looked at only when a notification landed since the last look
+  // (or one was left for later): progress costs nothing per waiting receive while none lands.
+  const std::uint64_t landed = dev_.notifications_landed();
+  const bool new_notes = landed != notes_seen_;
+  notes_seen_ = landed;
+  if (!wait_ri_.empty() && (new_notes || ri_deferred_)) n += poll_ri();  // our RTRs' writes
+  if (!wait_notify_.empty() && (new_notes || slot_starved_))
+    n += poll_notifications();  // rendezvous data that landed here
   if (!rma_active_.empty()) n += progress_rma();        // RMA waiting on the engine or a reply
   if (!dma_backlog_.empty()) n += retry_dma();          // our writes that met a busy engine
   if (!backlog_.empty()) n += retry_backlog();          // control packets that met a full mailbox
@@ -141,8 +147,8 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
   if (p < seq_.size()) {
     peer_sequence& q = seq_[p];
     while (backlog_packet* b = q.parked.pop_front()) backlog_pool_.release(b);
-    while (stored_rtr* st = q.stored.pop_front()) stored_rtrs_.release(st);
   }
+  stored_.drop_peer(p);
   auto fail_sends = [&](auto& list) {
     list.for_each([&](send_request& s) {
       if (s.peer != p) return;

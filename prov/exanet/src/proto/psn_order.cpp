@@ -35,15 +35,11 @@ void endpoint::commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, boo
   const wire::psn_t psn = q.next_psn++;
   q.log[psn & (send_log_len - 1)] = {psn, k, rendezvous, tag, send_id};
   // Optimistic RTRs are not counted down: only the long sends they wait for can serve them.
-  if (q.stored.empty() || optimistic()) [[likely]] return;
+  if (optimistic() || stored_.empty(to)) [[likely]] return;
   // Stored RTRs of this send's class count it. One that reaches its target here is served by
   // the packet itself (a rendezvous send takes its RTR before, in ri_target/ri_send).
-  q.stored.for_each([&](stored_rtr& st) {
-    const bool tagged = st.rtr.hdr.flags & wire::flag_tagged;
-    if ((tagged ? queue_kind::tagged : queue_kind::msg) != k) return;
-    if (!match::tag_matches(st.rtr.tag, st.rtr.ignore, tag)) return;
+  stored_.for_each_match(to, k == queue_kind::tagged, tag, [&](stored_rtr& st) {
     if (--st.remaining > 0) return;
-    q.stored.remove(st);
     if (rendezvous) {
       // Not taken by ri_target before this RTS: the receive must not wait for a write.
       ++stats_.rtr_stale;
@@ -51,7 +47,7 @@ void endpoint::commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, boo
     } else {
       ++stats_.rtr_dropped;  // the eager or medium packet serves the receive
     }
-    stored_rtrs_.release(&st);
+    stored_.remove(st);
   });
 }
 

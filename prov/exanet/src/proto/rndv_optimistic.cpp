@@ -75,11 +75,9 @@ recv_request* endpoint::optimistic_find(void* context) noexcept {
 
 core::status endpoint::optimistic_send(const send_args& a, std::size_t len) noexcept {
   progress_mailbox();  // an RTR already in the mailbox makes this a fast receive
-  peer_sequence& q = seq_[a.peer];
   const std::uint64_t tag = a.kind == queue_kind::tagged ? a.tag : 0;
-  stored_rtr* st = q.stored.find([&](const stored_rtr& x) {
-    return kind_of(x.rtr) == a.kind && match::tag_matches(x.rtr.tag, x.rtr.ignore, tag);
-  });
+  stored_rtr* st = stored_.oldest_match(a.peer, a.kind == queue_kind::tagged, tag,
+                                        [](const stored_rtr&) { return true; });
   send_request* s = make_rendezvous_send(a, len);
   if (!s) return core::status::again;
   ++stats_.ri_sent;
@@ -89,8 +87,7 @@ core::status endpoint::optimistic_send(const send_args& a, std::size_t len) noex
     return core::status::ok;
   }
   const wire::rtr m = st->rtr;
-  q.stored.remove(*st);
-  stored_rtrs_.release(st);
+  stored_.remove(*st);
   ri_write(*s, m, true);
   return core::status::ok;
 }
@@ -115,14 +112,11 @@ void endpoint::on_optimistic_rtr(dev::peer_id from, const wire::rtr& m) noexcept
     ri_write(*s, m);
     return;
   }
-  stored_rtr* st = stored_rtrs_.acquire();
-  if (!st) {
+  if (!stored_.add(from, m, 0)) {
     EXANET_LOG(warn, ep_data, "out of memory storing an RTR from peer %u; refused", from);
     rtr_answer(from, wire::pkt_type::rtr_nack, m.recv_id);
     return;
   }
-  st->rtr = m;
-  seq_[from].stored.push_back(*st);
   ++stats_.rtr_stored;
 }
 

@@ -163,6 +163,7 @@ void endpoint::rtr_release(recv_request& r) noexcept {
 // receive already matched), so what is matched is always a prefix of each peer's sends.
 std::size_t endpoint::poll_ri() noexcept {
   std::size_t n = 0;
+  ri_deferred_ = false;
   for (bool again = true; again;) {
     again = false;
     for (recv_request* r = wait_ri_.front(); r;) {
@@ -191,6 +192,7 @@ std::size_t endpoint::poll_ri() noexcept {
       const bool own_rts = r->rtr == rtr_state::waiting_rts && note.psn == r->rts_psn;
       if (!own_rts && note.psn != q.watermark + 1) {
         if (wire::psn_before(q.watermark + 1, note.psn)) {  // an earlier send is still due
+          ri_deferred_ = true;  // look again at every progress until it is taken
           r = next;
           continue;
         }
@@ -223,23 +225,17 @@ std::size_t endpoint::poll_ri() noexcept {
 // ---- sender: serving RTRs ---------------------------------------------------------------------
 
 stored_rtr* endpoint::ri_target(dev::peer_id to, queue_kind k, std::uint64_t tag) noexcept {
-  peer_sequence& q = seq_[to];
-  if (q.stored.empty()) [[likely]] return nullptr;
+  if (stored_.empty(to)) [[likely]] return nullptr;
   if (k == queue_kind::msg) tag = 0;
-  return q.stored.find([&](const stored_rtr& st) {
-    const bool tagged = st.rtr.hdr.flags & wire::flag_tagged;
-    return st.remaining == 1 && (tagged ? queue_kind::tagged : queue_kind::msg) == k &&
-           match::tag_matches(st.rtr.tag, st.rtr.ignore, tag);
-  });
+  return stored_.oldest_match(to, k == queue_kind::tagged, tag,
+                              [](const stored_rtr& st) { return st.remaining == 1; });
 }
 
 core::status endpoint::ri_send(const send_args& a, std::size_t len, stored_rtr& st) noexcept {
   send_request* s = make_rendezvous_send(a, len);
   if (!s) return core::status::again;
-  peer_sequence& q = seq_[a.peer];
   const wire::rtr m = st.rtr;
-  q.stored.remove(st);
-  stored_rtrs_.release(&st);
+  stored_.remove(st);
   s->psn = next_psn(a.peer);
   commit_send(a.peer, a.kind, a.tag, true, sends_.id_of(s));
   ++stats_.ri_sent;
@@ -336,30 +332,23 @@ void endpoint::on_rtr(dev::peer_id from, const dev::packet& pkt) noexcept {
     ri_write(*s, m);
     return;
   }
-  stored_rtr* st = stored_rtrs_.acquire();
-  if (!st) {
+  if (!stored_.add(from, m, m.nth - seen)) {
     ++stats_.rtr_stale;
     rtr_answer(from, wire::pkt_type::rtr_nack, m.recv_id);
     return;
   }
-  st->rtr = m;
-  st->remaining = m.nth - seen;
-  q->stored.push_back(*st);
   ++stats_.rtr_stored;
 }
 
 void endpoint::on_rtr_cancel(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto a = wire::read<wire::rtr_answer>(pkt);
-  peer_sequence* q = from == dev::no_peer ? nullptr : sequence_of(from);
-  if (!q) return;
-  stored_rtr* st = q->stored.find([&](const stored_rtr& x) { return x.rtr.recv_id == a.recv_id; });
-  if (st) {
-    q->stored.remove(*st);
-    stored_rtrs_.release(st);
-  }
+  if (from == dev::no_peer) return;
+  stored_rtr* st = stored_.find_recv(from, a.recv_id);
+  const bool withdrawn = st != nullptr;
+  if (st) stored_.remove(*st);
   // Not stored: it was already written (the notification is ahead of this answer), served by
   // an eager or medium packet (in flight ahead of it), or NACKed.
-  rtr_answer(from, wire::pkt_type::rtr_cancel_reply, a.recv_id, st ? wire::flag_withdrawn : 0);
+  rtr_answer(from, wire::pkt_type::rtr_cancel_reply, a.recv_id, withdrawn ? wire::flag_withdrawn : 0);
 }
 
 // ---- receiver: the sender's answers -----------------------------------------------------------

@@ -143,6 +143,7 @@ void endpoint::rndv_recv_start(recv_request& r, dev::peer_id from, const wire::r
 void endpoint::rndv_recv_next_segment(recv_request& r) noexcept {
   if (!dev_.notify_alloc(r.notify_slot, r.notify_gen)) {
     r.notify_slot = recv_request::no_slot;  // poll_notifications retries when a slot frees
+    slot_starved_ = true;
     return;
   }
   const std::size_t total = std::min<std::size_t>(r.msg_len, r.capacity);
@@ -173,6 +174,7 @@ void endpoint::rndv_recv_next_segment(recv_request& r) noexcept {
 
 std::size_t endpoint::poll_notifications() noexcept {
   std::size_t n = 0;
+  slot_starved_ = false;  // set again below by a receive that still finds no slot
   wait_notify_.for_each([&](recv_request& r) {
     if (r.notify_slot == recv_request::no_slot) {
       rndv_recv_next_segment(r);

@@ -97,6 +97,7 @@ core::status device::open(const params& p) noexcept {
                                std::memory_order_relaxed);
   }
   local_.doorbell->rings.store(0, std::memory_order_relaxed);
+  local_.bell->landed.store(0, std::memory_order_relaxed);
   local_.staging_ctl->free_mask.store(
       geo_.staging_chunks == 64 ? ~0ull : ((1ull << geo_.staging_chunks) - 1),
       std::memory_order_relaxed);
@@ -312,6 +313,7 @@ void device::notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen
   notify_slot& n = v.notify[slot];
   n.data = data;
   n.gen.store(gen, std::memory_order_release);  // data first, then the flag (DESIGN.md §3)
+  v.bell->landed.fetch_add(1, std::memory_order_release);  // then the count the owner watches
 }
 
 core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {

@@ -119,6 +119,11 @@ class device {
     return true;
   }
   void notify_free(std::uint32_t slot) noexcept;
+  /// How many notifications have landed here so far: when it has not moved since the last
+  /// look, no armed slot can have changed.
+  std::uint64_t notifications_landed() const noexcept {
+    return local_.bell->landed.load(std::memory_order_acquire);
+  }
   /// The landing record a sender put beside (slot)'s notification; valid once notify_test
   /// returned true for it.
   notification notify_record(std::uint32_t slot) const noexcept { return local_.notify[slot].record; }

@@ -7,6 +7,7 @@
 //   | mailbox_control    |  producers' tail (one line)
 //   | mailbox_slot[M]    |  128 B each: seq/PDID/source line + the 64-byte packet line
 //   | notify_slot[N]     |  64 B each: generation, 16 bytes of notification, 16-byte record
+//   | notify bell        |  count of notifications written here (one line)
 //   | bounce_desc[P]     |  per-sender medium ring: owner, head, tail on separate lines
 //   | staging_control    |  free mask of DMA staging chunks (copy fallback without CMA)
 //   | key_entry[K]       |  64 B each: the RMA protection table (keys this endpoint granted)
@@ -26,7 +27,7 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 3;
+inline constexpr std::uint32_t layout_version = 4;
 inline constexpr std::size_t cache_line = 64;
 
 struct geometry {
@@ -122,6 +123,12 @@ static_assert(sizeof(key_entry) == cache_line);
 /// Never-used entries end a probe; revoked ones do not (open addressing).
 enum class key_state : std::uint32_t { empty = 0, live = 1, revoked = 2 };
 
+/// Bumped after every notification written into the segment: the owner scans the slots it armed
+/// only when the count moved, so a progress call costs nothing per slot while nothing lands.
+struct alignas(cache_line) notify_bell {
+  std::atomic<std::uint64_t> landed;
+};
+
 struct alignas(cache_line) event_doorbell {
   std::atomic<std::uint64_t> rings;  // bit i: event ring i may hold unread entries
 };
@@ -131,7 +138,7 @@ struct alignas(cache_line) staging_control {
 };
 
 struct segment_offsets {
-  std::size_t mailbox_control, mailbox, notify, bounce_desc, staging_control, keys, doorbell,
+  std::size_t mailbox_control, mailbox, notify, notify_bell, bounce_desc, staging_control, keys, doorbell,
       event_desc, event_data, bounce_data, staging_data, total;
 };
 
@@ -146,6 +153,8 @@ constexpr segment_offsets offsets_of(const geometry& g) noexcept {
   at += sizeof(mailbox_slot) * g.mailbox_slots;
   o.notify = at;
   at += sizeof(notify_slot) * g.notify_slots;
+  o.notify_bell = at;
+  at += sizeof(notify_bell);
   o.bounce_desc = at;
   at += sizeof(ring_desc) * g.bounce_peers;
   o.staging_control = at;
@@ -173,6 +182,7 @@ struct segment_view {
   mailbox_control* mbox_ctl = nullptr;
   mailbox_slot* mailbox = nullptr;
   notify_slot* notify = nullptr;
+  notify_bell* bell = nullptr;
   ring_desc* bounce = nullptr;
   staging_control* staging_ctl = nullptr;
   key_entry* keys = nullptr;
@@ -190,6 +200,7 @@ struct segment_view {
     v.mbox_ctl = reinterpret_cast<mailbox_control*>(b + o.mailbox_control);
     v.mailbox = reinterpret_cast<mailbox_slot*>(b + o.mailbox);
     v.notify = reinterpret_cast<notify_slot*>(b + o.notify);
+    v.bell = reinterpret_cast<notify_bell*>(b + o.notify_bell);
     v.bounce = reinterpret_cast<ring_desc*>(b + o.bounce_desc);
     v.staging_ctl = reinterpret_cast<staging_control*>(b + o.staging_control);
     v.keys = reinterpret_cast<key_entry*>(b + o.keys);
