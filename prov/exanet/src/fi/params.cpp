@@ -154,6 +154,7 @@ proto::config params_read() noexcept {
   if (c.rma_inline_max > c.bounce_ring_bytes / 2) c.rma_inline_max = c.bounce_ring_bytes / 2;
   if (c.mailbox_slots < 16) c.mailbox_slots = 16;
   if (c.notify_slots < 16) c.notify_slots = 16;
+  if (c.notify_slots > 4096) c.notify_slots = 4096;  // the device's bells: one summary word
   if (c.bounce_peers == 0) c.bounce_peers = 1;
   if (c.mr_keys < 16) c.mr_keys = 16;
   if (c.mr_keys > 65536) c.mr_keys = 65536;  // an RMA event names its key slot in 16 bits

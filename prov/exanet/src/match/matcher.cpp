@@ -7,6 +7,7 @@ namespace exanet::match {
 bool matcher::ensure_source(source_id src) noexcept try {
   if (src == any_source) return true;
   if (src >= posted_.size()) posted_.resize(std::size_t{src} + 1);
+  if (src >= wide_.size()) wide_.resize(std::size_t{src} + 1);
   if (src >= unexpected_.size()) unexpected_.resize(std::size_t{src} + 1);
   return true;
 } catch (...) {
@@ -16,17 +17,26 @@ bool matcher::ensure_source(source_id src) noexcept try {
 void matcher::post(posted_entry& e) {
   if (!ensure_source(e.source)) throw std::bad_alloc();
   e.seq = post_seq_++;
-  (e.source == any_source ? wildcard_ : posted_[e.source]).push_back(e);
+  if (e.source == any_source) {
+    wildcard_.push_back(e);
+  } else {
+    posted_[e.source].push_back(e);
+    key_queue_of(e).push_back(e);
+  }
   ++posted_count_;
 }
 
 posted_entry* matcher::peek_posted(source_id src, std::uint64_t tag) const noexcept {
   auto match = [&](const posted_entry& e) { return e.matches(src, tag); };
-  posted_entry* directed = src < posted_.size() ? posted_[src].find(match) : nullptr;
-  posted_entry* wild = wildcard_.empty() ? nullptr : wildcard_.find(match);
-  if (!directed) return wild;
-  if (!wild) return directed;
-  return wild->seq < directed->seq ? wild : directed;
+  auto earlier = [](posted_entry* a, posted_entry* b) { return !a || (b && b->seq < a->seq) ? b : a; };
+  posted_entry* best = wildcard_.empty() ? nullptr : wildcard_.find(match);
+  if (src < posted_.size()) {
+    // Each queue is in posting order: its first match is its earliest.
+    best = earlier(best, buckets_[bucket_of(src, tag)].find(
+                             [&](const posted_entry& e) { return e.source == src && e.tag == tag; }));
+    if (!wide_[src].empty()) best = earlier(best, wide_[src].find(match));
+  }
+  return best;
 }
 
 posted_entry* matcher::take_posted(source_id src, std::uint64_t tag) noexcept {
@@ -36,7 +46,12 @@ posted_entry* matcher::take_posted(source_id src, std::uint64_t tag) noexcept {
 }
 
 void matcher::remove_posted(posted_entry& e) noexcept {
-  (e.source == any_source ? wildcard_ : posted_[e.source]).remove(e);
+  if (e.source == any_source) {
+    wildcard_.remove(e);
+  } else {
+    posted_[e.source].remove(e);
+    key_queue_of(e).remove(e);
+  }
   --posted_count_;
 }
 
@@ -46,7 +61,10 @@ bool matcher::add_unexpected(unexpected_entry& u) noexcept {
   u.seq = arrival_seq_++;
   all_unexpected_.push_back(u);
   // An unidentified sender's message is reachable only through the arrival-ordered queue.
-  if (u.source != any_source) unexpected_[u.source].push_back(u);
+  if (u.source != any_source) {
+    unexpected_[u.source].push_back(u);
+    unexpected_buckets_[bucket_of(u.source, u.tag)].push_back(u);
+  }
   return true;
 }
 
@@ -56,13 +74,19 @@ unexpected_entry* matcher::find_unexpected(source_id src, std::uint64_t tag,
     return all_unexpected_.find(
         [&](const unexpected_entry& u) { return tag_matches(tag, ignore, u.tag); });
   if (src >= unexpected_.size()) return nullptr;
+  if (ignore == 0)  // one tag: its bucket holds that (source, tag) in arrival order
+    return unexpected_buckets_[bucket_of(src, tag)].find(
+        [&](const unexpected_entry& u) { return u.source == src && u.tag == tag; });
   return unexpected_[src].find(
       [&](const unexpected_entry& u) { return tag_matches(tag, ignore, u.tag); });
 }
 
 void matcher::remove_unexpected(unexpected_entry& u) noexcept {
   all_unexpected_.remove(u);
-  if (u.peer_hook.linked()) unexpected_[u.source].remove(u);
+  if (u.peer_hook.linked()) {
+    unexpected_[u.source].remove(u);
+    unexpected_buckets_[bucket_of(u.source, u.tag)].remove(u);
+  }
 }
 
 }  // namespace exanet::match

@@ -1,8 +1,16 @@
 // The tag-matching engine (DESIGN.md §4, "Matching cost"): posted receives sit in a queue per
 // source peer or, for FI_ADDR_UNSPEC, in one wildcard queue; unexpected messages sit in a queue per
 // source and in one arrival-ordered queue. Sequence numbers decide between queues, so the earliest
-// posted matching receive wins (fi_tagged(3)) without a global scan. Pure data structure: it
-// owns nothing, allocates only when a new peer appears, and knows nothing of devices or libfabric.
+// posted matching receive wins (fi_tagged(3)) without a global scan.
+//
+// Matching looks up rather than scans where it can: a directed receive without ignore bits also
+// sits in a hash bucket of (source, tag), one with ignore bits in its source's short list of wide
+// receives; unexpected messages sit in the bucket of their (source, tag) too. A message then
+// visits its bucket, its source's wide receives and the wildcard queue, however many receives
+// with other tags its source has posted (UCX indexes exact tags the same way).
+//
+// Pure data structure: it owns nothing, allocates only when a new peer appears, and knows nothing
+// of devices or libfabric.
 #pragma once
 #include <cstddef>
 #include <cstdint>
@@ -21,7 +29,8 @@ constexpr bool tag_matches(std::uint64_t want, std::uint64_t ignore, std::uint64
 
 /// Embedded in a posted receive.
 struct posted_entry {
-  core::list_hook hook;
+  core::list_hook hook;      // its source's queue (or the wildcard queue), in posting order
+  core::list_hook key_hook;  // directed: its (source, tag) bucket, or its source's wide list
   std::uint64_t seq = 0;  // posting order
   source_id source = any_source;
   std::uint64_t tag = 0;
@@ -35,6 +44,7 @@ struct posted_entry {
 struct unexpected_entry {
   core::list_hook peer_hook;
   core::list_hook all_hook;
+  core::list_hook key_hook;  // identified sender: the bucket of its (source, tag)
   std::uint64_t seq = 0;  // arrival order
   source_id source = any_source;  // any_source: the sender could not be identified
   std::uint64_t tag = 0;
@@ -71,6 +81,18 @@ class matcher {
     wildcard_.for_each(f);
     for (auto& q : posted_) q.for_each(f);
   }
+  /// Visits the receives that could take a message (src, tag): src's receives for exactly that
+  /// tag, src's receives with ignore bits, and the wildcard queue. Not in posting order (compare
+  /// seq); f must not remove entries.
+  template <class F>
+  void for_each_posted_for(source_id src, std::uint64_t tag, F&& f) {
+    wildcard_.for_each(f);
+    if (src >= posted_.size()) return;
+    buckets_[bucket_of(src, tag)].for_each([&](posted_entry& e) {
+      if (e.source == src && e.tag == tag) f(e);
+    });
+    wide_[src].for_each(f);
+  }
   /// Visits, in posting order, the receives posted for one source (any_source: the wildcard
   /// queue); f may remove the entry it is given.
   template <class F>
@@ -85,10 +107,26 @@ class matcher {
 
  private:
   using posted_queue = core::intrusive_list<posted_entry, &posted_entry::hook>;
+  using posted_key_queue = core::intrusive_list<posted_entry, &posted_entry::key_hook>;
   using peer_unexpected_queue = core::intrusive_list<unexpected_entry, &unexpected_entry::peer_hook>;
   using all_unexpected_queue = core::intrusive_list<unexpected_entry, &unexpected_entry::all_hook>;
+  using unexpected_key_queue = core::intrusive_list<unexpected_entry, &unexpected_entry::key_hook>;
+  static constexpr std::size_t bucket_count = 1024;  // power of two
+
+  static std::size_t bucket_of(source_id src, std::uint64_t tag) noexcept {
+    std::uint64_t h = tag * 0x9e3779b97f4a7c15ull ^ std::uint64_t{src} * 0xc2b2ae3d27d4eb4full;
+    h ^= h >> 29;
+    return static_cast<std::size_t>(h) & (bucket_count - 1);
+  }
+  posted_key_queue& key_queue_of(const posted_entry& e) noexcept {
+    return e.ignore ? wide_[e.source] : buckets_[bucket_of(e.source, e.tag)];
+  }
 
   std::vector<posted_queue> posted_;  // indexed by source
+  std::vector<posted_key_queue> wide_;  // indexed by source: directed receives with ignore bits
+  std::vector<posted_key_queue> buckets_ = std::vector<posted_key_queue>(bucket_count);
+  std::vector<unexpected_key_queue> unexpected_buckets_ =
+      std::vector<unexpected_key_queue>(bucket_count);
   posted_queue wildcard_;
   std::vector<peer_unexpected_queue> unexpected_;  // indexed by source
   all_unexpected_queue all_unexpected_;

@@ -45,6 +45,12 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
   // A medium message must fit half a ring so two can always be in flight.
   if (cfg_.medium_max > p.geo.bounce_ring_bytes / 2) cfg_.medium_max = p.geo.bounce_ring_bytes / 2;
   if (core::status s = dev_.open(p); !core::ok(s)) return s;
+  try {
+    ri_by_slot_.assign(p.geo.notify_slots, nullptr);
+  } catch (...) {
+    dev_.close();
+    return core::status::no_memory;
+  }
   open_ = true;
   return core::status::ok;
 }

@@ -333,6 +333,12 @@ class endpoint {
   std::uint32_t rtr_ticket(const recv_request& r) noexcept;
   void rtr_send(recv_request& r, std::uint32_t nth) noexcept;
   void lift_suspended() noexcept;
+  enum class ri_take : std::uint8_t { waiting, deferred, done };
+  /// Takes r's notification if it landed and its psn is next (done), or says why not.
+  ri_take take_ri(recv_request& r) noexcept;
+  /// A notification bell rang for slot: takes it if an RTR'd receive armed that slot.
+  std::size_t on_ri_bell(std::uint32_t slot) noexcept;
+  /// Every RTR'd receive, while a notification waits for an earlier psn.
   std::size_t poll_ri() noexcept;
   /// A receive that was still posted left the matcher: suspended receives may lift.
   void posted_left(recv_request& r) noexcept;
@@ -441,8 +447,8 @@ class endpoint {
   stored_rtr_index stored_;  // RTRs waiting for their send, as the sender
   std::array<std::size_t, 2> suspended_{};  // suspended receives per queue kind
   bool lift_due_ = false;
-  std::uint64_t notes_seen_ = 0;  // dev_.notifications_landed() at the last look
-  bool ri_deferred_ = false;      // poll_ri left a landed notification for a later psn
+  std::vector<recv_request*> ri_by_slot_;  // notification slot -> the RTR'd receive armed there
+  bool ri_deferred_ = false;      // a landed notification waits for an earlier psn
   bool slot_starved_ = false;     // a rendezvous receive waits for a free notification slot
   bool refusal_warned_ = false;  // optimistic_refuse said why once
   bool mailbox_held_ = false;

@@ -78,14 +78,12 @@ std::size_t endpoint::progress() noexcept {
   n += dev_.poll_events(mailbox_budget, [this](dev::peer_id from, const dev::notification& e) {
     on_rma_event(from, e);  // peers' RMA accesses this endpoint counts
   });
-  // Armed notification slots are looked at only when a notification landed since the last look
-  // (or one was left for later): progress costs nothing per waiting receive while none lands.
-  const std::uint64_t landed = dev_.notifications_landed();
-  const bool new_notes = landed != notes_seen_;
-  notes_seen_ = landed;
-  if (!wait_ri_.empty() && (new_notes || ri_deferred_)) n += poll_ri();  // our RTRs' writes
-  if (!wait_notify_.empty() && (new_notes || slot_starved_))
-    n += poll_notifications();  // rendezvous data that landed here
+  // Notifications: only the slots whose bells rang are looked at, so receives waiting for their
+  // data cost nothing per progress call and nothing when another one's data lands.
+  const bool rang = dev_.take_notify_bells([this, &n](std::uint32_t slot) { n += on_ri_bell(slot); });
+  if (ri_deferred_ && !wait_ri_.empty()) n += poll_ri();  // one waits for an earlier psn
+  if (!wait_notify_.empty() && (rang || slot_starved_))
+    n += poll_notifications();  // sender-initiated rendezvous data that landed here
   if (!rma_active_.empty()) n += progress_rma();        // RMA waiting on the engine or a reply
   if (!dma_backlog_.empty()) n += retry_dma();          // our writes that met a busy engine
   if (!backlog_.empty()) n += retry_backlog();          // control packets that met a full mailbox

@@ -45,6 +45,7 @@ core::status endpoint::optimistic_refuse(const char* what) noexcept {
 core::status endpoint::optimistic_recv(recv_request& r) noexcept {
   if (r.iov_count != 1) return optimistic_refuse("receives above medium_max in several buffers");
   if (!dev_.notify_alloc(r.ri_slot, r.ri_gen)) return core::status::again;
+  ri_by_slot_[r.ri_slot] = &r;
   const dev::peer_id to = r.entry.source;
   wire::rtr p{};
   p.hdr = wire::make_header(wire::pkt_type::rtr,

@@ -67,8 +67,13 @@ std::uint32_t endpoint::rtr_ticket(const recv_request& r) noexcept {
     else
       ++nth;
   };
-  m.for_each_posted_at(match::any_source, earlier);
-  m.for_each_posted_at(r.entry.source, earlier);
+  if (r.entry.ignore == 0) {
+    // One tag: only its bucket, the source's wide receives and the wildcards can overlap it.
+    m.for_each_posted_for(r.entry.source, r.entry.tag, earlier);
+  } else {
+    m.for_each_posted_at(match::any_source, earlier);
+    m.for_each_posted_at(r.entry.source, earlier);
+  }
   return blocked ? 0 : nth;
 }
 
@@ -92,6 +97,7 @@ void endpoint::rtr_send(recv_request& r, std::uint32_t nth) noexcept {
     r.rtr = rtr_state::none;  // every slot is armed: this one goes sender-initiated
     return;
   }
+  ri_by_slot_[r.ri_slot] = &r;
   const dev::peer_id to = r.entry.source;
   wire::rtr p{};
   p.hdr = wire::make_header(wire::pkt_type::rtr, r.kind == queue_kind::tagged ? wire::flag_tagged : 0);
@@ -150,6 +156,7 @@ void endpoint::rtr_release(recv_request& r) noexcept {
     case rtr_state::waiting_rts:
     case rtr_state::cancelling:
       wait_ri_.remove(r);
+      ri_by_slot_[r.ri_slot] = nullptr;
       dev_.notify_free(r.ri_slot);
       r.ri_slot = recv_request::no_slot;
       break;
@@ -160,7 +167,61 @@ void endpoint::rtr_release(recv_request& r) noexcept {
 // ---- receiver: the write landed ---------------------------------------------------------------
 
 // A notification is taken only as the next psn from its peer (or as the write of the RTS its
-// receive already matched), so what is matched is always a prefix of each peer's sends.
+// receive already matched), so what is matched is always a prefix of each peer's sends. Progress
+// hands over the slots whose bells rang (on_ri_bell); a notification that must wait for an
+// earlier psn makes progress scan every RTR'd receive (poll_ri) until it is taken.
+endpoint::ri_take endpoint::take_ri(recv_request& r) noexcept {
+  dev::notification raw;
+  if (!dev_.notify_test(r.ri_slot, r.ri_gen, raw)) return ri_take::waiting;
+  wire::ri_notification note;
+  std::memcpy(&note, raw.data(), sizeof note);
+  const dev::notification rec_raw = dev_.notify_record(r.ri_slot);
+  wire::ri_record rec;
+  std::memcpy(&rec, rec_raw.data(), sizeof rec);
+  const dev::peer_id from = r.entry.source;
+  const std::size_t delivered = std::min<std::uint64_t>(rec.msg_len, r.capacity);
+  if (r.rtr_only) {  // optimistic: long sends take no psn, nothing to order against
+    ++stats_.ri_recv;
+    if (note.flags & wire::flag_rtr_first) ++stats_.fast_recv;
+    complete_recv(r, from, rec.tag, note.cq_data, note.flags & wire::flag_cq_data, rec.msg_len,
+                  delivered);
+    return ri_take::done;
+  }
+  peer_sequence& q = seq_[from];
+  const bool own_rts = r.rtr == rtr_state::waiting_rts && note.psn == r.rts_psn;
+  if (!own_rts && note.psn != q.watermark + 1) {
+    if (wire::psn_before(q.watermark + 1, note.psn)) return ri_take::deferred;  // earlier send due
+    EXANET_LOG(warn, ep_data, "write notification with taken psn %u from peer %u", note.psn, from);
+    if (r.rtr != rtr_state::waiting_rts) unpost(r);
+    fail_recv(r, FI_EIO);
+    return ri_take::done;
+  }
+  if (r.rtr != rtr_state::waiting_rts) {  // still posted: the write is its match
+    unpost(r);
+    ++stats_.fast_recv;
+    ++stats_.ri_recv;  // (a write for a matched RTS is counted as that RTS, concurrent)
+  }
+  complete_recv(r, from, rec.tag, note.cq_data, note.flags & wire::flag_cq_data, rec.msg_len,
+                delivered);  // releases the slot and the request
+  if (!own_rts) advance_watermark(from, note.psn);
+  return ri_take::done;
+}
+
+std::size_t endpoint::on_ri_bell(std::uint32_t slot) noexcept {
+  recv_request* r = slot < ri_by_slot_.size() ? ri_by_slot_[slot] : nullptr;
+  if (!r) return 0;  // not an RTR's slot (a CTS's or an RMA reply's): their owners look
+  switch (take_ri(*r)) {
+    case ri_take::waiting:
+      return 0;
+    case ri_take::deferred:
+      ri_deferred_ = true;
+      return 0;
+    case ri_take::done:
+      return 1;
+  }
+  return 0;
+}
+
 std::size_t endpoint::poll_ri() noexcept {
   std::size_t n = 0;
   ri_deferred_ = false;
@@ -168,55 +229,14 @@ std::size_t endpoint::poll_ri() noexcept {
     again = false;
     for (recv_request* r = wait_ri_.front(); r;) {
       recv_request* next = wait_ri_.next(*r);
-      dev::notification raw;
-      if (!dev_.notify_test(r->ri_slot, r->ri_gen, raw)) {
-        r = next;
-        continue;
-      }
-      wire::ri_notification note;
-      std::memcpy(&note, raw.data(), sizeof note);
-      const dev::notification rec_raw = dev_.notify_record(r->ri_slot);
-      wire::ri_record rec;
-      std::memcpy(&rec, rec_raw.data(), sizeof rec);
-      const dev::peer_id from = r->entry.source;
-      if (r->rtr_only) {  // optimistic: long sends take no psn, nothing to order against
+      const ri_take t = take_ri(*r);
+      if (t == ri_take::done) {
         ++n;
-        ++stats_.ri_recv;
-        if (note.flags & wire::flag_rtr_first) ++stats_.fast_recv;
-        complete_recv(*r, from, rec.tag, note.cq_data, note.flags & wire::flag_cq_data,
-                      rec.msg_len, std::min<std::uint64_t>(rec.msg_len, r->capacity));
-        again = true;
+        again = true;  // the lists may have changed under us; the next psn may be ready now
         break;
       }
-      peer_sequence& q = seq_[from];
-      const bool own_rts = r->rtr == rtr_state::waiting_rts && note.psn == r->rts_psn;
-      if (!own_rts && note.psn != q.watermark + 1) {
-        if (wire::psn_before(q.watermark + 1, note.psn)) {  // an earlier send is still due
-          ri_deferred_ = true;  // look again at every progress until it is taken
-          r = next;
-          continue;
-        }
-        EXANET_LOG(warn, ep_data, "write notification with taken psn %u from peer %u",
-                   note.psn, from);
-        if (r->rtr != rtr_state::waiting_rts) {
-          unpost(*r);
-        }
-        fail_recv(*r, FI_EIO);
-        again = true;
-        break;
-      }
-      if (r->rtr != rtr_state::waiting_rts) {  // still posted: the write is its match
-        unpost(*r);
-        ++stats_.fast_recv;
-        ++stats_.ri_recv;  // (a write for a matched RTS is counted as that RTS, concurrent)
-      }
-      ++n;
-      const std::size_t delivered = std::min<std::uint64_t>(rec.msg_len, r->capacity);
-      complete_recv(*r, from, rec.tag, note.cq_data, note.flags & wire::flag_cq_data,
-                    rec.msg_len, delivered);  // releases the slot and the request
-      if (!own_rts) advance_watermark(from, note.psn);
-      again = true;  // the lists may have changed under us; the next psn may be ready now
-      break;
+      if (t == ri_take::deferred) ri_deferred_ = true;
+      r = next;
     }
   }
   return n;

@@ -84,7 +84,12 @@ struct model {
   }
 };
 
-TEST(matcher, randomized_differential_against_a_list_model) {
+// Tags from a small range make matches frequent; from a wide one (more tags than hash buckets),
+// receives with other tags pile up and buckets are shared.
+class differential : public ::testing::TestWithParam<std::uint64_t> {};
+
+TEST_P(differential, against_a_list_model) {
+  const std::uint64_t tag_range = GetParam();
   const char* forced = std::getenv("EXANET_MATCH_SEED");
   const unsigned seed =
       forced ? static_cast<unsigned>(std::strtoul(forced, nullptr, 10)) : std::random_device{}();
@@ -97,7 +102,7 @@ TEST(matcher, randomized_differential_against_a_list_model) {
   std::vector<int> posted_id_of;  // index in posted_store -> id
   for (int step = 0; step < 20000; ++step) {
     const source_id src = rng() % 4;
-    const std::uint64_t tag = rng() % 8;
+    const std::uint64_t tag = rng() % tag_range;
     if (rng() % 2) {  // a receive is posted
       const source_id rsrc = rng() % 5 == 0 ? any_source : src;
       const std::uint64_t ignore = rng() % 4 == 0 ? 3 : 0;
@@ -139,8 +144,24 @@ TEST(matcher, randomized_differential_against_a_list_model) {
     }
     ASSERT_EQ(m.posted_count(), ref.posted.size());
     ASSERT_EQ(m.unexpected_count(), ref.unexpected.size());
+    if (step % 97 == 0) {  // the receives a message could reach, as the RTR tickets ask
+      const source_id s = rng() % 4;
+      const std::uint64_t t = rng() % tag_range;
+      std::size_t visited = 0;
+      m.for_each_posted_for(s, t, [&](posted_entry& e) {
+        ++visited;
+        ASSERT_TRUE(e.source == any_source || e.source == s);
+        ASSERT_TRUE(e.source == any_source || e.ignore != 0 || e.tag == t);
+      });
+      const auto expected = std::count_if(ref.posted.begin(), ref.posted.end(), [&](const model::recv& r) {
+        return r.src == any_source || (r.src == s && (r.ignore != 0 || r.tag == t));
+      });
+      ASSERT_EQ(visited, static_cast<std::size_t>(expected)) << "step " << step;
+    }
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(matcher, differential, ::testing::Values(8u, 5000u));
 
 }  // namespace
 }  // namespace exanet::match

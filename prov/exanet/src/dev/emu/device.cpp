@@ -35,6 +35,7 @@ std::atomic<std::uint32_t> g_next_auto_port{0};
 core::status device::open(const params& p) noexcept {
   if (!is_power_of_two(p.geo.mailbox_slots) || !is_power_of_two(p.geo.bounce_ring_bytes) ||
       p.geo.staging_chunks == 0 || p.geo.staging_chunks > 64 || p.geo.notify_slots == 0 ||
+      p.geo.notify_slots > max_notify_slots ||
       !is_power_of_two(p.geo.key_slots) || p.geo.event_rings > 64 ||
       !is_power_of_two(p.geo.event_ring_entries))
     return core::status::invalid;
@@ -97,7 +98,8 @@ core::status device::open(const params& p) noexcept {
                                std::memory_order_relaxed);
   }
   local_.doorbell->rings.store(0, std::memory_order_relaxed);
-  local_.bell->landed.store(0, std::memory_order_relaxed);
+  local_.bells->summary.store(0, std::memory_order_relaxed);
+  for (auto& w : local_.bells->words) w.store(0, std::memory_order_relaxed);
   local_.staging_ctl->free_mask.store(
       geo_.staging_chunks == 64 ? ~0ull : ((1ull << geo_.staging_chunks) - 1),
       std::memory_order_relaxed);
@@ -313,7 +315,9 @@ void device::notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen
   notify_slot& n = v.notify[slot];
   n.data = data;
   n.gen.store(gen, std::memory_order_release);  // data first, then the flag (DESIGN.md §3)
-  v.bell->landed.fetch_add(1, std::memory_order_release);  // then the count the owner watches
+  // Then the bells the owner watches: the slot's bit, then its word's bit in the summary.
+  v.bells->words[slot / 64].fetch_or(1ull << (slot % 64), std::memory_order_release);
+  v.bells->summary.fetch_or(1ull << (slot / 64), std::memory_order_release);
 }
 
 core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {

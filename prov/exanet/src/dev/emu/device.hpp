@@ -119,10 +119,24 @@ class device {
     return true;
   }
   void notify_free(std::uint32_t slot) noexcept;
-  /// How many notifications have landed here so far: when it has not moved since the last
-  /// look, no armed slot can have changed.
-  std::uint64_t notifications_landed() const noexcept {
-    return local_.bell->landed.load(std::memory_order_acquire);
+  /// Calls on_slot(slot) for every slot whose notification landed since the last call (a slot
+  /// may be named again after its notification was taken another way: notify_test decides).
+  /// False when nothing landed: one load.
+  template <class F>
+  bool take_notify_bells(F&& on_slot) noexcept {
+    notify_bells& b = *local_.bells;
+    if (b.summary.load(std::memory_order_relaxed) == 0) [[likely]] return false;
+    std::uint64_t words = b.summary.exchange(0, std::memory_order_acquire);
+    while (words) {
+      const std::uint32_t w = static_cast<std::uint32_t>(__builtin_ctzll(words));
+      words &= words - 1;
+      std::uint64_t bits = b.words[w].exchange(0, std::memory_order_acquire);
+      while (bits) {
+        on_slot(w * 64 + static_cast<std::uint32_t>(__builtin_ctzll(bits)));
+        bits &= bits - 1;
+      }
+    }
+    return true;
   }
   /// The landing record a sender put beside (slot)'s notification; valid once notify_test
   /// returned true for it.

@@ -7,7 +7,7 @@
 //   | mailbox_control    |  producers' tail (one line)
 //   | mailbox_slot[M]    |  128 B each: seq/PDID/source line + the 64-byte packet line
 //   | notify_slot[N]     |  64 B each: generation, 16 bytes of notification, 16-byte record
-//   | notify bell        |  count of notifications written here (one line)
+//   | notify bells       |  a bit per slot whose notification landed, and a summary word
 //   | bounce_desc[P]     |  per-sender medium ring: owner, head, tail on separate lines
 //   | staging_control    |  free mask of DMA staging chunks (copy fallback without CMA)
 //   | key_entry[K]       |  64 B each: the RMA protection table (keys this endpoint granted)
@@ -123,10 +123,13 @@ static_assert(sizeof(key_entry) == cache_line);
 /// Never-used entries end a probe; revoked ones do not (open addressing).
 enum class key_state : std::uint32_t { empty = 0, live = 1, revoked = 2 };
 
-/// Bumped after every notification written into the segment: the owner scans the slots it armed
-/// only when the count moved, so a progress call costs nothing per slot while nothing lands.
-struct alignas(cache_line) notify_bell {
-  std::atomic<std::uint64_t> landed;
+/// Rung after a notification is written: bit s of word s/64, then bit s/64 of the summary. The
+/// owner takes the bells and looks only at the slots that rang, so neither a progress call nor a
+/// landing costs anything per slot armed and still waiting.
+inline constexpr std::uint32_t max_notify_slots = 64 * 64;  // one summary word
+struct alignas(cache_line) notify_bells {
+  std::atomic<std::uint64_t> summary;
+  alignas(cache_line) std::atomic<std::uint64_t> words[max_notify_slots / 64];
 };
 
 struct alignas(cache_line) event_doorbell {
@@ -154,7 +157,7 @@ constexpr segment_offsets offsets_of(const geometry& g) noexcept {
   o.notify = at;
   at += sizeof(notify_slot) * g.notify_slots;
   o.notify_bell = at;
-  at += sizeof(notify_bell);
+  at += sizeof(notify_bells);
   o.bounce_desc = at;
   at += sizeof(ring_desc) * g.bounce_peers;
   o.staging_control = at;
@@ -182,7 +185,7 @@ struct segment_view {
   mailbox_control* mbox_ctl = nullptr;
   mailbox_slot* mailbox = nullptr;
   notify_slot* notify = nullptr;
-  notify_bell* bell = nullptr;
+  notify_bells* bells = nullptr;
   ring_desc* bounce = nullptr;
   staging_control* staging_ctl = nullptr;
   key_entry* keys = nullptr;
@@ -200,7 +203,7 @@ struct segment_view {
     v.mbox_ctl = reinterpret_cast<mailbox_control*>(b + o.mailbox_control);
     v.mailbox = reinterpret_cast<mailbox_slot*>(b + o.mailbox);
     v.notify = reinterpret_cast<notify_slot*>(b + o.notify);
-    v.bell = reinterpret_cast<notify_bell*>(b + o.notify_bell);
+    v.bells = reinterpret_cast<notify_bells*>(b + o.notify_bell);
     v.bounce = reinterpret_cast<ring_desc*>(b + o.bounce_desc);
     v.staging_ctl = reinterpret_cast<staging_control*>(b + o.staging_control);
     v.keys = reinterpret_cast<key_entry*>(b + o.keys);
