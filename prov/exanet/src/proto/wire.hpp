@@ -11,7 +11,7 @@
 
 namespace exanet::proto::wire {
 
-inline constexpr std::uint8_t version = 2;
+inline constexpr std::uint8_t version = 3;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first
 
 enum class pkt_type : std::uint8_t {
   env_data = 1,  // eager: envelope and payload in one packet          (eager.cpp)
