@@ -5,7 +5,11 @@
 # assumptions), exanet's read variant (the thesis baseline, FI_EXANET_PROTOCOL=read), and
 # libfabric's shm and tcp providers,
 # all through our tagged_bench program (directed, pre-posted receives). Reports the ratios and
-# the share of rendezvous sends an RTR served. A benchmark, not a test: nothing asserts on time.
+# the share of rendezvous sends an RTR served. The exanet variants are also measured paired
+# (tagged_bench VARIANTS: one endpoint pair per variant, taking turns iteration by iteration), so a
+# machine that changes speed between runs cannot decide a difference of a few percent; the
+# paired_* columns are those ratios (absolute paired latencies are higher from 1 MiB: three pairs
+# of buffers do not stay in cache). A benchmark, not a test: nothing asserts on time.
 #   fabtests/bench/rendezvous_compare.sh [build-dir] [out-dir]
 # Environment: SIZES (default 64 KiB .. 4 MiB by powers of 2), REPEAT (default 3: each cell is the
 # median of that many runs, the paths taking turns in each round), ITERS (passed on).
@@ -39,6 +43,13 @@ for _ in $(seq "$repeat"); do
     fi
     awk -v p="$path" 'NR > 1 { print p, $1, $2, $3 }' "$raw.run" >>"$raw"
   done
+  # shellcheck disable=SC2086
+  if env FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" VARIANTS="write optimistic read" \
+      timeout 900 "$bench" $sizes >"$raw.run" 2>"$raw.err"; then
+    awk 'NR > 1 { print "paired_" $4, $1, $2, $3 }' "$raw.run" >>"$raw"
+  else
+    echo "paired tagged_bench failed: $(tail -1 "$raw.err")" >&2
+  fi
 done
 
 awk -v sizes="$sizes" -v paths="$paths" -f "$here/stats.awk" -f /dev/stdin "$raw" >"$csv" <<'AWK'
@@ -47,12 +58,14 @@ awk -v sizes="$sizes" -v paths="$paths" -f "$here/stats.awk" -f /dev/stdin "$raw
     np = split(paths, P, " "); ns = split(sizes, S, " ")
     hdr = "size"
     for (i = 1; i <= np; i++) hdr = hdr "," P[i] "_lat_us"
-    print hdr ",exanet_over_read,optimistic_over_read,exanet_over_shm,exanet_ri_pct"
+    print hdr ",exanet_over_read,optimistic_over_read,paired_exanet_over_read,paired_optimistic_over_read,exanet_over_shm,exanet_ri_pct"
     for (s = 1; s <= ns; s++) {
       line = S[s]
       for (i = 1; i <= np; i++) { m[P[i]] = median(lat[P[i], S[s]]); line = line "," m[P[i]] }
+      pw = median(lat["paired_write", S[s]]); po = median(lat["paired_optimistic", S[s]])
+      pr = median(lat["paired_read", S[s]])
       print line "," ratio(m["exanet"], m["exanet_read"]) "," ratio(m["exanet_optimistic"], m["exanet_read"]) \
-                 "," ratio(m["exanet"], m["shm"]) "," median(ri[S[s]])
+                 "," ratio(pw, pr) "," ratio(po, pr) "," ratio(m["exanet"], m["shm"]) "," median(ri[S[s]])
     }
   }
 AWK

@@ -12,6 +12,9 @@
  *   ri_pct  exanet only: the share of rendezvous sends written straight into a receive buffer
  *           by its RTR (counters of both processes); NA for other providers
  * A benchmark, not a test: it checks only that the data arrived. ITERS (default 500).
+ * VARIANTS="write read ...": one endpoint pair per exanet protocol variant, taking turns
+ * iteration by iteration (paired measurement; one output line per size and variant, the variant
+ * in a fourth column).
  * PENDING=N: each side first posts N more directed 64 KiB receives with other tags, which stay
  * posted through the whole run (an application with many receives up at once), and retires them
  * at the end; the latency then shows what every message pays for the receives that wait.
@@ -81,99 +84,145 @@ static void wait_one(struct fid_cq *cq)
 	}
 }
 
-/* Both sides run this; `first` sends the ping. */
+/* One endpoint pair the ping-pong runs over: normally one; with VARIANTS, one per exanet
+ * protocol variant, opened with FI_EXANET_PROTOCOL set to it. */
+struct lane {
+	struct xt_ep x;
+	fi_addr_t peer;
+	const char *variant; /* NULL: whatever the environment selects */
+	unsigned char *rbuf, *pbuf;
+	double *t;
+	uint64_t all0, ri0;
+	int counted;
+};
+
+/* One round trip on a lane; `first` sends the ping. Each side has the next receive posted
+ * before its partner sends. */
+static void round_trip(struct lane *l, int first, const unsigned char *sbuf, size_t size, int last)
+{
+	struct xt_ep *x = &l->x;
+	if (first) {
+		POST(x, fi_tsend(x->ep, sbuf, size, NULL, l->peer, TAG, NULL));
+		wait_one(x->txcq);
+		wait_one(x->rxcq);
+		if (!last)
+			POST(x, fi_trecv(x->ep, l->rbuf, size, NULL, l->peer, TAG, 0, NULL)); /* the next one */
+	} else {
+		wait_one(x->rxcq);
+		if (!last)
+			POST(x, fi_trecv(x->ep, l->rbuf, size, NULL, l->peer, TAG, 0, NULL)); /* before we answer */
+		POST(x, fi_tsend(x->ep, sbuf, size, NULL, l->peer, TAG, NULL));
+		wait_one(x->txcq);
+	}
+}
+
+/* Both sides run this. */
 static int run(int first, int sock)
 {
-	struct xt_ep x;
-	struct fi_info *h = xt_hints(); /* FI_DIRECTED_RECV: receives name their source */
-	h->domain_attr->threading = FI_THREAD_DOMAIN;
-	xt_open(&x, h, 0);
-	fi_freeinfo(h);
-	const fi_addr_t peer = xt_exchange(&x, sock, first, NULL);
+	/* VARIANTS="write read ...": the lanes take turns iteration by iteration, so a machine that
+	 * changes speed during the run (frequency, placement) slows every variant alike and the
+	 * ratios between them stay exact. */
+	char variants[256] = "";
+	if (getenv("VARIANTS"))
+		snprintf(variants, sizeof variants, "%s", getenv("VARIANTS"));
+	struct lane lanes[8];
+	size_t nl = 0;
+	for (char *save = NULL, *v = strtok_r(variants, " ", &save); v && nl < 8; v = strtok_r(NULL, " ", &save))
+		lanes[nl++].variant = v;
+	if (nl == 0)
+		lanes[nl++].variant = NULL;
 	size_t max = 0;
 	for (size_t i = 0; i < g_nsizes; i++)
 		if (g_sizes[i] > max)
 			max = g_sizes[i];
-	unsigned char *rbuf = malloc(max), *sbuf = malloc(max);
-	XT_CHECK(rbuf && sbuf, "out of memory");
 	const size_t iters = getenv("ITERS") ? strtoull(getenv("ITERS"), NULL, 10) : 500;
 	const size_t warm = iters / 10 + 1;
-	double *t = malloc(sizeof(double) * iters);
 	const size_t pending = getenv("PENDING") ? strtoull(getenv("PENDING"), NULL, 10) : 0;
-	unsigned char *pbuf = malloc(pending * PENDING_BYTES + 1);
-	XT_CHECK(pbuf, "out of memory");
-	for (size_t i = 0; i < pending; i++)
-		POST(&x, fi_trecv(x.ep, pbuf + i * PENDING_BYTES, PENDING_BYTES, NULL, peer, TAG + 1 + i, 0, NULL));
+	unsigned char *sbuf = malloc(max);
+	XT_CHECK(sbuf, "out of memory");
+	for (size_t v = 0; v < nl; v++) {
+		struct lane *l = &lanes[v];
+		if (l->variant)
+			setenv("FI_EXANET_PROTOCOL", l->variant, 1); /* read when the domain opens */
+		struct fi_info *h = xt_hints(); /* FI_DIRECTED_RECV: receives name their source */
+		h->domain_attr->threading = FI_THREAD_DOMAIN;
+		xt_open(&l->x, h, 0);
+		fi_freeinfo(h);
+		l->peer = xt_exchange(&l->x, sock, first, NULL);
+		l->rbuf = malloc(max);
+		l->t = malloc(sizeof(double) * iters);
+		l->pbuf = malloc(pending * PENDING_BYTES + 1);
+		XT_CHECK(l->rbuf && l->t && l->pbuf, "out of memory");
+		for (size_t i = 0; i < pending; i++)
+			POST(&l->x, fi_trecv(l->x.ep, l->pbuf + i * PENDING_BYTES, PENDING_BYTES, NULL, l->peer,
+					     TAG + 1 + i, 0, NULL));
+	}
 	if (first)
-		printf("%-10s %12s %8s\n", "size", "lat_us", "ri_pct");
+		printf("%-10s %12s %8s%s\n", "size", "lat_us", "ri_pct", lanes[0].variant ? "  variant" : "");
 	for (size_t k = 0; k < g_nsizes; k++) {
 		const size_t size = g_sizes[k];
 		xt_fill(sbuf, size, (unsigned)k);
-		uint64_t all0 = 0, ri0 = 0, all1 = 0, ri1 = 0;
-		const int counted = rendezvous_counts(&x, &all0, &ri0);
-		/* The first receive goes up before the barrier, so the peer's first send finds it. */
-		POST(&x, fi_trecv(x.ep, rbuf, size, NULL, peer, TAG, 0, NULL));
-		xt_sync_progress(sock, x.rxcq);
-		for (size_t i = 0; i < warm + iters; i++) {
-			const double t0 = now_us();
-			if (first) {
-				POST(&x, fi_tsend(x.ep, sbuf, size, NULL, peer, TAG, NULL));
-				wait_one(x.txcq);
-				wait_one(x.rxcq);
-				POST(&x, fi_trecv(x.ep, rbuf, size, NULL, peer, TAG, 0, NULL)); /* the next one */
-			} else {
-				wait_one(x.rxcq);
-				POST(&x, fi_trecv(x.ep, rbuf, size, NULL, peer, TAG, 0, NULL)); /* before we answer */
-				POST(&x, fi_tsend(x.ep, sbuf, size, NULL, peer, TAG, NULL));
-				wait_one(x.txcq);
+		/* The first receives go up before the barrier, so the peer's first sends find them. */
+		for (size_t v = 0; v < nl; v++) {
+			struct lane *l = &lanes[v];
+			l->counted = rendezvous_counts(&l->x, &l->all0, &l->ri0);
+			POST(&l->x, fi_trecv(l->x.ep, l->rbuf, size, NULL, l->peer, TAG, 0, NULL));
+		}
+		xt_sync_progress(sock, lanes[0].x.rxcq);
+		for (size_t i = 0; i < warm + iters; i++)
+			for (size_t j = 0; j < nl; j++) {
+				struct lane *l = &lanes[(i + j) % nl]; /* each lane leads in turn */
+				const double t0 = now_us();
+				round_trip(l, first, sbuf, size, 0);
+				if (i >= warm)
+					l->t[i - warm] = (now_us() - t0) / 2;
 			}
-			if (i >= warm)
-				t[i - warm] = (now_us() - t0) / 2;
+		for (size_t v = 0; v < nl; v++) {
+			struct lane *l = &lanes[v];
+			round_trip(l, first, sbuf, size, 1); /* retires the receives still posted */
+			XT_CHECK(xt_verify(l->rbuf, size, (unsigned)k), "data of size %zu", size);
+			uint64_t all1 = 0, ri1 = 0;
+			if (l->counted)
+				rendezvous_counts(&l->x, &all1, &ri1);
+			/* Both processes' sends count: add the peer's deltas to ours. */
+			uint64_t mine[2] = {all1 - l->all0, ri1 - l->ri0}, theirs[2];
+			xt_send_all(sock, mine, sizeof mine);
+			xt_recv_all(sock, theirs, sizeof theirs);
+			if (first) {
+				qsort(l->t, iters, sizeof *l->t, cmp_double);
+				const uint64_t all = mine[0] + theirs[0], ri = mine[1] + theirs[1];
+				char pct[16] = "NA";
+				if (l->counted && all)
+					snprintf(pct, sizeof pct, "%.1f", 100.0 * (double)ri / (double)all);
+				printf("%-10zu %12.2f %8s%s%s\n", size, l->t[iters / 2], pct, l->variant ? "  " : "",
+				       l->variant ? l->variant : "");
+				fflush(stdout);
+			}
 		}
-		/* One receive is still posted on each side: one more exchange retires both. */
-		if (first) {
-			POST(&x, fi_tsend(x.ep, sbuf, size, NULL, peer, TAG, NULL));
-			wait_one(x.txcq);
-			wait_one(x.rxcq);
-		} else {
-			wait_one(x.rxcq);
-			POST(&x, fi_tsend(x.ep, sbuf, size, NULL, peer, TAG, NULL));
-			wait_one(x.txcq);
-		}
-		XT_CHECK(xt_verify(rbuf, size, (unsigned)k), "data of size %zu", size);
-		if (counted)
-			rendezvous_counts(&x, &all1, &ri1);
-		/* Both processes' sends count: add the peer's deltas to ours. */
-		uint64_t mine[2] = {all1 - all0, ri1 - ri0}, theirs[2];
-		xt_send_all(sock, mine, sizeof mine);
-		xt_recv_all(sock, theirs, sizeof theirs);
-		if (first) {
-			qsort(t, iters, sizeof *t, cmp_double);
-			const uint64_t all = mine[0] + theirs[0], ri = mine[1] + theirs[1];
-			char pct[16] = "NA";
-			if (counted && all)
-				snprintf(pct, sizeof pct, "%.1f", 100.0 * (double)ri / (double)all);
-			printf("%-10zu %12.2f %8s\n", size, t[iters / 2], pct);
-			fflush(stdout);
-		}
-		xt_sync_progress(sock, x.rxcq);
+		xt_sync_progress(sock, lanes[0].x.rxcq);
 	}
 	/* The pending receives go last: each side sends the other what they wait for. */
 	unsigned char *src = calloc(1, PENDING_BYTES);
 	XT_CHECK(src, "out of memory");
-	for (size_t i = 0; i < pending; i++)
-		POST(&x, fi_tsend(x.ep, src, PENDING_BYTES, NULL, peer, TAG + 1 + i, NULL));
-	for (size_t i = 0; i < pending; i++) {
-		wait_one(x.txcq);
-		wait_one(x.rxcq);
+	for (size_t v = 0; v < nl; v++) {
+		struct lane *l = &lanes[v];
+		for (size_t i = 0; i < pending; i++)
+			POST(&l->x, fi_tsend(l->x.ep, src, PENDING_BYTES, NULL, l->peer, TAG + 1 + i, NULL));
+		for (size_t i = 0; i < pending; i++) {
+			wait_one(l->x.txcq);
+			wait_one(l->x.rxcq);
+		}
 	}
-	xt_sync_progress(sock, x.rxcq);
+	xt_sync_progress(sock, lanes[0].x.rxcq);
 	free(src);
-	free(pbuf);
-	free(t);
-	free(rbuf);
+	for (size_t v = 0; v < nl; v++) {
+		struct lane *l = &lanes[v];
+		xt_close(&l->x);
+		free(l->rbuf);
+		free(l->pbuf);
+		free(l->t);
+	}
 	free(sbuf);
-	xt_close(&x);
 	return 0;
 }
 
