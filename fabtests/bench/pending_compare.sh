@@ -9,19 +9,12 @@
 # ITERS (default 2000, passed on).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
-out=${2:-$build/bench}
-repeat=${REPEAT:-3}
+# shellcheck source=common.sh
+source "$here/common.sh"
+bench_init tagged_bench pending "$@"
 pendings=${PENDING:-"0 64 512"}
 sizes=${SIZES:-"8 65536"}
 providers="exanet shm tcp"
-bench=$build/fabtests/tagged_bench
-[[ -x $bench ]] || { echo "build first: $bench is missing" >&2; exit 1; }
-mkdir -p "$out"
-csv=$out/pending.csv
-raw=$(mktemp)
-trap 'rm -f "$raw" "$raw.run" "$raw.err"' EXIT
 
 for _ in $(seq "$repeat"); do
   for pending in $pendings; do
@@ -57,5 +50,4 @@ awk -v sizes="$sizes" -v pendings="$pendings" -v provs="$providers" \
   }
 AWK
 
-column -s, -t <"$csv"
-echo "CSV: $csv"
+bench_table

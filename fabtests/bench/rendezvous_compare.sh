@@ -15,18 +15,11 @@
 # median of that many runs, the paths taking turns in each round), ITERS (passed on).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
-out=${2:-$build/bench}
-repeat=${REPEAT:-3}
+# shellcheck source=common.sh
+source "$here/common.sh"
+bench_init tagged_bench rendezvous "$@"
 sizes=${SIZES:-"65536 131072 262144 524288 1048576 2097152 4194304"}
 paths="exanet exanet_optimistic exanet_read shm tcp"
-bench=$build/fabtests/tagged_bench
-[[ -x $bench ]] || { echo "build first: $bench is missing" >&2; exit 1; }
-mkdir -p "$out"
-csv=$out/rendezvous.csv
-raw=$(mktemp)
-trap 'rm -f "$raw" "$raw.run" "$raw.err"' EXIT
 
 for _ in $(seq "$repeat"); do
   for path in $paths; do
@@ -70,8 +63,7 @@ awk -v sizes="$sizes" -v paths="$paths" -f "$here/stats.awk" -f /dev/stdin "$raw
   }
 AWK
 
-column -s, -t <"$csv"
-echo "CSV: $csv"
+bench_table
 if command -v gnuplot >/dev/null; then
   gnuplot <<GP
 set terminal pngcairo size 800,500 noenhanced

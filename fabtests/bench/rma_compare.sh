@@ -8,18 +8,11 @@
 # PROVIDERS (default "exanet shm tcp").
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
-out=${2:-$build/bench}
-repeat=${REPEAT:-3}
+# shellcheck source=common.sh
+source "$here/common.sh"
+bench_init rma_bench rma "$@"
 sizes=${SIZES:-"8 32 128 512 2048 8192 32768 131072 524288 2097152 4194304"}
 providers=${PROVIDERS:-"exanet shm tcp"}
-bench=$build/fabtests/rma_bench
-[[ -x $bench ]] || { echo "build first: $bench is missing" >&2; exit 1; }
-mkdir -p "$out"
-csv=$out/rma.csv
-raw=$(mktemp)
-trap 'rm -f "$raw"' EXIT
 
 # rows "provider size lat wbw rbw", one per size and run. Providers take turns within each
 # repetition, so a slow drift of the machine (frequency, a neighbour) hits them alike.
@@ -54,8 +47,7 @@ awk -v sizes="$sizes" -v provs="$providers" -f "$here/stats.awk" -f /dev/stdin "
   }
 AWK
 
-column -s, -t <"$csv"
-echo "CSV: $csv"
+bench_table
 if command -v gnuplot >/dev/null; then
   gnuplot <<GP
 set terminal pngcairo size 1200,500 noenhanced
