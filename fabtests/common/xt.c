@@ -30,9 +30,9 @@ void xt_fail(const char *file, int line, const char *fmt, ...)
 	va_end(ap);
 	fprintf(stderr, "\n");
 	fflush(stderr);
+	kill_children(); /* a child's own children (a process tree of its own) go with it */
 	if (xt_is_child)
 		_exit(1);
-	kill_children();
 	exit(1);
 }
 
@@ -42,8 +42,7 @@ static void on_alarm(int sig)
 	static const char msg[] = "FAIL: TIMEOUT\n";
 	ssize_t r = write(2, msg, sizeof msg - 1);
 	(void)r;
-	if (!xt_is_child)
-		kill_children();
+	kill_children();
 	_exit(2);
 }
 

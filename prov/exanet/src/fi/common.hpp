@@ -36,6 +36,12 @@ T& from_fid(Fid* f) noexcept {
   return *reinterpret_cast<T*>(f);
 }
 
+/// How a transfer was asked for. The inject calls (fi_inject, fi_tinject, fi_injectdata,
+/// fi_inject_write, ...) never write a completion (fi_msg(3), fi_rma(3)). Every other call does,
+/// FI_INJECT among its flags or not (that flag only returns the buffer to the caller at once),
+/// unless selective completion leaves FI_COMPLETION out.
+enum class call_family { ordinary, inject };
+
 /// Something a CQ or counter read must progress (an endpoint, under manual progress).
 struct progress_source {
   void* self = nullptr;

@@ -30,7 +30,8 @@ bool allowed(const endpoint& ep, bool read) noexcept {
 
 ssize_t post_rma(fid_ep* f, bool read, const iovec* iov, size_t count, fi_addr_t dest,
                  const fi_rma_iov* rma, size_t rma_count, std::uint64_t data,
-                 std::uint64_t flags, void* context) noexcept {
+                 std::uint64_t flags, void* context,
+                 call_family family = call_family::ordinary) noexcept {
   endpoint& ep = ep_of(f);
   if (!ep.enabled) [[unlikely]] return -FI_EOPBADSTATE;
   if (!allowed(ep, read)) [[unlikely]] return -FI_EOPNOTSUPP;
@@ -52,7 +53,7 @@ ssize_t post_rma(fid_ep* f, bool read, const iovec* iov, size_t count, fi_addr_t
   a.cq_data = data;
   a.has_cq_data = flags & FI_REMOTE_CQ_DATA;
   a.inject = flags & FI_INJECT;
-  a.completion = !a.inject && (!ep.tx_selective || (flags & FI_COMPLETION));
+  a.completion = family == call_family::ordinary && (!ep.tx_selective || (flags & FI_COMPLETION));
   a.delivery_complete = flags & FI_DELIVERY_COMPLETE;
   if (a.inject && core::iov_length(a.iov) > ep.inject_size) [[unlikely]] return -FI_EMSGSIZE;
 
@@ -106,7 +107,7 @@ ssize_t rma_inject(fid_ep* f, const void* buf, size_t len, fi_addr_t dest, uint6
                    uint64_t key) noexcept {
   const iovec v{const_cast<void*>(buf), len};
   const fi_rma_iov r{addr, len, key};
-  return post_rma(f, false, &v, 1, dest, &r, 1, 0, FI_INJECT, nullptr);
+  return post_rma(f, false, &v, 1, dest, &r, 1, 0, FI_INJECT, nullptr, call_family::inject);
 }
 ssize_t rma_writedata(fid_ep* f, const void* buf, size_t len, void*, uint64_t data,
                       fi_addr_t dest, uint64_t addr, uint64_t key, void* ctx) noexcept {
@@ -118,7 +119,7 @@ ssize_t rma_injectdata(fid_ep* f, const void* buf, size_t len, uint64_t data, fi
                        uint64_t addr, uint64_t key) noexcept {
   const iovec v{const_cast<void*>(buf), len};
   const fi_rma_iov r{addr, len, key};
-  return post_rma(f, false, &v, 1, dest, &r, 1, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr);
+  return post_rma(f, false, &v, 1, dest, &r, 1, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr, call_family::inject);
 }
 
 }  // namespace

@@ -30,7 +30,8 @@ bool iov_valid(const iovec* iov, size_t count) noexcept {
 
 template <queue_kind K>
 ssize_t post_send(fid_ep* f, const iovec* iov, size_t count, fi_addr_t dest, std::uint64_t tag,
-                  std::uint64_t data, std::uint64_t flags, void* context) noexcept {
+                  std::uint64_t data, std::uint64_t flags, void* context,
+                  call_family family = call_family::ordinary) noexcept {
   endpoint& ep = ep_of(f);
   if (!ep.enabled) [[unlikely]] return -FI_EOPBADSTATE;
   if (flags & ~send_flags_known) [[unlikely]] return -FI_EBADFLAGS;
@@ -42,7 +43,7 @@ ssize_t post_send(fid_ep* f, const iovec* iov, size_t count, fi_addr_t dest, std
   a.has_cq_data = flags & FI_REMOTE_CQ_DATA;
   a.context = context;
   a.inject = flags & FI_INJECT;
-  a.completion = !a.inject && (!ep.tx_selective || (flags & FI_COMPLETION));
+  a.completion = family == call_family::ordinary && (!ep.tx_selective || (flags & FI_COMPLETION));
   a.delivery_complete = flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE);
   a.kind = K;
   if (a.inject && core::iov_length(a.iov) > ep.inject_size) [[unlikely]] return -FI_EMSGSIZE;
@@ -127,7 +128,7 @@ ssize_t msg_sendmsg(fid_ep* ep, const fi_msg* m, std::uint64_t flags) noexcept {
 }
 ssize_t msg_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest) noexcept {
   const iovec v = one(buf, len);
-  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, 0, FI_INJECT, nullptr);
+  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, 0, FI_INJECT, nullptr, call_family::inject);
 }
 ssize_t msg_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64_t data,
                      fi_addr_t dest, void* ctx) noexcept {
@@ -138,7 +139,7 @@ ssize_t msg_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64
 ssize_t msg_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t data,
                        fi_addr_t dest) noexcept {
   const iovec v = one(buf, len);
-  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr);
+  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr, call_family::inject);
 }
 
 // ---- FI_TAGGED --------------------------------------------------------------------------------
@@ -174,7 +175,7 @@ ssize_t tagged_sendmsg(fid_ep* ep, const fi_msg_tagged* m, std::uint64_t flags) 
 ssize_t tagged_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest,
                       std::uint64_t tag) noexcept {
   const iovec v = one(buf, len);
-  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, 0, FI_INJECT, nullptr);
+  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, 0, FI_INJECT, nullptr, call_family::inject);
 }
 ssize_t tagged_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64_t data,
                         fi_addr_t dest, std::uint64_t tag, void* ctx) noexcept {
@@ -185,7 +186,7 @@ ssize_t tagged_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uin
 ssize_t tagged_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t data,
                           fi_addr_t dest, std::uint64_t tag) noexcept {
   const iovec v = one(buf, len);
-  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr);
+  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr, call_family::inject);
 }
 
 }  // namespace

@@ -386,7 +386,7 @@ void endpoint::complete_send(send_request& s) noexcept {
 }
 
 void endpoint::complete_buffered_send(const send_args& a, std::size_t len) noexcept {
-  if (!a.inject && a.completion && sinks_.tx) {
+  if (a.completion && sinks_.tx) {
     completion c;
     c.context = a.context;
     c.flags = FI_SEND | (a.kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);

@@ -40,7 +40,7 @@ struct send_args {
   bool has_cq_data = false;
   dev::peer_id peer = dev::no_peer;
   void* context = nullptr;
-  bool inject = false;       // copy now, never complete
+  bool inject = false;       // the buffer is the caller's again at return: copy now
   bool completion = true;    // write a CQ entry on success
   bool delivery_complete = false;  // complete only once the data is in the receive buffer
   queue_kind kind = queue_kind::tagged;
@@ -71,7 +71,7 @@ struct rma_args {
   std::uint64_t cq_data = 0;
   bool has_cq_data = false;  // writes only: a completion with the data at the target
   bool read = false;
-  bool inject = false;       // buffer reusable at return, no completion
+  bool inject = false;       // the buffer is the caller's again at return
   bool completion = true;
   bool delivery_complete = false;  // complete only once the data is visible at the target
 };
@@ -169,6 +169,10 @@ struct recv_request {
   std::uint32_t ri_slot = no_slot, ri_gen = 0;
   wire::psn_t rts_psn = 0;  // waiting_rts: the RTS that matched it
   bool rtr_only = false;    // optimistic long receive: never posted, its RTR is its only match
+  // An optimistic long receive in several buffers: an RTR names one contiguous range, so the
+  // sender writes here and completion scatters it into the iovecs (one extra copy, off the
+  // common path: MPI receives are contiguous). Freed by rtr_release.
+  std::byte* landing = nullptr;
   static constexpr std::uint32_t no_slot = ~0u;
 };
 

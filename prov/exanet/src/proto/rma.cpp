@@ -73,7 +73,7 @@ core::status endpoint::rma(const rma_args& a) noexcept {
   r->total = local_len;
   r->cq_data = a.cq_data;
   r->has_cq_data = a.has_cq_data && !a.read;
-  r->completion = a.completion && !a.inject;
+  r->completion = a.completion;
   r->delivery_complete = a.delivery_complete;
 
   // The engine's protection check, for every range before anything moves.

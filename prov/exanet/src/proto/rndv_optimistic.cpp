@@ -1,7 +1,8 @@
 // The optimistic variant (FI_EXANET_PROTOCOL=optimistic; seed 000 §3.14, DESIGN.md §4): every
 // message above medium_max is receiver-initiated, with no RTS and no tickets. The application
 // promises what makes that safe: receives name their source, a message and the receive that takes
-// it are on the same side of medium_max, and nothing probes.
+// it are on the same side of medium_max, and nothing probes. A long receive in several buffers
+// lands in one contiguous buffer of its own and is scattered at completion.
 //
 //   receiver                                            sender
 //     post long recv -- RTR(tag, ignore, buf, cap, slot) -->  first waiting send of that tag,
@@ -20,6 +21,8 @@
 // classes never meet.
 //
 // Consumes: rtr packets with flag_optimistic (from on_rtr), rtr_cancel as in rndv_rtr.cpp.
+#include <cstdlib>
+
 #include "core/log.hpp"
 #include "proto/endpoint.hpp"
 
@@ -43,8 +46,15 @@ core::status endpoint::optimistic_refuse(const char* what) noexcept {
 }
 
 core::status endpoint::optimistic_recv(recv_request& r) noexcept {
-  if (r.iov_count != 1) return optimistic_refuse("receives above medium_max in several buffers");
   if (!dev_.notify_alloc(r.ri_slot, r.ri_gen)) return core::status::again;
+  if (r.iov_count != 1) {
+    r.landing = static_cast<std::byte*>(std::malloc(r.capacity));
+    if (!r.landing) {
+      dev_.notify_free(r.ri_slot);
+      r.ri_slot = recv_request::no_slot;
+      return core::status::again;
+    }
+  }
   ri_by_slot_[r.ri_slot] = &r;
   const dev::peer_id to = r.entry.source;
   wire::rtr p{};
@@ -53,7 +63,7 @@ core::status endpoint::optimistic_recv(recv_request& r) noexcept {
                                 (r.kind == queue_kind::tagged ? wire::flag_tagged : 0));
   p.tag = r.entry.tag;
   p.ignore = r.entry.ignore;
-  p.buf_addr = reinterpret_cast<std::uint64_t>(r.iov[0].iov_base);
+  p.buf_addr = reinterpret_cast<std::uint64_t>(r.landing ? r.landing : r.iov[0].iov_base);
   p.capacity = r.capacity;
   p.recv_id = recvs_.id_of(&r);
   p.notify_slot = r.ri_slot;

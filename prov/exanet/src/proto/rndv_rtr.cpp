@@ -146,6 +146,8 @@ void endpoint::lift_suspended() noexcept {
 }
 
 void endpoint::rtr_release(recv_request& r) noexcept {
+  std::free(r.landing);
+  r.landing = nullptr;
   switch (r.rtr) {
     case rtr_state::none:
       return;
@@ -181,6 +183,7 @@ endpoint::ri_take endpoint::take_ri(recv_request& r) noexcept {
   const dev::peer_id from = r.entry.source;
   const std::size_t delivered = std::min<std::uint64_t>(rec.msg_len, r.capacity);
   if (r.rtr_only) {  // optimistic: long sends take no psn, nothing to order against
+    if (r.landing) core::copy_to_iov({r.iov.data(), r.iov_count}, 0, r.landing, delivered);
     ++stats_.ri_recv;
     if (note.flags & wire::flag_rtr_first) ++stats_.fast_recv;
     complete_recv(r, from, rec.tag, note.cq_data, note.flags & wire::flag_cq_data, rec.msg_len,

@@ -37,7 +37,7 @@ send_request* endpoint::make_rendezvous_send(const send_args& a, std::size_t len
   s->has_cq_data = a.has_cq_data;
   s->peer = a.peer;
   s->kind = a.kind;
-  s->completion = a.completion && !a.inject;
+  s->completion = a.completion;
   if (a.inject) {
     // The caller may reuse its buffer on return: keep a private copy for the later DMA.
     s->owned = static_cast<std::byte*>(std::malloc(len ? len : 1));
