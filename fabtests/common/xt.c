@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 static int xt_is_child;
+uint32_t xt_api_version = FI_VERSION(1, 17);
 static pid_t xt_children[16];
 static int xt_nchildren;
 
@@ -76,7 +77,7 @@ struct fi_info *xt_hints(void)
 void xt_open_disabled(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags)
 {
 	memset(x, 0, sizeof *x);
-	XT_RC(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &x->info));
+	XT_RC(fi_getinfo(xt_api_version, NULL, NULL, 0, hints, &x->info));
 	XT_RC(fi_fabric(x->info->fabric_attr, &x->fabric, NULL));
 	XT_RC(fi_domain(x->fabric, x->info, &x->domain, NULL));
 	struct fi_av_attr av = {.type = FI_AV_MAP};

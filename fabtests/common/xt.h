@@ -44,6 +44,8 @@ struct xt_ep {
 	size_t namelen;
 };
 
+/* The API version xt_open asks fi_getinfo for (default 1.17). */
+extern uint32_t xt_api_version;
 /* Hints most programs start from: RDM, FI_TAGGED|FI_MSG|FI_DIRECTED_RECV, no mode, mr_mode 0. */
 struct fi_info *xt_hints(void);
 /* Opens fabric, domain, AV (map), two CQs (tagged format) and an enabled endpoint.

@@ -102,9 +102,11 @@ int main(void)
 	struct fid_mr *mr;
 	XT_RC(fi_mr_reg(x.domain, target, sizeof target, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL));
 	fi_addr_t self = xt_insert(&x, x.name);
-	XT_RC(fi_write(x.ep, src, 100, NULL, self, (uint64_t)(uintptr_t)target, fi_mr_key(mr), NULL));
+	/* the returned mr_mode says how to address it (exanet: offsets, whatever was offered) */
+	const uint64_t base = (x.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)target : 0;
+	XT_RC(fi_write(x.ep, src, 100, NULL, self, base, fi_mr_key(mr), NULL));
 	XT_CHECK(xt_wait(x.txcq, NULL, NULL, 20) == 1, "write");
-	XT_RC(fi_read(x.ep, back, 100, NULL, self, (uint64_t)(uintptr_t)target, fi_mr_key(mr), NULL));
+	XT_RC(fi_read(x.ep, back, 100, NULL, self, base, fi_mr_key(mr), NULL));
 	XT_CHECK(xt_wait(x.txcq, NULL, NULL, 20) == 1, "read");
 
 	struct fi_exanet_counters c = read_counters(&x);

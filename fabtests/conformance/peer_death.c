@@ -156,7 +156,9 @@ static int stalled_target(int i, int sock)
 	void *buf = calloc(1, BIG);
 	struct fid_mr *mr;
 	XT_RC(fi_mr_reg(x.domain, buf, BIG, FI_REMOTE_READ, 0, 0, 0, &mr, NULL));
-	uint64_t desc[2] = {(uint64_t)(uintptr_t)buf, fi_mr_key(mr)};
+	/* the returned mr_mode says how to address it (exanet: offsets, whatever was offered) */
+	const uint64_t base = (x.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf : 0;
+	uint64_t desc[2] = {base, fi_mr_key(mr)};
 	xt_send_all(sock, desc, sizeof desc);
 	pause(); /* never progresses: the parent kills us */
 	return 0;

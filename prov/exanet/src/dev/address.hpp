@@ -10,8 +10,11 @@ namespace exanet::dev {
 inline constexpr std::uint32_t address_magic = 0x584e5445;  // "ETNX": rejects foreign blobs
 
 /// Ports below this bound are chosen by the user (the libfabric "service"); the emulated backend
-/// hands out ports at or above it, derived from the process id so they never collide on a node.
-inline constexpr std::uint32_t first_auto_port = 1u << 31;
+/// hands out the others, up to port_limit, probing from a place derived from the process id.
+/// Every port fits the 16 bits of a sockaddr, so an endpoint can be named as an IP address and a
+/// port (FI_SOCKADDR_IN, FI_SOCKADDR_IN6, FI_ADDR_STR) as well as by this struct.
+inline constexpr std::uint32_t first_auto_port = 1u << 15;
+inline constexpr std::uint32_t port_limit = 1u << 16;
 
 struct address {
   std::uint32_t magic = address_magic;

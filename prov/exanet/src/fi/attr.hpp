@@ -19,6 +19,12 @@ inline constexpr std::uint64_t secondary_caps =
     FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT;
 /// Atomics, FI_FENCE and the rest are not offered: fi_getinfo refuses them with -FI_ENODATA.
 inline constexpr std::uint64_t all_caps = primary_caps | secondary_caps;
+/// Each side's attributes carry only its own capabilities (fi_getinfo(3), CAPABILITIES): the
+/// transmit side initiates, the receive side is the target.
+inline constexpr std::uint64_t tx_caps = FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_READ | FI_WRITE;
+inline constexpr std::uint64_t rx_caps = FI_MSG | FI_TAGGED | FI_RMA | FI_RECV | FI_REMOTE_READ |
+                                         FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE |
+                                         FI_MULTI_RECV | FI_RMA_EVENT;
 
 inline constexpr std::uint64_t tx_op_flags_supported =
     FI_COMPLETION | FI_INJECT | FI_INJECT_COMPLETE | FI_TRANSMIT_COMPLETE | FI_DELIVERY_COMPLETE |
@@ -27,11 +33,8 @@ inline constexpr std::uint64_t rx_op_flags_supported = FI_COMPLETION | FI_MULTI_
 inline constexpr std::uint64_t msg_order_supported = FI_ORDER_SAS;
 inline constexpr std::uint64_t mem_tag_format = 0xAAAAAAAAAAAAAAAAull;  // all 64 bits are the app's
 inline constexpr std::size_t max_msg_size = std::size_t{1} << 62;
-inline constexpr std::size_t iov_limit = 8;
-/// Memory-registration modes exanet can work in when the application offers them; it needs none
-/// (mr_mode 0: user keys, offsets into the region, no local descriptors).
-inline constexpr std::uint64_t mr_mode_supported =
-    FI_MR_VIRT_ADDR | FI_MR_PROV_KEY | FI_MR_ENDPOINT | FI_MR_ALLOCATED;
+/// The largest tx/rx size (outstanding operations per queue) an application may ask for.
+inline constexpr std::size_t max_queue_size = 65536;
 inline constexpr std::size_t mr_iov_limit = 1;  // one protection-table entry per registration
 inline constexpr std::size_t cq_data_size = 8;
 

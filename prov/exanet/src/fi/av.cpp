@@ -6,10 +6,12 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "core/lock.hpp"
+#include "fi/addr_format.hpp"
 #include "fi/attr.hpp"
 #include "fi/common.hpp"
 #include "fi/domain.hpp"
@@ -46,11 +48,17 @@ namespace {
 av& av_of(fid* f) noexcept { return from_fid<av>(f); }
 av& av_of(fid_av* f) noexcept { return from_fid<av>(&f->fid); }
 
-// Inserts one name; FI_ADDR_NOTAVAIL if it is not an exanet address.
-fi_addr_t insert_one(av& a, const void* name) {
+// Inserts one name in the domain's format (for FI_ADDR_STR, the string); FI_ADDR_NOTAVAIL if it
+// names no exanet endpoint it can reach.
+fi_addr_t insert_one_native(av& a, const dev::address& addr);
+
+fi_addr_t insert_one(av& a, const void* name, std::size_t len) {
   dev::address addr;
-  std::memcpy(&addr, name, sizeof addr);
-  if (!addr.valid()) return FI_ADDR_NOTAVAIL;
+  if (addr_decode(domain_names(a.domain), name, len, addr) != 0) return FI_ADDR_NOTAVAIL;
+  return insert_one_native(a, addr);
+}
+
+fi_addr_t insert_one_native(av& a, const dev::address& addr) {
   const std::uint64_t k = av::key(addr);
   if (a.type == FI_AV_MAP) {
     // Re-inserting a known address gives back its fi_addr: MAP addresses name peers.
@@ -63,9 +71,20 @@ fi_addr_t insert_one(av& a, const void* name) {
   return idx;
 }
 
-int report(av& a, int inserted, std::uint64_t flags, void* context) noexcept {
+// With FI_EVENT (or an EQ bound), the result goes to the EQ: an error entry per address that
+// failed (data: its index), then FI_AV_COMPLETE with the count inserted (fi_av(3)).
+int report(av& a, int inserted, std::uint64_t flags, void* context,
+           std::span<const std::size_t> failed) noexcept {
   if (!(flags & FI_EVENT) && !a.events) return inserted;
   if (!a.events) return -FI_ENOEQ;
+  for (const std::size_t i : failed) {
+    fi_eq_err_entry err{};
+    err.fid = &a.av_fid.fid;
+    err.context = context;
+    err.data = i;
+    err.err = FI_EINVAL;
+    if (const ssize_t r = eq_write_error(*a.events, err); r < 0) return static_cast<int>(r);
+  }
   fi_eq_entry e{};
   e.fid = &a.av_fid.fid;
   e.context = context;
@@ -81,36 +100,62 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
   if (count && !addr) return -FI_EINVAL;
   if ((flags & FI_SYNC_ERR) && !context) return -FI_EINVAL;
   int inserted = 0;
+  std::vector<std::size_t> failed;
   {
     core::level_guard g(a.lock);
-    const auto* names = static_cast<const std::byte*>(addr);
+    // Names are packed at the format's stride; FI_ADDR_STR passes an array of strings (fi_av(3)).
+    const addr_codec& names = domain_names(a.domain);
+    const std::size_t stride = addr_stride(names.format);
     for (size_t i = 0; i < count; ++i) {
       fi_addr_t r = FI_ADDR_NOTAVAIL;
       try {
-        r = insert_one(a, names + i * sizeof(dev::address));
+        if (stride)
+          r = insert_one(a, static_cast<const std::byte*>(addr) + i * stride, stride);
+        else if (const char* s = static_cast<const char* const*>(addr)[i])
+          r = insert_one(a, s, 0);
       } catch (...) {
         r = FI_ADDR_NOTAVAIL;
       }
       if (fi_addr) fi_addr[i] = r;
       if (flags & FI_SYNC_ERR) static_cast<int*>(context)[i] = r == FI_ADDR_NOTAVAIL ? FI_EINVAL : 0;
-      if (r != FI_ADDR_NOTAVAIL) ++inserted;
+      if (r != FI_ADDR_NOTAVAIL) {
+        ++inserted;
+      } else if (a.events) {
+        try {
+          failed.push_back(i);
+        } catch (...) {
+          return -FI_ENOMEM;
+        }
+      }
     }
   }
-  return report(a, inserted, flags, context);
+  return report(a, inserted, flags, context, failed);
 }
 
-// node/service name endpoints the same way fi_getinfo does: local node, numeric port.
+// node/service name endpoints the same way fi_getinfo does: this host, numeric port (or, for
+// FI_ADDR_STR, a whole name as node).
 int av_insertsvc(fid_av* f, const char* node, const char* service, fi_addr_t* fi_addr,
                  uint64_t flags, void* context) noexcept {
-  fi_info* info = nullptr;
-  int rc = getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION), node, service, 0, nullptr, &info);
-  if (rc != 0) {
+  av& a = av_of(f);
+  dev::address addr;
+  if (addr_from_node_service(domain_names(a.domain), node, service, addr) != 0 || addr.port == 0) {
     if (fi_addr) *fi_addr = FI_ADDR_NOTAVAIL;
-    return rc == -FI_ENODATA ? 0 : rc;
+    constexpr std::size_t first[] = {0};
+    return report(a, 0, flags, context, first);
   }
-  rc = av_insert(f, info->dest_addr, 1, fi_addr, flags, context);
-  fi_freeinfo(info);
-  return rc;
+  fi_addr_t r = FI_ADDR_NOTAVAIL;
+  {
+    core::level_guard g(a.lock);
+    try {
+      r = insert_one_native(a, addr);
+    } catch (...) {
+      r = FI_ADDR_NOTAVAIL;
+    }
+  }
+  if (fi_addr) *fi_addr = r;
+  constexpr std::size_t first[] = {0};
+  if (r == FI_ADDR_NOTAVAIL) return report(a, 0, flags, context, first);
+  return report(a, 1, flags, context, {});
 }
 
 int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) noexcept {
@@ -137,19 +182,32 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) noexc
 int av_lookup_op(fid_av* f, fi_addr_t fi_addr, void* addr, size_t* addrlen) noexcept {
   if (!addrlen) return -FI_EINVAL;
   dev::address found;
-  if (!av_lookup(av_of(f), fi_addr, found)) return -FI_ENOENT;
-  if (addr) std::memcpy(addr, &found, std::min(*addrlen, sizeof found));
-  *addrlen = sizeof found;
+  av& a = av_of(f);
+  if (!av_lookup(a, fi_addr, found)) return -FI_ENOENT;
+  // fi_av(3): as much of the name as fits, and the size it needs.
+  const addr_codec& names = domain_names(a.domain);
+  std::size_t need = 0;
+  (void)addr_encode(names, found, nullptr, &need);
+  char full[256];
+  std::size_t len = sizeof full;
+  if (need > sizeof full || addr_encode(names, found, full, &len) != 0) return -FI_EINVAL;
+  if (addr) std::memcpy(addr, full, std::min(*addrlen, len));
+  *addrlen = len;
   return 0;
 }
 
-const char* av_straddr(fid_av*, const void* addr, char* buf, size_t* len) noexcept {
+// The FI_ADDR_STR form of a name in the domain's format ("fi_exanet://HOST:PORT/PDID").
+const char* av_straddr(fid_av* f, const void* addr, char* buf, size_t* len) noexcept {
   if (!addr || !buf || !len) return nullptr;
+  const addr_codec& names = domain_names(av_of(f).domain);
   dev::address a;
-  std::memcpy(&a, addr, sizeof a);
-  char text[64];
-  const int n = a.valid() ? std::snprintf(text, sizeof text, "exanet://%u:%u:%u", a.node, a.pdid, a.port)
-                          : std::snprintf(text, sizeof text, "exanet://invalid");
+  char text[128];
+  addr_codec as_text = names;
+  as_text.format = FI_ADDR_STR;
+  std::size_t tl = sizeof text;
+  const bool ok = addr_decode(names, addr, addr_stride(names.format), a) == 0 &&
+                  addr_encode(as_text, a, text, &tl) == 0;
+  const int n = ok ? static_cast<int>(tl) - 1 : std::snprintf(text, sizeof text, "fi_exanet://invalid");
   if (*len) {
     std::strncpy(buf, text, *len - 1);
     buf[*len - 1] = '\0';

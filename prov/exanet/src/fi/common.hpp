@@ -4,7 +4,10 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
+#include <sys/uio.h>
+
 #include <cerrno>
+#include <cstdint>
 #include <cstddef>
 #include <new>
 
@@ -34,6 +37,21 @@ int fi_guard(F&& f) noexcept try {
 template <class T, class Fid>
 T& from_fid(Fid* f) noexcept {
   return *reinterpret_cast<T*>(f);
+}
+
+/// Checks the iovecs of a data-path call and sums them: at most `limit` entries, no NULL base
+/// with a length, a total that neither wraps size_t nor exceeds `max_total`. -FI_EINVAL for a
+/// malformed array, -FI_EMSGSIZE for a total over the limit; nothing is posted either way.
+inline int check_iov(const iovec* iov, std::size_t count, std::size_t limit, std::size_t max_total,
+                     std::size_t& total) noexcept {
+  total = 0;
+  if (count > limit || (count && !iov)) return -FI_EINVAL;
+  for (std::size_t i = 0; i < count; ++i) {
+    if (iov[i].iov_len && !iov[i].iov_base) return -FI_EINVAL;
+    if (iov[i].iov_len > SIZE_MAX - total) return -FI_EINVAL;  // the sum would wrap
+    total += iov[i].iov_len;
+  }
+  return total > max_total ? -FI_EMSGSIZE : 0;
 }
 
 /// How a transfer was asked for. The inject calls (fi_inject, fi_tinject, fi_injectdata,

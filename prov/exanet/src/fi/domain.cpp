@@ -17,6 +17,7 @@
 #include "fi/fabric.hpp"
 #include "fi/mr.hpp"
 #include "fi/params.hpp"
+#include "fi/addr_format.hpp"
 #include "fi/provider.hpp"
 
 namespace exanet::fi {
@@ -28,6 +29,7 @@ class domain {
   fid_fabric* fabric = nullptr;
   fi_threading threading = FI_THREAD_SAFE;
   proto::config cfg{};
+  addr_codec names;  // the address format of fi_getname and the AVs (info->addr_format)
   mr_registry mrs;
   std::atomic<int> children{0};  // endpoints, AVs, CQs, counters, MRs opened from it
 };
@@ -80,6 +82,11 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
     auto* d = new domain;
     d->fabric = fabric;
     d->cfg = params_read();
+    if (!addr_format_supported(info->addr_format)) {
+      delete d;
+      return -FI_EINVAL;
+    }
+    d->names = addr_codec_for(info->addr_format, info->src_addr, info->src_addrlen, d->cfg);
     if (info->domain_attr && info->domain_attr->threading != FI_THREAD_UNSPEC)
       d->threading = info->domain_attr->threading;
     std::uint64_t mr_mode =
@@ -108,6 +115,7 @@ void domain_unref(fid_domain* f) noexcept {
 
 fi_threading domain_threading(const fid_domain* f) noexcept { return domain_of(f).threading; }
 const proto::config& domain_config(const fid_domain* f) noexcept { return domain_of(f).cfg; }
+const addr_codec& domain_names(const fid_domain* f) noexcept { return domain_of(f).names; }
 mr_registry& domain_mr_registry(fid_domain* f) noexcept { return domain_of(f).mrs; }
 
 }  // namespace exanet::fi

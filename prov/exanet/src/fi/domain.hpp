@@ -8,6 +8,7 @@
 namespace exanet::fi {
 
 class mr_registry;
+struct addr_codec;
 
 int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context) noexcept;
 
@@ -21,6 +22,9 @@ fi_threading domain_threading(const fid_domain* domain) noexcept;
 
 /// Parameters read when the domain was opened.
 const proto::config& domain_config(const fid_domain* domain) noexcept;
+
+/// How endpoint names are written and read in this domain (its fi_info's addr_format).
+const addr_codec& domain_names(const fid_domain* domain) noexcept;
 
 /// Keys of the memory regions registered in this domain.
 mr_registry& domain_mr_registry(fid_domain* domain) noexcept;

@@ -14,6 +14,7 @@
 #include "core/log.hpp"
 #include "fi/av.hpp"
 #include "fi/cntr.hpp"
+#include "fi/addr_format.hpp"
 #include "fi/common.hpp"
 #include "fi/cq.hpp"
 #include "fi/domain.hpp"
@@ -238,12 +239,7 @@ ssize_t ep_rx_size_left(fid_ep* f) noexcept {
 int ep_getname(fid* f, void* addr, size_t* addrlen) noexcept {
   endpoint& ep = ep_of(f);
   if (!addrlen) return -FI_EINVAL;
-  const dev::address& a = ep.proto.address();
-  const size_t have = *addrlen;
-  *addrlen = sizeof a;
-  if (have < sizeof a || !addr) return -FI_ETOOSMALL;
-  std::memcpy(addr, &a, sizeof a);
-  return 0;
+  return addr_encode(domain_names(ep.domain), ep.proto.address(), addr, addrlen);
 }
 
 constinit fi_ops g_ep_fid_ops = {
@@ -368,15 +364,28 @@ int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context
   ep->inject_size = domain_config(domain).inject_size;
   if (info->tx_attr && info->tx_attr->inject_size && info->tx_attr->inject_size < ep->inject_size)
     ep->inject_size = info->tx_attr->inject_size;
+  // The iovec limits the application was granted (a lower one it asked for binds it too).
+  const std::size_t iov_max = domain_config(domain).iov_limit;
+  const auto granted = [iov_max](std::size_t asked) { return asked && asked < iov_max ? asked : iov_max; };
+  ep->tx_iov_limit = granted(info->tx_attr ? info->tx_attr->iov_limit : 0);
+  ep->rma_iov_limit = granted(info->tx_attr ? info->tx_attr->rma_iov_limit : 0);
+  ep->rx_iov_limit = granted(info->rx_attr ? info->rx_attr->iov_limit : 0);
   // Reading a CQ or counter progresses the endpoints bound to it, possibly from another thread
   // than the one posting: only DOMAIN and COMPLETION promise that never overlaps.
   const fi_threading t = domain_threading(domain);
   ep->lock.enable(t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT);
 
+  // A source address picks the port (0, or none: any free one). It is in the info's format.
   dev::address src{};
-  if (info->src_addr && info->src_addrlen == sizeof(dev::address)) {
-    std::memcpy(&src, info->src_addr, sizeof src);
-    if (!src.valid()) src = {};
+  if (info->src_addr) {
+    const addr_codec c = info->addr_format == domain_names(domain).format
+                             ? domain_names(domain)
+                             : addr_codec_for(info->addr_format, info->src_addr,
+                                              info->src_addrlen, domain_config(domain));
+    if (addr_decode(c, info->src_addr, info->src_addrlen, src, port_any::allowed) != 0) {
+      delete ep;
+      return -FI_EADDRNOTAVAIL;
+    }
   }
   if (core::status s = ep->proto.open(domain_config(domain), src); !core::ok(s)) {
     delete ep;

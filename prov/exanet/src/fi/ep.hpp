@@ -34,6 +34,7 @@ class endpoint {
   std::uint64_t caps = 0;
   std::uint64_t tx_op_flags = 0, rx_op_flags = 0;
   std::size_t inject_size = 0;
+  std::size_t tx_iov_limit = 0, rx_iov_limit = 0, rma_iov_limit = 0;  // as fi_getinfo granted
   core::level_lock lock;
   proto::endpoint proto;
   av* av_ = nullptr;

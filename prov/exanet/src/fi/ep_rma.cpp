@@ -6,6 +6,7 @@
 #include <array>
 
 #include "core/iov.hpp"
+#include "fi/attr.hpp"
 #include "fi/common.hpp"
 #include "fi/ep.hpp"
 
@@ -37,11 +38,16 @@ ssize_t post_rma(fid_ep* f, bool read, const iovec* iov, size_t count, fi_addr_t
   if (!allowed(ep, read)) [[unlikely]] return -FI_EOPNOTSUPP;
   if (flags & ~rma_flags_known) [[unlikely]] return -FI_EBADFLAGS;
   if (read && (flags & (FI_INJECT | FI_REMOTE_CQ_DATA))) [[unlikely]] return -FI_EBADFLAGS;
-  if (count > proto::max_iov || (count && !iov) || !rma || rma_count == 0 ||
-      rma_count > proto::max_iov) [[unlikely]]
-    return -FI_EINVAL;
-  for (size_t i = 0; i < count; ++i)
-    if (iov[i].iov_len && !iov[i].iov_base) [[unlikely]] return -FI_EINVAL;
+  std::size_t len = 0;
+  if (int rc = check_iov(iov, count, ep.tx_iov_limit, max_msg_size, len); rc != 0) [[unlikely]]
+    return rc;
+  if (!rma || rma_count == 0 || rma_count > ep.rma_iov_limit) [[unlikely]] return -FI_EINVAL;
+  std::size_t remote_len = 0;
+  for (size_t i = 0; i < rma_count; ++i) {
+    if (rma[i].len > SIZE_MAX - remote_len) [[unlikely]] return -FI_EINVAL;  // the sum would wrap
+    remote_len += rma[i].len;
+  }
+  if (remote_len != len) [[unlikely]] return -FI_EINVAL;  // fi_rma(3): the two sides agree
   std::array<proto::remote_range, proto::max_iov> remote;
   for (size_t i = 0; i < rma_count; ++i) remote[i] = {rma[i].addr, rma[i].len, rma[i].key};
 
@@ -55,7 +61,7 @@ ssize_t post_rma(fid_ep* f, bool read, const iovec* iov, size_t count, fi_addr_t
   a.inject = flags & FI_INJECT;
   a.completion = family == call_family::ordinary && (!ep.tx_selective || (flags & FI_COMPLETION));
   a.delivery_complete = flags & FI_DELIVERY_COMPLETE;
-  if (a.inject && core::iov_length(a.iov) > ep.inject_size) [[unlikely]] return -FI_EMSGSIZE;
+  if (a.inject && len > ep.inject_size) [[unlikely]] return -FI_EMSGSIZE;
 
   core::level_guard g(ep.lock);
   if (int rc = ep.peer_of(dest, a.peer); rc != 0) [[unlikely]] return rc;

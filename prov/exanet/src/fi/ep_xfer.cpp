@@ -5,6 +5,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "core/iov.hpp"
+#include "fi/attr.hpp"
 #include "fi/common.hpp"
 #include "fi/ep.hpp"
 
@@ -21,13 +22,6 @@ constexpr std::uint64_t match_flags = FI_PEEK | FI_CLAIM | FI_DISCARD;
 
 endpoint& ep_of(fid_ep* f) noexcept { return from_fid<endpoint>(&f->fid); }
 
-bool iov_valid(const iovec* iov, size_t count) noexcept {
-  if (count > proto::max_iov || (count && !iov)) return false;
-  for (size_t i = 0; i < count; ++i)
-    if (iov[i].iov_len && !iov[i].iov_base) return false;  // NULL buffer with a length
-  return true;
-}
-
 template <queue_kind K>
 ssize_t post_send(fid_ep* f, const iovec* iov, size_t count, fi_addr_t dest, std::uint64_t tag,
                   std::uint64_t data, std::uint64_t flags, void* context,
@@ -35,7 +29,9 @@ ssize_t post_send(fid_ep* f, const iovec* iov, size_t count, fi_addr_t dest, std
   endpoint& ep = ep_of(f);
   if (!ep.enabled) [[unlikely]] return -FI_EOPBADSTATE;
   if (flags & ~send_flags_known) [[unlikely]] return -FI_EBADFLAGS;
-  if (!iov_valid(iov, count)) [[unlikely]] return -FI_EINVAL;
+  std::size_t len = 0;
+  if (int rc = check_iov(iov, count, ep.tx_iov_limit, max_msg_size, len); rc != 0) [[unlikely]]
+    return rc;
   proto::send_args a;
   a.iov = {iov, count};
   a.tag = tag;
@@ -46,7 +42,7 @@ ssize_t post_send(fid_ep* f, const iovec* iov, size_t count, fi_addr_t dest, std
   a.completion = family == call_family::ordinary && (!ep.tx_selective || (flags & FI_COMPLETION));
   a.delivery_complete = flags & (FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE);
   a.kind = K;
-  if (a.inject && core::iov_length(a.iov) > ep.inject_size) [[unlikely]] return -FI_EMSGSIZE;
+  if (a.inject && len > ep.inject_size) [[unlikely]] return -FI_EMSGSIZE;
 
   core::level_guard g(ep.lock);
   if (int rc = ep.peer_of(dest, a.peer); rc != 0) [[unlikely]] return rc;
@@ -69,7 +65,9 @@ ssize_t post_recv(fid_ep* f, const iovec* iov, size_t count, fi_addr_t src, std:
   const std::uint64_t allowed = K == queue_kind::tagged ? (recv_flags_known & ~FI_MULTI_RECV) | match_flags
                                                         : recv_flags_known;
   if (flags & ~allowed) [[unlikely]] return -FI_EBADFLAGS;
-  if (!iov_valid(iov, count)) [[unlikely]] return -FI_EINVAL;
+  std::size_t capacity = 0;
+  if (int rc = check_iov(iov, count, ep.rx_iov_limit, SIZE_MAX, capacity); rc != 0) [[unlikely]]
+    return rc;
   proto::recv_args a;
   a.iov = {iov, count};
   a.tag = tag;

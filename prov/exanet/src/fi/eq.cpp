@@ -21,6 +21,8 @@ class eq {
   struct event {
     std::uint32_t type;
     std::vector<std::byte> data;
+    bool error = false;  // read with fi_eq_readerr: fi_eq_read answers -FI_EAVAIL at it
+    fi_eq_err_entry err{};
   };
   std::mutex lock;  // the control path: always locked, whatever the threading level
   std::deque<event> events;
@@ -38,6 +40,7 @@ ssize_t eq_read(fid_eq* f, uint32_t* event, void* buf, size_t len, uint64_t flag
   std::lock_guard g(q.lock);
   if (q.events.empty()) return -FI_EAGAIN;
   const eq::event& e = q.events.front();
+  if (e.error) return -FI_EAVAIL;
   if (len < e.data.size() || (e.data.size() && !buf)) return -FI_ETOOSMALL;
   if (event) *event = e.type;
   if (e.data.size()) std::memcpy(buf, e.data.data(), e.data.size());
@@ -47,12 +50,18 @@ ssize_t eq_read(fid_eq* f, uint32_t* event, void* buf, size_t len, uint64_t flag
   return n;
 }
 
-// exanet raises no asynchronous errors: AV inserts are synchronous and report failures per
-// address (FI_SYNC_ERR), and fi_eq_write events are never errors.
-ssize_t eq_readerr(fid_eq*, fi_eq_err_entry* buf, uint64_t flags) noexcept {
+// The asynchronous errors are those of AV inserts with FI_EVENT: one per address that failed,
+// ahead of the insert's FI_AV_COMPLETE (fi_av(3)).
+ssize_t eq_readerr(fid_eq* f, fi_eq_err_entry* buf, uint64_t flags) noexcept {
   if (!buf) return -FI_EINVAL;
   if (flags & ~static_cast<std::uint64_t>(FI_PEEK)) return -FI_EBADFLAGS;
-  return -FI_EAGAIN;
+  eq& q = eq_of(f);
+  std::lock_guard g(q.lock);
+  if (q.events.empty() || !q.events.front().error) return -FI_EAGAIN;
+  *buf = q.events.front().err;
+  if (!(flags & FI_PEEK)) q.events.pop_front();
+  if (q.events.empty()) q.fd.drain();
+  return sizeof *buf;
 }
 
 ssize_t eq_write(fid_eq* f, uint32_t event, const void* buf, size_t len, uint64_t flags) noexcept {
@@ -126,6 +135,19 @@ ssize_t eq_write_event(eq& q, std::uint32_t event, const void* buf, std::size_t 
   }
   q.fd.signal();
   return static_cast<ssize_t>(len);
+}
+
+ssize_t eq_write_error(eq& q, const fi_eq_err_entry& err) noexcept {
+  try {
+    std::lock_guard g(q.lock);
+    if (q.events.size() >= q.capacity) return -FI_EAGAIN;
+    eq::event e{0, {}, true, err};
+    q.events.push_back(std::move(e));
+  } catch (...) {
+    return -FI_ENOMEM;
+  }
+  q.fd.signal();
+  return 0;
 }
 
 int eq_open(fid_fabric* fabric, fi_eq_attr* attr, fid_eq** out, void* context) noexcept {

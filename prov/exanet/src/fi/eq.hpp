@@ -15,6 +15,8 @@ eq* eq_from(fid* f) noexcept;
 /// Queues one event (what fi_eq_write does); -FI_EAGAIN when the EQ is full.
 ssize_t eq_write_event(eq& q, std::uint32_t event, const void* buf, std::size_t len,
                        std::uint64_t flags) noexcept;
+/// Queues an error entry (read by fi_eq_readerr; fi_eq_read answers -FI_EAVAIL while it is first).
+ssize_t eq_write_error(eq& q, const fi_eq_err_entry& err) noexcept;
 int eq_trywait(eq& q) noexcept;
 
 }  // namespace exanet::fi

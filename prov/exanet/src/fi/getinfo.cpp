@@ -1,18 +1,21 @@
 // fi_getinfo: filter by the hints, then build one fi_info that echoes what the application asked
 // for. Every rejection is -FI_ENODATA, the answer that makes libfabric try other providers and
-// fabtests report "not run" rather than "failed".
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
-#include <unistd.h>
-
+// fabtests report "not run" rather than "failed", and each says why at FI_LOG_INFO
+// (FI_LOG_LEVEL=info FI_LOG_PROV=exanet), naming what was asked and what exanet offers.
 #include <rdma/fi_errno.h>
 
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <cinttypes>
+#include <cstdarg>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 #include "core/log.hpp"
 #include "dev/address.hpp"
+#include "fi/addr_format.hpp"
 #include "fi/attr.hpp"
 #include "fi/params.hpp"
 #include "fi/provider.hpp"
@@ -20,131 +23,112 @@
 namespace exanet::fi {
 namespace {
 
-// ---- node and service ---------------------------------------------------------------------
-
-bool is_local_ip(const char* node) noexcept {
-  in_addr v4{};
-  in6_addr v6{};
-  const bool is4 = inet_pton(AF_INET, node, &v4) == 1;
-  const bool is6 = !is4 && inet_pton(AF_INET6, node, &v6) == 1;
-  if (!is4 && !is6) return false;
-  if (is4 && (ntohl(v4.s_addr) >> 24) == 127) return true;
-  if (is6 && IN6_IS_ADDR_LOOPBACK(&v6)) return true;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return false;
-  bool found = false;
-  for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
-    if (!i->ifa_addr) continue;
-    if (is4 && i->ifa_addr->sa_family == AF_INET)
-      found = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr == v4.s_addr;
-    else if (is6 && i->ifa_addr->sa_family == AF_INET6)
-      found = std::memcmp(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr, &v6,
-                          sizeof v6) == 0;
-  }
-  freeifaddrs(list);
-  return found;
-}
-
-/// The emulated device is this host: a node name must name it.
-bool is_this_node(const char* node) noexcept {
-  if (!node || !*node) return true;
-  if (std::strcmp(node, "localhost") == 0 || std::strcmp(node, "localhost.localdomain") == 0)
-    return true;
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0) {
-    if (std::strcmp(node, host) == 0) return true;
-    // A short name matches the host's fully qualified name and the other way round.
-    const std::size_t n = std::strcspn(host, ".");
-    if (std::strncmp(node, host, n) == 0 && (node[n] == '\0' || node[n] == '.')) return true;
-  }
-  return is_local_ip(node);
-}
-
-bool parse_port(const char* service, std::uint32_t& port) noexcept {
-  if (!service || !*service) {
-    port = 0;
-    return true;
-  }
-  char* end = nullptr;
-  const unsigned long v = std::strtoul(service, &end, 10);
-  if (*end != '\0' || v >= dev::first_auto_port) return false;
-  port = static_cast<std::uint32_t>(v);
-  return true;
-}
-
-bool valid_address(const void* addr, std::size_t len) noexcept {
-  if (!addr || len != sizeof(dev::address)) return false;
-  dev::address a;
-  std::memcpy(&a, addr, sizeof a);
-  return a.valid();
-}
-
-void* copy_address(const dev::address& a) noexcept {
-  void* p = std::malloc(sizeof a);  // freed by fi_freeinfo
-  if (p) std::memcpy(p, &a, sizeof a);
-  return p;
-}
-
 // ---- hint checks --------------------------------------------------------------------------
 
-template <class T>
-bool is_subset(T want, T have) noexcept {
-  return (want & ~have) == 0;
+/// Logs one refusal at FI_LOG_INFO and returns false.
+[[gnu::format(printf, 1, 2)]] bool refuse(const char* fmt, ...) noexcept {
+  if (core::log_enabled(core::log_level::info, core::log_subsys::core)) {
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    std::vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    core::log_write(core::log_level::info, core::log_subsys::core, "fi_getinfo", __LINE__,
+                    "no match: %s", text);
+  }
+  return false;
 }
 
-bool check_tx(const fi_tx_attr* a) noexcept {
-  if (!a) return true;
-  return is_subset<std::uint64_t>(a->caps, all_caps) &&
-         is_subset<std::uint64_t>(a->op_flags, tx_op_flags_supported) &&
-         is_subset<std::uint64_t>(a->msg_order, msg_order_supported) &&
-         is_subset<std::uint64_t>(a->comp_order, FI_ORDER_NONE) && a->iov_limit <= iov_limit &&
-         a->rma_iov_limit <= iov_limit;
+/// want must be a subset of have; otherwise logs what was asked and what exanet has.
+bool subset(const char* what, std::uint64_t want, std::uint64_t have, int type) noexcept {
+  if ((want & ~have) == 0) return true;
+  const std::uint64_t extra = want & ~have;
+  char a[256], b[256];
+  fi_tostr_r(a, sizeof a, &extra, static_cast<fi_type>(type));
+  fi_tostr_r(b, sizeof b, &have, static_cast<fi_type>(type));
+  return refuse("unsupported %s: requested %s, supported %s", what, a, b);
 }
 
-bool check_rx(const fi_rx_attr* a) noexcept {
+bool at_most(const char* what, std::size_t want, std::size_t have) noexcept {
+  if (want <= have) return true;
+  return refuse("%s %zu requested, at most %zu supported", what, want, have);
+}
+
+bool check_tx(const fi_tx_attr* a, const proto::config& cfg) noexcept {
   if (!a) return true;
-  return is_subset<std::uint64_t>(a->caps, all_caps) &&
-         is_subset<std::uint64_t>(a->op_flags, rx_op_flags_supported) &&
-         is_subset<std::uint64_t>(a->msg_order, msg_order_supported) &&
-         is_subset<std::uint64_t>(a->comp_order, FI_ORDER_NONE) && a->iov_limit <= iov_limit;
+  return subset("tx_attr->caps", a->caps, tx_caps, FI_TYPE_CAPS) &&
+         subset("tx_attr->op_flags", a->op_flags, tx_op_flags_supported, FI_TYPE_OP_FLAGS) &&
+         subset("tx_attr->msg_order", a->msg_order, msg_order_supported, FI_TYPE_MSG_ORDER) &&
+         subset("tx_attr->comp_order", a->comp_order, FI_ORDER_NONE, FI_TYPE_MSG_ORDER) &&
+         at_most("tx_attr->iov_limit", a->iov_limit, cfg.iov_limit) &&
+         at_most("tx_attr->rma_iov_limit", a->rma_iov_limit, cfg.iov_limit) &&
+         at_most("tx_attr->size", a->size, max_queue_size);
+}
+
+bool check_rx(const fi_rx_attr* a, const proto::config& cfg) noexcept {
+  if (!a) return true;
+  return subset("rx_attr->caps", a->caps, rx_caps, FI_TYPE_CAPS) &&
+         subset("rx_attr->op_flags", a->op_flags, rx_op_flags_supported, FI_TYPE_OP_FLAGS) &&
+         subset("rx_attr->msg_order", a->msg_order, msg_order_supported, FI_TYPE_MSG_ORDER) &&
+         subset("rx_attr->comp_order", a->comp_order, FI_ORDER_NONE, FI_TYPE_MSG_ORDER) &&
+         at_most("rx_attr->iov_limit", a->iov_limit, cfg.iov_limit) &&
+         at_most("rx_attr->total_buffered_recv", a->total_buffered_recv, 0) &&
+         at_most("rx_attr->size", a->size, max_queue_size);
 }
 
 bool check_domain(const fi_domain_attr* d) noexcept {
   if (!d) return true;
-  if (d->name && std::strcmp(d->name, domain_name) != 0) return false;
+  if (d->name && std::strcmp(d->name, domain_name) != 0)
+    return refuse("domain name \"%s\" requested, exanet's is \"%s\"", d->name, domain_name);
   // Manual progress only: an application that needs FI_PROGRESS_AUTO must look elsewhere.
-  if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO) return false;
+  if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
+    return refuse("FI_PROGRESS_AUTO requested, exanet progresses manually");
   if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
-    return false;
-  if (d->cq_data_size > cq_data_size || d->max_ep_tx_ctx > 1 || d->max_ep_rx_ctx > 1 ||
-      d->max_ep_stx_ctx > 0 || d->max_ep_srx_ctx > 0 || d->mr_iov_limit > mr_iov_limit)
-    return false;
-  return is_subset<std::uint64_t>(d->caps, FI_LOCAL_COMM | FI_REMOTE_COMM);
+    return refuse("av_type %d requested, FI_AV_MAP and FI_AV_TABLE supported", d->av_type);
+  if (d->max_ep_stx_ctx > 0 || d->max_ep_srx_ctx > 0)
+    return refuse("shared contexts requested, not supported");
+  return at_most("domain_attr->cq_data_size", d->cq_data_size, cq_data_size) &&
+         at_most("domain_attr->max_ep_tx_ctx", d->max_ep_tx_ctx, 1) &&
+         at_most("domain_attr->max_ep_rx_ctx", d->max_ep_rx_ctx, 1) &&
+         at_most("domain_attr->mr_iov_limit", d->mr_iov_limit, mr_iov_limit) &&
+         subset("domain_attr->caps", d->caps, FI_LOCAL_COMM | FI_REMOTE_COMM, FI_TYPE_CAPS);
 }
 
 bool check_ep(const fi_ep_attr* e) noexcept {
   if (!e) return true;
-  if (e->type != FI_EP_UNSPEC && e->type != FI_EP_RDM) return false;
-  if (e->protocol != FI_PROTO_UNSPEC) return false;
-  if (e->max_msg_size > max_msg_size) return false;
-  if (e->tx_ctx_cnt > 1 || e->rx_ctx_cnt > 1) return false;  // no shared or scalable contexts
-  return e->auth_key_size == 0;
+  if (e->type != FI_EP_UNSPEC && e->type != FI_EP_RDM) {
+    char t[64];
+    fi_tostr_r(t, sizeof t, &e->type, FI_TYPE_EP_TYPE);
+    return refuse("endpoint type %s requested, only FI_EP_RDM supported", t);
+  }
+  if (e->protocol != FI_PROTO_UNSPEC) return refuse("ep_attr->protocol %u requested", e->protocol);
+  if (e->tx_ctx_cnt > 1 || e->rx_ctx_cnt > 1)
+    return refuse("scalable endpoints requested (%zu tx, %zu rx contexts), not supported",
+                  e->tx_ctx_cnt, e->rx_ctx_cnt);
+  if (e->auth_key_size) return refuse("authorization keys requested, not supported");
+  return at_most("ep_attr->max_msg_size", e->max_msg_size, max_msg_size);
 }
 
 bool check_fabric(const fi_fabric_attr* f) noexcept {
   if (!f) return true;
-  if (f->name && std::strcmp(f->name, fabric_name) != 0) return false;
-  if (f->prov_name && std::strcmp(f->prov_name, provider_name) != 0) return false;
-  return f->prov_version <= provider_version;
+  if (f->name && std::strcmp(f->name, fabric_name) != 0)
+    return refuse("fabric name \"%s\" requested, exanet's is \"%s\"", f->name, fabric_name);
+  if (f->prov_name && std::strcmp(f->prov_name, provider_name) != 0)
+    return refuse("provider \"%s\" requested", f->prov_name);
+  if (f->prov_version > provider_version) return refuse("a newer provider version requested");
+  return true;
 }
 
-bool check_hints(const fi_info* h) noexcept {
+bool check_hints(const fi_info* h, const proto::config& cfg) noexcept {
   if (!h) return true;
-  if (!is_subset<std::uint64_t>(h->caps, all_caps)) return false;
-  if (h->addr_format != FI_FORMAT_UNSPEC) return false;
-  if (h->src_addr && !valid_address(h->src_addr, h->src_addrlen)) return false;
-  if (h->dest_addr && !valid_address(h->dest_addr, h->dest_addrlen)) return false;
-  return check_tx(h->tx_attr) && check_rx(h->rx_attr) && check_ep(h->ep_attr) &&
+  if (!subset("caps", h->caps, all_caps, FI_TYPE_CAPS)) return false;
+  if (!addr_format_supported(h->addr_format)) {
+    char f[64];
+    fi_tostr_r(f, sizeof f, &h->addr_format, FI_TYPE_ADDR_FORMAT);
+    return refuse("address format %s requested; FI_FORMAT_UNSPEC (exanet's own), FI_SOCKADDR, "
+                  "FI_SOCKADDR_IN, FI_SOCKADDR_IN6 and FI_ADDR_STR supported", f);
+  }
+  return check_tx(h->tx_attr, cfg) && check_rx(h->rx_attr, cfg) && check_ep(h->ep_attr) &&
          check_domain(h->domain_attr) && check_fabric(h->fabric_attr);
 }
 
@@ -160,10 +144,9 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
   const std::uint64_t caps = answer_caps(h);
   fi.caps = caps;
   fi.mode = 0;
-  fi.addr_format = FI_FORMAT_UNSPEC;
 
   fi_tx_attr& tx = *fi.tx_attr;
-  tx.caps = caps;
+  tx.caps = caps & tx_caps;
   tx.mode = 0;
   tx.op_flags = h && h->tx_attr ? h->tx_attr->op_flags : 0;
   tx.msg_order = msg_order_supported;
@@ -171,20 +154,21 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
   tx.inject_size = cfg.inject_size;
   if (h && h->tx_attr && h->tx_attr->inject_size && h->tx_attr->inject_size < tx.inject_size)
     tx.inject_size = h->tx_attr->inject_size;
-  tx.size = h && h->tx_attr && h->tx_attr->size ? h->tx_attr->size : cfg.tx_size;
-  tx.iov_limit = h && h->tx_attr && h->tx_attr->iov_limit ? h->tx_attr->iov_limit : iov_limit;
+  // Sizes: at least what was asked (check_tx refused more than max_queue_size), else the default.
+  tx.size = h && h->tx_attr && h->tx_attr->size > cfg.tx_size ? h->tx_attr->size : cfg.tx_size;
+  tx.iov_limit = h && h->tx_attr && h->tx_attr->iov_limit ? h->tx_attr->iov_limit : cfg.iov_limit;
   tx.rma_iov_limit = h && h->tx_attr && h->tx_attr->rma_iov_limit ? h->tx_attr->rma_iov_limit
-                                                                  : iov_limit;
+                                                                  : cfg.iov_limit;
 
   fi_rx_attr& rx = *fi.rx_attr;
-  rx.caps = caps;
+  rx.caps = caps & rx_caps;
   rx.mode = 0;
   rx.op_flags = h && h->rx_attr ? h->rx_attr->op_flags : 0;
   rx.msg_order = msg_order_supported;
   rx.comp_order = FI_ORDER_NONE;
   rx.total_buffered_recv = 0;
-  rx.size = h && h->rx_attr && h->rx_attr->size ? h->rx_attr->size : cfg.rx_size;
-  rx.iov_limit = h && h->rx_attr && h->rx_attr->iov_limit ? h->rx_attr->iov_limit : iov_limit;
+  rx.size = h && h->rx_attr && h->rx_attr->size > cfg.rx_size ? h->rx_attr->size : cfg.rx_size;
+  rx.iov_limit = h && h->rx_attr && h->rx_attr->iov_limit ? h->rx_attr->iov_limit : cfg.iov_limit;
 
   fi_ep_attr& ep = *fi.ep_attr;
   ep.type = FI_EP_RDM;
@@ -205,16 +189,17 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
   d.data_progress = FI_PROGRESS_MANUAL;
   d.resource_mgmt = hd && hd->resource_mgmt != FI_RM_UNSPEC ? hd->resource_mgmt : FI_RM_ENABLED;
   d.av_type = hd ? hd->av_type : FI_AV_UNSPEC;
-  // exanet requires nothing (mr_mode 0). Modes the application offers and exanet can honour
-  // come back, so it gets the keys and addressing it asked for (MPICH offers VIRT_ADDR,
-  // PROV_KEY and ENDPOINT and then binds and enables each region). Before API 1.5 the field
-  // could only say FI_MR_BASIC or FI_MR_SCALABLE.
+  // Each mr_mode bit is a restriction the provider imposes (fi_mr(3): PROV_KEY "does not support
+  // application requested keys", VIRT_ADDR "must be the virtual address", ENDPOINT "registration
+  // occurs at the endpoint"). exanet imposes none, so it clears every bit the application
+  // offered: user keys, offsets into the region, domain-wide registrations, no local ones.
+  // Before API 1.5 the field could only say FI_MR_BASIC or FI_MR_SCALABLE, and BASIC is honoured.
   const int asked_mr = hd ? hd->mr_mode : 0;
   if (FI_VERSION_LT(version, FI_VERSION(1, 5)) || asked_mr == FI_MR_BASIC ||
       asked_mr == FI_MR_SCALABLE)
     d.mr_mode = asked_mr == FI_MR_BASIC ? FI_MR_BASIC : FI_MR_SCALABLE;
   else
-    d.mr_mode = static_cast<int>(static_cast<std::uint64_t>(asked_mr) & mr_mode_supported);
+    d.mr_mode = 0;
   d.mr_key_size = 8;
   d.cq_data_size = cq_data_size;
   d.cq_cnt = 1024;
@@ -236,37 +221,78 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
   return d.name && f.name ? 0 : -FI_ENOMEM;
 }
 
+/// The host part of the answer's names: the source address the application gave, or node when
+/// it is a numeric address (of this host: set_addresses refuses others).
+addr_codec answer_codec(const char* node, const fi_info* h, const proto::config& cfg) noexcept {
+  const std::uint32_t format = h ? h->addr_format : std::uint32_t{FI_FORMAT_UNSPEC};
+  if (h && h->src_addr) return addr_codec_for(format, h->src_addr, h->src_addrlen, cfg);
+  if (h && h->dest_addr && !node) return addr_codec_for(format, h->dest_addr, h->dest_addrlen, cfg);
+  sockaddr_storage ss{};
+  if (node && (format == FI_SOCKADDR || format == FI_SOCKADDR_IN || format == FI_SOCKADDR_IN6 ||
+               format == FI_ADDR_STR)) {
+    addrinfo hints{}, *res = nullptr;
+    hints.ai_flags = AI_NUMERICHOST;
+    hints.ai_family = format == FI_SOCKADDR_IN    ? AF_INET
+                      : format == FI_SOCKADDR_IN6 ? AF_INET6
+                                                  : AF_UNSPEC;
+    if (getaddrinfo(node, nullptr, &hints, &res) == 0 && res) {
+      std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
+      const std::size_t len = res->ai_addrlen;
+      freeaddrinfo(res);
+      addr_codec c =
+          addr_codec_for(format == FI_ADDR_STR ? std::uint32_t{FI_SOCKADDR} : format, &ss, len, cfg);
+      if (format == FI_ADDR_STR) c.format = FI_ADDR_STR;
+      return c;
+    }
+  }
+  return addr_codec_for(format, nullptr, 0, cfg);
+}
+
+int put_name(const addr_codec& c, const dev::address& a, void*& out, std::size_t& out_len) noexcept {
+  std::size_t len = 0;
+  (void)addr_encode(c, a, nullptr, &len);
+  out = std::malloc(len);  // freed by fi_freeinfo
+  if (!out) return -FI_ENOMEM;
+  out_len = len;
+  return addr_encode(c, a, out, &out_len);
+}
+
 int set_addresses(const char* node, const char* service, std::uint64_t flags, const fi_info* h,
                   const proto::config& cfg, fi_info& fi) noexcept {
-  dev::address local{};
-  local.node = cfg.node;
-  local.pdid = cfg.pdid;
-  dev::address src = local, dest = local;
+  const addr_codec c = answer_codec(node, h, cfg);
+  fi.addr_format = c.format;
+  dev::address src{};
+  src.node = cfg.node;
+  src.pdid = cfg.pdid;
+  dev::address dest = src;
   bool have_dest = false;
 
   if (node || service) {
-    std::uint32_t port = 0;
-    if (!is_this_node(node) || !parse_port(service, port)) return -FI_ENODATA;
+    dev::address a;
+    if (int rc = addr_from_node_service(c, node, service, a); rc != 0)
+      return refuse("node \"%s\" service \"%s\": %s", node ? node : "", service ? service : "",
+                    rc == -FI_EADDRNOTAVAIL ? "not this host (exanet reaches endpoints of this "
+                                              "host only)" : "not an exanet endpoint"),
+             -FI_ENODATA;
     if (flags & FI_SOURCE) {
-      src.port = port;
+      src = a;
     } else {
-      dest.port = port;
+      dest = a;
       have_dest = true;
     }
   }
-  if (h && h->src_addr) std::memcpy(&src, h->src_addr, sizeof src);
+  if (h && h->src_addr) {
+    if (addr_decode(c, h->src_addr, h->src_addrlen, src, port_any::allowed) != 0)
+      return refuse("hints->src_addr is not an address of an endpoint of this host"), -FI_ENODATA;
+  }
   if (h && h->dest_addr) {
-    std::memcpy(&dest, h->dest_addr, sizeof dest);
+    if (addr_decode(c, h->dest_addr, h->dest_addrlen, dest) != 0)
+      return refuse("hints->dest_addr is not an address of an endpoint of this host"), -FI_ENODATA;
     have_dest = true;
   }
-  fi.src_addr = copy_address(src);
-  fi.src_addrlen = sizeof src;
-  if (!fi.src_addr) return -FI_ENOMEM;
-  if (have_dest) {
-    fi.dest_addr = copy_address(dest);
-    fi.dest_addrlen = sizeof dest;
-    if (!fi.dest_addr) return -FI_ENOMEM;
-  }
+  if (int rc = put_name(c, src, fi.src_addr, fi.src_addrlen); rc != 0) return rc;
+  if (have_dest)
+    if (int rc = put_name(c, dest, fi.dest_addr, fi.dest_addrlen); rc != 0) return rc;
   return 0;
 }
 
@@ -276,10 +302,12 @@ int getinfo(std::uint32_t version, const char* node, const char* service, std::u
             const fi_info* hints, fi_info** info) noexcept {
   if (!info) return -FI_EINVAL;
   *info = nullptr;
-  if (!check_hints(hints)) return -FI_ENODATA;
   proto::protocol_family family;
-  if (!params_protocol(family)) return -FI_ENODATA;  // a misspelt variant must not run as write
+  if (!params_protocol(family))  // a misspelt variant must not run as write
+    return refuse("FI_EXANET_PROTOCOL names no protocol variant (write, read, optimistic)"),
+           -FI_ENODATA;
   const proto::config cfg = params_read();
+  if (!check_hints(hints, cfg)) return -FI_ENODATA;
   fi_info* fi = fi_allocinfo();
   if (!fi) return -FI_ENOMEM;
   int rc = fill(version, hints, cfg, *fi);

@@ -8,7 +8,9 @@
 #include <string_view>
 
 #include "core/log.hpp"
+#include "fi/attr.hpp"
 #include "fi/provider.hpp"
+#include "proto/endpoint.hpp"
 
 namespace exanet::fi {
 namespace {
@@ -46,6 +48,9 @@ constexpr size_param g_size_params[] = {
      &proto::config::tx_size},
     {"rx_size", "Receive queue size reported to applications (default 1024)",
      &proto::config::rx_size},
+    {"iov_limit", "Iovecs per operation and remote ranges per RMA operation (iov_limit and "
+                  "rma_iov_limit; default 8, at most 8)",
+     &proto::config::iov_limit},
 };
 
 // FNV-1a: a stable PDID from a launcher's job name, identical in every rank of the job.
@@ -161,6 +166,10 @@ proto::config params_read() noexcept {
   if (c.event_rings > 64) c.event_rings = 64;  // one doorbell word
   if (c.tx_size == 0) c.tx_size = 1;
   if (c.rx_size == 0) c.rx_size = 1;
+  if (c.tx_size > max_queue_size) c.tx_size = max_queue_size;
+  if (c.rx_size > max_queue_size) c.rx_size = max_queue_size;
+  if (c.iov_limit == 0) c.iov_limit = 1;
+  if (c.iov_limit > proto::max_iov) c.iov_limit = proto::max_iov;
   return c;
 }
 

@@ -29,6 +29,7 @@ struct config {
   std::size_t event_rings = 64;            // senders with an RMA event ring at one target (<= 64)
   std::size_t tx_size = 1024;              // outstanding sends per endpoint
   std::size_t rx_size = 1024;              // posted receives per endpoint
+  std::size_t iov_limit = 8;               // iovecs per operation, remote ranges per RMA (<= 8)
   std::uint32_t pdid = 1;                  // protection domain of this job
   std::uint16_t node = 0;                  // node id of this host
   protocol_family protocol = protocol_family::write;

@@ -348,11 +348,10 @@ TEST(emu_device, open_reclaims_segments_of_dead_processes) {
   waitpid(pid, nullptr, 0);
   address stale{};
   stale.pdid = test_pdid(11);
-  stale.port = first_auto_port | (static_cast<std::uint32_t>(pid) << 8);
   bool found = false;
-  for (std::uint32_t n = 0; n < 256 && !found; ++n) {
+  for (std::uint32_t port = first_auto_port; port < port_limit && !found; ++port) {
     address a = stale;
-    a.port |= n;
+    a.port = port;
     if (segment_exists(a)) {
       stale = a;
       found = true;

@@ -49,8 +49,12 @@ core::status device::open(const params& p) noexcept {
   core::status s = core::status::exists;
   for (int attempt = 0; attempt < 256 && s == core::status::exists; ++attempt) {
     if (auto_port) {
-      const std::uint32_t n = g_next_auto_port.fetch_add(1, std::memory_order_relaxed) & 0xff;
-      self_.port = first_auto_port | (static_cast<std::uint32_t>(getpid()) << 8) | n;
+      // Taken ports answer "exists" (O_EXCL) and the next one is tried; dead owners' segments
+      // were reclaimed just above.
+      const std::uint32_t span = port_limit - first_auto_port;
+      const std::uint32_t start = static_cast<std::uint32_t>(getpid()) * 2654435761u;
+      const std::uint32_t n = g_next_auto_port.fetch_add(1, std::memory_order_relaxed);
+      self_.port = first_auto_port + (start + n) % span;
     }
     std::string name;
     try {

@@ -1,0 +1,281 @@
+#include "fi/addr_format.hpp"
+
+#include <arpa/inet.h>
+#include <ifaddrs.h>
+#include <netdb.h>
+#include <unistd.h>
+
+#include <rdma/fi_errno.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string_view>
+
+namespace exanet::fi {
+namespace {
+
+constexpr const char* exanet_scheme = "fi_exanet://";
+
+bool is_local_ip(const sockaddr* sa) noexcept {
+  if (sa->sa_family == AF_INET) {
+    const in_addr a = reinterpret_cast<const sockaddr_in*>(sa)->sin_addr;
+    if ((ntohl(a.s_addr) >> 24) == 127) return true;
+  } else if (sa->sa_family == AF_INET6) {
+    const in6_addr& a = reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr;
+    if (IN6_IS_ADDR_LOOPBACK(&a)) return true;
+    if (IN6_IS_ADDR_V4MAPPED(&a) && a.s6_addr[12] == 127) return true;
+  } else {
+    return false;
+  }
+  ifaddrs* list = nullptr;
+  if (getifaddrs(&list) != 0) return false;
+  bool found = false;
+  for (ifaddrs* i = list; i && !found; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != sa->sa_family) continue;
+    if (sa->sa_family == AF_INET)
+      found = reinterpret_cast<sockaddr_in*>(i->ifa_addr)->sin_addr.s_addr ==
+              reinterpret_cast<const sockaddr_in*>(sa)->sin_addr.s_addr;
+    else
+      found = std::memcmp(&reinterpret_cast<sockaddr_in6*>(i->ifa_addr)->sin6_addr,
+                          &reinterpret_cast<const sockaddr_in6*>(sa)->sin6_addr,
+                          sizeof(in6_addr)) == 0;
+  }
+  freeifaddrs(list);
+  return found;
+}
+
+/// A numeric address (no name lookup) into ss; false if text is not one.
+bool parse_numeric(const char* text, sockaddr_storage& ss) noexcept {
+  ss = {};
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&ss);
+  if (inet_pton(AF_INET, text, &v4->sin_addr) == 1) {
+    v4->sin_family = AF_INET;
+    return true;
+  }
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET6, text, &v6->sin6_addr) == 1) {
+    v6->sin6_family = AF_INET6;
+    return true;
+  }
+  return false;
+}
+
+bool parse_port(const char* text, std::size_t n, std::uint32_t& port) noexcept {
+  if (n == 0 || n > 5) return false;
+  std::uint32_t v = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (text[i] < '0' || text[i] > '9') return false;
+    v = v * 10 + static_cast<std::uint32_t>(text[i] - '0');
+  }
+  if (v >= dev::port_limit) return false;
+  port = v;
+  return true;
+}
+
+int from_sockaddr(const addr_codec& c, const sockaddr* sa, std::size_t len, dev::address& out,
+                  port_any any) noexcept {
+  std::uint16_t port = 0;
+  if (sa->sa_family == AF_INET && len >= sizeof(sockaddr_in))
+    port = ntohs(reinterpret_cast<const sockaddr_in*>(sa)->sin_port);
+  else if (sa->sa_family == AF_INET6 && len >= sizeof(sockaddr_in6))
+    port = ntohs(reinterpret_cast<const sockaddr_in6*>(sa)->sin6_port);
+  else
+    return -FI_EINVAL;
+  if (port == 0 && any == port_any::refused) return -FI_EINVAL;
+  if (!is_local_ip(sa)) return -FI_EADDRNOTAVAIL;
+  out = {};
+  out.node = c.node;
+  out.pdid = c.pdid;
+  out.port = port;
+  return 0;
+}
+
+/// "scheme://HOST:PORT[/PDID]"; HOST a name, an IPv4 address or [an IPv6 address].
+int from_string(const addr_codec& c, const char* s, std::size_t max, dev::address& out,
+                port_any any) noexcept {
+  const std::size_t n = strnlen(s, max);
+  if (n == max || n > 512) return -FI_EINVAL;
+  const char* sep = std::strstr(s, "://");
+  if (!sep) return -FI_EINVAL;
+  const std::string_view scheme(s, static_cast<std::size_t>(sep - s));
+  const bool native = scheme == "fi_exanet";
+  if (!native && scheme != "fi_sockaddr_in" && scheme != "fi_sockaddr_in6" && scheme != "fi_sockaddr")
+    return -FI_EINVAL;
+  const char* host = sep + 3;
+  const char* host_end;
+  const char* after;
+  if (*host == '[') {
+    ++host;
+    host_end = std::strchr(host, ']');
+    if (!host_end || host_end[1] != ':') return -FI_EINVAL;
+    after = host_end + 2;
+  } else {
+    host_end = std::strchr(host, ':');
+    if (!host_end) return -FI_EINVAL;
+    after = host_end + 1;
+  }
+  char name[256];
+  const auto hn = static_cast<std::size_t>(host_end - host);
+  if (hn == 0 || hn >= sizeof name) return -FI_EINVAL;
+  std::memcpy(name, host, hn);
+  name[hn] = '\0';
+  const char* slash = std::strchr(after, '/');
+  const std::size_t pn = slash ? static_cast<std::size_t>(slash - after) : std::strlen(after);
+  std::uint32_t port = 0;
+  if (!parse_port(after, pn, port) || (port == 0 && any == port_any::refused)) return -FI_EINVAL;
+  std::uint32_t pdid = c.pdid;
+  if (slash) {
+    if (!native) return -FI_EINVAL;
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(slash + 1, &end, 10);
+    if (end == slash + 1 || *end != '\0' || v == 0 || v > 0xffffffffu) return -FI_EINVAL;
+    pdid = static_cast<std::uint32_t>(v);
+  }
+  if (!is_this_host(name)) return -FI_EADDRNOTAVAIL;
+  out = {};
+  out.node = c.node;
+  out.pdid = pdid;
+  out.port = port;
+  return 0;
+}
+
+}  // namespace
+
+bool is_this_host(const char* node) noexcept {
+  if (!node || !*node) return true;
+  if (std::strcmp(node, "localhost") == 0 || std::strcmp(node, "localhost.localdomain") == 0)
+    return true;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) {
+    if (std::strcmp(node, host) == 0) return true;
+    // A short name matches the host's fully qualified name and the other way round.
+    const std::size_t n = std::strcspn(host, ".");
+    if (std::strncmp(node, host, n) == 0 && (node[n] == '\0' || node[n] == '.')) return true;
+  }
+  sockaddr_storage ss;
+  return parse_numeric(node, ss) && is_local_ip(reinterpret_cast<sockaddr*>(&ss));
+}
+
+bool addr_format_supported(std::uint32_t format) noexcept {
+  return format == FI_FORMAT_UNSPEC || format == FI_SOCKADDR || format == FI_SOCKADDR_IN ||
+         format == FI_SOCKADDR_IN6 || format == FI_ADDR_STR;
+}
+
+std::uint32_t addr_format_resolve(std::uint32_t format, const void* addr, std::size_t len) noexcept {
+  if (format != FI_SOCKADDR) return format;
+  if (addr && len >= sizeof(sockaddr) && static_cast<const sockaddr*>(addr)->sa_family == AF_INET6)
+    return FI_SOCKADDR_IN6;
+  return FI_SOCKADDR_IN;
+}
+
+addr_codec addr_codec_for(std::uint32_t format, const void* addr, std::size_t len,
+                          const proto::config& cfg) noexcept {
+  addr_codec c;
+  c.format = addr_format_resolve(format, addr, len);
+  c.node = cfg.node;
+  c.pdid = cfg.pdid;
+  const bool v6 = c.format == FI_SOCKADDR_IN6;
+  if (addr && (c.format == FI_SOCKADDR_IN || v6) && len >= sizeof(sockaddr) &&
+      static_cast<const sockaddr*>(addr)->sa_family == (v6 ? AF_INET6 : AF_INET) &&
+      len <= sizeof c.host) {
+    std::memcpy(&c.host, addr, len);  // the address of this host the application chose
+  } else if (v6) {
+    auto* h = reinterpret_cast<sockaddr_in6*>(&c.host);
+    h->sin6_family = AF_INET6;
+    h->sin6_addr = in6addr_loopback;
+  } else {
+    auto* h = reinterpret_cast<sockaddr_in*>(&c.host);
+    h->sin_family = AF_INET;
+    h->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  }
+  if (c.host.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&c.host)->sin_port = 0;
+  else
+    reinterpret_cast<sockaddr_in6*>(&c.host)->sin6_port = 0;
+  return c;
+}
+
+std::size_t addr_stride(std::uint32_t format) noexcept {
+  switch (format) {
+    case FI_SOCKADDR_IN: return sizeof(sockaddr_in);
+    case FI_SOCKADDR_IN6: return sizeof(sockaddr_in6);
+    case FI_ADDR_STR: return 0;
+    default: return sizeof(dev::address);
+  }
+}
+
+int addr_decode(const addr_codec& c, const void* addr, std::size_t len, dev::address& out,
+                port_any any) noexcept {
+  if (!addr) return -FI_EINVAL;
+  switch (c.format) {
+    case FI_SOCKADDR_IN:
+    case FI_SOCKADDR_IN6:
+      if (len < sizeof(sockaddr)) return -FI_EINVAL;
+      return from_sockaddr(c, static_cast<const sockaddr*>(addr), len, out, any);
+    case FI_ADDR_STR:
+      return from_string(c, static_cast<const char*>(addr), len ? len : 513, out, any);
+    default: {
+      if (len != sizeof(dev::address)) return -FI_EINVAL;
+      dev::address a;
+      std::memcpy(&a, addr, sizeof a);
+      if (!a.valid()) return -FI_EINVAL;
+      out = a;
+      return 0;
+    }
+  }
+}
+
+int addr_encode(const addr_codec& c, const dev::address& a, void* out, std::size_t* len) noexcept {
+  if (!len) return -FI_EINVAL;
+  const std::size_t room = out ? *len : 0;
+  if (c.format == FI_ADDR_STR) {
+    char host[INET6_ADDRSTRLEN] = "127.0.0.1";
+    const bool v6 = c.host.ss_family == AF_INET6;
+    if (v6)
+      inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&c.host)->sin6_addr, host, sizeof host);
+    else
+      inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&c.host)->sin_addr, host, sizeof host);
+    char text[128];
+    const int n = std::snprintf(text, sizeof text, "%s%s%s%s:%u/%u", exanet_scheme, v6 ? "[" : "",
+                                host, v6 ? "]" : "", a.port, a.pdid);
+    *len = static_cast<std::size_t>(n) + 1;
+    if (room < *len) return -FI_ETOOSMALL;
+    std::memcpy(out, text, *len);
+    return 0;
+  }
+  if (c.format == FI_SOCKADDR_IN || c.format == FI_SOCKADDR_IN6) {
+    if (a.port >= dev::port_limit) return -FI_EINVAL;
+    sockaddr_storage ss = c.host;
+    if (c.format == FI_SOCKADDR_IN)
+      reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(static_cast<std::uint16_t>(a.port));
+    else
+      reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(static_cast<std::uint16_t>(a.port));
+    *len = addr_stride(c.format);
+    if (room < *len) return -FI_ETOOSMALL;
+    std::memcpy(out, &ss, *len);
+    return 0;
+  }
+  *len = sizeof a;
+  if (room < sizeof a) return -FI_ETOOSMALL;
+  std::memcpy(out, &a, sizeof a);
+  return 0;
+}
+
+int addr_from_node_service(const addr_codec& c, const char* node, const char* service,
+                           dev::address& out) noexcept {
+  if (c.format == FI_ADDR_STR && node && std::strstr(node, "://")) {
+    if (service && *service) return -FI_EINVAL;  // fi_getinfo(3): the string is the whole name
+    return from_string(c, node, 513, out, port_any::allowed);
+  }
+  if (!is_this_host(node)) return -FI_EADDRNOTAVAIL;
+  std::uint32_t port = 0;
+  if (service && *service && !parse_port(service, std::strlen(service), port)) return -FI_EINVAL;
+  out = {};
+  out.node = c.node;
+  out.pdid = c.pdid;
+  out.port = port;
+  return 0;
+}
+
+}  // namespace exanet::fi
