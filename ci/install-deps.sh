@@ -12,6 +12,7 @@ packages=(
   procps iproute2                      # process and socket checks in the test scripts
   gnuplot-nox                          # plots of the benchmarks in fabtests/bench
   spin                                 # the protocol models in shared/model
+  autoconf automake libtool            # upstream fabtests, built from ../shared/upstream
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -6,8 +6,11 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/ci/install-deps.sh"
 
-bash "$root/ci/build.sh" "$root/build"
-ctest --test-dir "$root/build" --output-on-failure -j2 --timeout 300
+# libfabric's own conformance suite (fabtests 1.17 from ../shared/upstream) joins the ctest run
+# as upstream.quick and upstream.ubertest.
+bash "$root/ci/upstream_fabtests.sh" build "$root/build/upstream-fabtests"
+bash "$root/ci/build.sh" "$root/build" -DEXANET_UPSTREAM_FABTESTS="$root/build/upstream-fabtests"
+ctest --test-dir "$root/build" --output-on-failure -j2 --timeout 1800
 
 # The sanitized module is loaded by uninstrumented programs (fi_info, fi_pingpong, our C tests),
 # so the runtimes are preloaded for every test of this build (EXANET_TEST_PRELOAD); leak checks
