@@ -25,7 +25,8 @@ struct fi_exanet_addr {
 	uint16_t node;    /* node id */
 	uint16_t version; /* 1 */
 	uint32_t pdid;    /* protection domain */
-	uint32_t port;    /* mailbox on the node */
+	uint32_t port;    /* mailbox on the node: below 65536, so that FI_SOCKADDR_IN(6) and
+			     FI_ADDR_STR ("fi_exanet://HOST:PORT/PDID") can name it too */
 };
 
 #define FI_EXANET_ADDR_MAGIC 0x584e5445u

@@ -1,0 +1,284 @@
+/*
+ * Endpoint addresses in the formats IP-based programs pass (fi_getinfo(3) addr_format):
+ * FI_SOCKADDR_IN, FI_SOCKADDR_IN6, FI_SOCKADDR and FI_ADDR_STR besides exanet's own. For each,
+ * a server opens its endpoint from fi_getinfo(node, service, FI_SOURCE) as fabtests' -s does; a
+ * client resolves the same node and service into a destination address, inserts it (and the
+ * string forms through fi_av_insert and fi_av_insertsvc), and the two exchange tagged messages
+ * both ways. fi_getname, fi_av_lookup and fi_av_straddr must give names in the format.
+ *
+ * Refusals: an address of another host is refused by fi_getinfo (-FI_ENODATA) and by
+ * fi_av_insert (FI_ADDR_NOTAVAIL), and every fi_getinfo refusal says why at FI_LOG_LEVEL=info.
+ */
+#include "xt.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+struct format {
+	uint32_t addr_format;
+	const char *node;
+	const char *name;
+};
+
+static const struct format formats[] = {
+	{FI_FORMAT_UNSPEC, "127.0.0.1", "exanet's own"},
+	{FI_SOCKADDR_IN, "127.0.0.1", "FI_SOCKADDR_IN"},
+	{FI_SOCKADDR_IN6, "::1", "FI_SOCKADDR_IN6"},
+	{FI_SOCKADDR, "127.0.0.1", "FI_SOCKADDR"},
+	{FI_ADDR_STR, "127.0.0.1", "FI_ADDR_STR"},
+};
+static int g_port;
+static int g_index; /* the format the next pair of processes tries */
+
+static struct fi_info *hints_for(const struct format *f)
+{
+	struct fi_info *h = xt_hints();
+	h->addr_format = f->addr_format;
+	return h;
+}
+
+/* The name fi_getname gives must be in the format, with the port it was opened on. */
+static void check_name(const struct format *f, const void *name, size_t len, int port)
+{
+	switch (f->addr_format) {
+	case FI_SOCKADDR_IN:
+	case FI_SOCKADDR: {
+		const struct sockaddr_in *s = name;
+		XT_CHECK(len == sizeof *s && s->sin_family == AF_INET && ntohs(s->sin_port) == port,
+			 "%s name: len %zu family %d port %d", f->name, len, s->sin_family, ntohs(s->sin_port));
+		break;
+	}
+	case FI_SOCKADDR_IN6: {
+		const struct sockaddr_in6 *s = name;
+		XT_CHECK(len == sizeof *s && s->sin6_family == AF_INET6 && ntohs(s->sin6_port) == port,
+			 "%s name: len %zu", f->name, len);
+		break;
+	}
+	case FI_ADDR_STR: {
+		char want[64];
+		snprintf(want, sizeof want, "fi_exanet://127.0.0.1:%d/", port);
+		XT_CHECK(len == strlen(name) + 1 && !strncmp(name, want, strlen(want)), "%s name \"%s\"", f->name,
+			 (const char *)name);
+		break;
+	}
+	default:
+		XT_CHECK(len == 16, "native name length %zu", len);
+	}
+}
+
+static void open_from(struct xt_ep *x, struct fi_info *info)
+{
+	memset(x, 0, sizeof *x);
+	x->info = fi_dupinfo(info);
+	XT_RC(fi_fabric(x->info->fabric_attr, &x->fabric, NULL));
+	XT_RC(fi_domain(x->fabric, x->info, &x->domain, NULL));
+	struct fi_av_attr av = {.type = FI_AV_MAP};
+	XT_RC(fi_av_open(x->domain, &av, &x->av, NULL));
+	struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+	XT_RC(fi_cq_open(x->domain, &cq, &x->txcq, NULL));
+	XT_RC(fi_cq_open(x->domain, &cq, &x->rxcq, NULL));
+	XT_RC(fi_endpoint(x->domain, x->info, &x->ep, NULL));
+	XT_RC(fi_ep_bind(x->ep, &x->av->fid, 0));
+	XT_RC(fi_ep_bind(x->ep, &x->txcq->fid, FI_TRANSMIT));
+	XT_RC(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV));
+	xt_enable(x);
+}
+
+static void ping(struct xt_ep *x, fi_addr_t peer, uint64_t tag)
+{
+	char buf[100];
+	memset(buf, (int)tag, sizeof buf);
+	XT_RC(fi_tsend(x->ep, buf, sizeof buf, NULL, peer, tag, NULL));
+	XT_CHECK(xt_wait(x->txcq, NULL, NULL, 20) == 1, "send of tag %llu", (unsigned long long)tag);
+}
+
+static void pong(struct xt_ep *x, fi_addr_t peer, uint64_t tag)
+{
+	char buf[100] = {0};
+	XT_RC(fi_trecv(x->ep, buf, sizeof buf, NULL, peer, tag, 0, NULL));
+	struct fi_cq_tagged_entry e;
+	XT_CHECK(xt_wait(x->rxcq, &e, NULL, 20) == 1 && e.tag == tag && e.len == sizeof buf &&
+		 buf[99] == (char)tag, "receive of tag %llu", (unsigned long long)tag);
+}
+
+/* The server: opened on (node, port) in the format; answers whatever the client sends. */
+static int server(int unused, int sock)
+{
+	(void)unused;
+	xt_init(60);
+	const int index = g_index;
+	const struct format *f = &formats[index];
+	char service[16];
+	snprintf(service, sizeof service, "%d", g_port + index);
+	struct fi_info *h = hints_for(f), *info;
+	XT_RC(fi_getinfo(FI_VERSION(1, 17), f->node, service, FI_SOURCE, h, &info));
+	XT_CHECK(info->addr_format == (f->addr_format == FI_SOCKADDR ? FI_SOCKADDR_IN : f->addr_format),
+		 "%s: answer format %u", f->name, info->addr_format);
+	struct xt_ep x;
+	open_from(&x, info);
+	char name[256];
+	size_t len = sizeof name;
+	XT_RC(fi_getname(&x.ep->fid, name, &len));
+	check_name(f, name, len, g_port + index);
+	xt_sync(sock); /* the client may resolve us now */
+	/* the client's name comes over the socket, in the format */
+	uint32_t n = 0;
+	xt_recv_all(sock, &n, sizeof n);
+	XT_CHECK(n <= sizeof name, "name length");
+	xt_recv_all(sock, name, n);
+	fi_addr_t peer = FI_ADDR_NOTAVAIL;
+	if (f->addr_format == FI_ADDR_STR) {
+		const char *names[] = {name};
+		XT_CHECK(fi_av_insert(x.av, names, 1, &peer, 0, NULL) == 1, "%s: insert of \"%s\"", f->name, name);
+	} else {
+		XT_CHECK(fi_av_insert(x.av, name, 1, &peer, 0, NULL) == 1, "%s: insert of the client's name", f->name);
+	}
+	pong(&x, peer, 1);
+	ping(&x, peer, 2);
+	pong(&x, FI_ADDR_UNSPEC, 3);
+	xt_sync(sock);
+	xt_close(&x);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	return 0;
+}
+
+static void client(int index, int sock)
+{
+	xt_init(60);
+	const struct format *f = &formats[index];
+	char service[16];
+	snprintf(service, sizeof service, "%d", g_port + index);
+	xt_sync(sock);
+	struct fi_info *h = hints_for(f), *info;
+	XT_RC(fi_getinfo(FI_VERSION(1, 17), f->node, service, 0, h, &info));
+	XT_CHECK(info->dest_addr, "%s: no destination address", f->name);
+	struct xt_ep x;
+	open_from(&x, info);
+	char name[256];
+	size_t len = sizeof name;
+	XT_RC(fi_getname(&x.ep->fid, name, &len));
+	uint32_t n = (uint32_t)len;
+	xt_send_all(sock, &n, sizeof n);
+	xt_send_all(sock, name, len);
+
+	fi_addr_t server_addr = FI_ADDR_NOTAVAIL;
+	if (f->addr_format == FI_ADDR_STR) {
+		const char *names[] = {info->dest_addr};
+		XT_CHECK(fi_av_insert(x.av, names, 1, &server_addr, 0, NULL) == 1, "%s: insert of \"%s\"", f->name,
+			 (const char *)info->dest_addr);
+	} else {
+		XT_CHECK(fi_av_insert(x.av, info->dest_addr, 1, &server_addr, 0, NULL) == 1, "%s: insert", f->name);
+	}
+	/* lookup gives the name back in the format; straddr prints it */
+	char back[256];
+	size_t blen = sizeof back;
+	XT_RC(fi_av_lookup(x.av, server_addr, back, &blen));
+	XT_CHECK(blen == info->dest_addrlen && !memcmp(back, info->dest_addr, blen), "%s: fi_av_lookup", f->name);
+	char text[128];
+	size_t tlen = sizeof text;
+	XT_CHECK(fi_av_straddr(x.av, info->dest_addr, text, &tlen) && !strncmp(text, "fi_exanet://", 12),
+		 "%s: fi_av_straddr \"%s\"", f->name, text);
+	ping(&x, server_addr, 1);
+	pong(&x, server_addr, 2);
+	/* the same endpoint through fi_av_insertsvc */
+	fi_addr_t svc = FI_ADDR_NOTAVAIL;
+	XT_CHECK(fi_av_insertsvc(x.av, f->node, service, &svc, 0, NULL) == 1 && svc != FI_ADDR_NOTAVAIL,
+		 "%s: fi_av_insertsvc", f->name);
+	ping(&x, svc, 3);
+	/* another host is not reachable: refused, not guessed */
+	fi_addr_t other = 0;
+	if (f->addr_format == FI_SOCKADDR_IN || f->addr_format == FI_SOCKADDR) {
+		struct sockaddr_in far = {.sin_family = AF_INET, .sin_port = htons(9)};
+		inet_pton(AF_INET, "192.0.2.1", &far.sin_addr); /* TEST-NET-1: never this host */
+		XT_CHECK(fi_av_insert(x.av, &far, 1, &other, 0, NULL) == 0 && other == FI_ADDR_NOTAVAIL,
+			 "%s: an address of another host was inserted", f->name);
+	} else if (f->addr_format == FI_ADDR_STR) {
+		const char *names[] = {"fi_exanet://192.0.2.1:9"};
+		XT_CHECK(fi_av_insert(x.av, names, 1, &other, 0, NULL) == 0 && other == FI_ADDR_NOTAVAIL,
+			 "%s: an address of another host was inserted", f->name);
+	}
+	struct fi_info *none = NULL;
+	XT_CHECK(fi_getinfo(FI_VERSION(1, 17), "192.0.2.1", service, 0, h, &none) == -FI_ENODATA,
+		 "%s: fi_getinfo for another host", f->name);
+	xt_sync(sock);
+	xt_close(&x);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+}
+
+/* One format: the server in a child of ours, the client here. */
+static int pair(int unused, int sock)
+{
+	(void)unused;
+	(void)sock;
+	int ssock;
+	pid_t spid;
+	xt_spawn(1, server, &ssock, &spid);
+	client(g_index, ssock);
+	xt_reap(1, &spid);
+	return 0;
+}
+
+/* Refusals are explained at FI_LOG_LEVEL=info: run in a child whose stderr is a file. */
+static int explains(int index, int sock)
+{
+	(void)index;
+	(void)sock;
+	char path[] = "/tmp/exanet-getinfo-log-XXXXXX";
+	const int fd = mkstemp(path);
+	XT_CHECK(fd >= 0, "mkstemp");
+	const int saved = dup(2);
+	dup2(fd, 2);
+	setenv("FI_LOG_LEVEL", "info", 1);
+	setenv("FI_LOG_PROV", "exanet", 1);
+	struct fi_info *h = xt_hints(), *info = NULL;
+	h->caps |= FI_ATOMIC;
+	const int rc1 = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	h->caps &= ~(uint64_t)FI_ATOMIC;
+	h->tx_attr->size = (size_t)1 << 30;
+	const int rc2 = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	h->tx_attr->size = 0;
+	h->addr_format = FI_ADDR_PSMX2;
+	const int rc3 = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	fflush(stderr);
+	static char log[1 << 20];
+	const ssize_t n = pread(fd, log, sizeof log - 1, 0);
+	close(fd);
+	unlink(path);
+	dup2(saved, 2); /* failures below are reported where they belong */
+	XT_CHECK(rc1 == -FI_ENODATA && rc2 == -FI_ENODATA && rc3 == -FI_ENODATA, "refusals %d %d %d", rc1, rc2, rc3);
+	XT_CHECK(n > 0 && strstr(log, "unsupported caps: requested FI_ATOMIC"), "no reason for FI_ATOMIC logged");
+	XT_CHECK(strstr(log, "tx_attr->size 1073741824 requested, at most 65536"), "no reason for the size logged");
+	XT_CHECK(strstr(log, "address format FI_ADDR_PSMX2 requested"), "no reason for the format logged");
+	fi_freeinfo(h);
+	return 0;
+}
+
+int main(void)
+{
+	xt_init(120);
+	g_port = 20000 + getpid() % 10000;
+	for (int i = 0; i < (int)(sizeof formats / sizeof formats[0]); i++) {
+		/* libfabric is never initialized in this process: each format gets a fresh pair */
+		g_index = i;
+		int sock;
+		pid_t pid;
+		xt_spawn(1, pair, &sock, &pid);
+		xt_reap(1, &pid);
+		close(sock);
+		char msg[128];
+		snprintf(msg, sizeof msg, "%s: fi_getinfo(node, service), fi_getname, AV insert/lookup/straddr, messages",
+			 formats[i].name);
+		xt_pass(msg);
+	}
+	int sock;
+	pid_t pid;
+	xt_spawn(1, explains, &sock, &pid);
+	xt_reap(1, &pid);
+	xt_pass("fi_getinfo refusals say why at FI_LOG_LEVEL=info");
+	return 0;
+}
