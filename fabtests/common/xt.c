@@ -76,8 +76,15 @@ struct fi_info *xt_hints(void)
 
 void xt_open_disabled(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags)
 {
+	struct fi_info *info = NULL;
+	XT_RC(fi_getinfo(xt_api_version, NULL, NULL, 0, hints, &info));
+	xt_open_info(x, info, cq_flags);
+}
+
+void xt_open_info(struct xt_ep *x, struct fi_info *info, uint64_t cq_flags)
+{
 	memset(x, 0, sizeof *x);
-	XT_RC(fi_getinfo(xt_api_version, NULL, NULL, 0, hints, &x->info));
+	x->info = info;
 	XT_RC(fi_fabric(x->info->fabric_attr, &x->fabric, NULL));
 	XT_RC(fi_domain(x->fabric, x->info, &x->domain, NULL));
 	struct fi_av_attr av = {.type = FI_AV_MAP};

@@ -51,6 +51,9 @@ struct fi_info *xt_hints(void);
 /* Opens fabric, domain, AV (map), two CQs (tagged format) and an enabled endpoint.
  * cq_flags are added to the CQ bindings (e.g. FI_SELECTIVE_COMPLETION). */
 void xt_open(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags);
+/* Opens everything from an fi_info the caller got (which it hands over) and leaves the endpoint
+ * disabled; xt_open_disabled is this with fi_getinfo(hints). */
+void xt_open_info(struct xt_ep *x, struct fi_info *info, uint64_t cq_flags);
 /* xt_open in two steps, for programs that bind more (counters) before enabling. */
 void xt_open_disabled(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags);
 void xt_enable(struct xt_ep *x);

@@ -71,19 +71,7 @@ static void check_name(const struct format *f, const void *name, size_t len, int
 
 static void open_from(struct xt_ep *x, struct fi_info *info)
 {
-	memset(x, 0, sizeof *x);
-	x->info = fi_dupinfo(info);
-	XT_RC(fi_fabric(x->info->fabric_attr, &x->fabric, NULL));
-	XT_RC(fi_domain(x->fabric, x->info, &x->domain, NULL));
-	struct fi_av_attr av = {.type = FI_AV_MAP};
-	XT_RC(fi_av_open(x->domain, &av, &x->av, NULL));
-	struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
-	XT_RC(fi_cq_open(x->domain, &cq, &x->txcq, NULL));
-	XT_RC(fi_cq_open(x->domain, &cq, &x->rxcq, NULL));
-	XT_RC(fi_endpoint(x->domain, x->info, &x->ep, NULL));
-	XT_RC(fi_ep_bind(x->ep, &x->av->fid, 0));
-	XT_RC(fi_ep_bind(x->ep, &x->txcq->fid, FI_TRANSMIT));
-	XT_RC(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV));
+	xt_open_info(x, fi_dupinfo(info), 0);
 	xt_enable(x);
 }
 
