@@ -202,6 +202,32 @@ int main(void)
 	unsetenv("FI_EXANET_PROTOCOL");
 	xt_pass("FI_EXANET_PROTOCOL: write, read and optimistic accepted; a misspelt name refused");
 
+	/* each side's attributes carry only its own capabilities (fi_getinfo(3), CAPABILITIES) */
+	const uint64_t rx_only = FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV | FI_SOURCE |
+				 FI_DIRECTED_RECV | FI_RMA_EVENT;
+	const uint64_t tx_only = FI_SEND | FI_READ | FI_WRITE;
+	XT_RC(query(NULL, NULL, NULL, 0, 0, &info));
+	XT_CHECK(!(info->tx_attr->caps & rx_only) && !(info->rx_attr->caps & tx_only) &&
+		 (info->tx_attr->caps & FI_SEND) && (info->rx_attr->caps & FI_RECV),
+		 "tx caps 0x%llx, rx caps 0x%llx", (unsigned long long)info->tx_attr->caps,
+		 (unsigned long long)info->rx_attr->caps);
+	fi_freeinfo(info);
+	/* queue sizes: what it cannot honour is refused, what it can comes back at least as asked */
+	h = base();
+	h->tx_attr->size = (size_t)1 << 30;
+	XT_CHECK(query(h, NULL, NULL, 0, 0, NULL) == -FI_ENODATA, "tx size 2^30 granted");
+	h->tx_attr->size = 0;
+	h->rx_attr->size = (size_t)1 << 30;
+	XT_CHECK(query(h, NULL, NULL, 0, 0, NULL) == -FI_ENODATA, "rx size 2^30 granted");
+	h->rx_attr->size = 8192;
+	h->tx_attr->size = 16;
+	XT_RC(query(h, NULL, NULL, 0, 0, &info));
+	XT_CHECK(info->rx_attr->size >= 8192 && info->tx_attr->size >= 16, "sizes %zu %zu", info->tx_attr->size,
+		 info->rx_attr->size);
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	xt_pass("tx and rx attributes carry their own caps; sizes refused above what exanet honours");
+
 	/* addresses */
 	const char *nodes[] = {"localhost", "127.0.0.1", NULL};
 	for (int i = 0; i < 3; i++) {
