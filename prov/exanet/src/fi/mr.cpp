@@ -204,6 +204,9 @@ int mr_regattr(fid* f, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) noe
   if (flags) return -FI_EBADFLAGS;
   if (attr->access & ~access_known) return -FI_EINVAL;
   if (attr->iov_count > mr_iov_limit || (attr->iov_count && !attr->mr_iov)) return -FI_EINVAL;
+  // A NULL base with a length names no memory of this process: a peer's access would land at
+  // address 0 onwards (issue 12). A zero-length region at NULL is harmless and allowed.
+  if (attr->iov_count && !attr->mr_iov[0].iov_base && attr->mr_iov[0].iov_len) return -FI_EINVAL;
   if (attr->iface != FI_HMEM_SYSTEM) return -FI_ENOSYS;
   auto* dom = reinterpret_cast<fid_domain*>(f);
   auto* r = new (std::nothrow) registered_region;
