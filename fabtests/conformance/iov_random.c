@@ -806,26 +806,40 @@ static void rma_target(struct run *r, unsigned long long seed, int c)
 
 /* ---- one provider's run -------------------------------------------------------------------- */
 
-static int peer_main(int index, int sock)
+/* The two processes of a run play the same cases from opposite ends. */
+struct role {
+	const char *transcript; /* file name suffix */
+	int first;              /* sends its endpoint name first */
+	void (*msg)(struct run *, unsigned long long, int);
+	void (*rma)(struct run *, unsigned long long, int);
+};
+static const struct role initiator = {"a", 1, msg_sender, rma_initiator};
+static const struct role target = {"b", 0, msg_receiver, rma_target};
+
+static void play(const struct role *role, int sock)
 {
-	(void)index;
-	xt_init(1500);
 	struct run r;
 	char path[300];
-	snprintf(path, sizeof path, "%s/%s.b", g_dir, g_prov);
-	r.out = NULL;
-	open_run(&r, sock, 0);
+	snprintf(path, sizeof path, "%s/%s.%s", g_dir, g_prov, role->transcript);
+	open_run(&r, sock, role->first);
 	r.out = fopen(path, "w");
 	XT_CHECK(r.out, "open %s", path);
 	for (int s = 0; s < g_seeds; s++)
 		for (int c = 0; c < g_cases; c++) {
 			if (g_do_msg)
-				msg_receiver(&r, g_seed0 + (unsigned long long)s, c);
+				role->msg(&r, g_seed0 + (unsigned long long)s, c);
 			if (g_do_rma)
-				rma_target(&r, g_seed0 + (unsigned long long)s, c);
+				role->rma(&r, g_seed0 + (unsigned long long)s, c);
 		}
 	fclose(r.out);
 	close_run(&r);
+}
+
+static int peer_main(int index, int sock)
+{
+	(void)index;
+	xt_init(1500);
+	play(&target, sock);
 	return 0;
 }
 
@@ -837,21 +851,7 @@ static int run_main(int index, int sock)
 	int psock;
 	pid_t pid;
 	xt_spawn(1, peer_main, &psock, &pid);
-	struct run r;
-	char path[300];
-	snprintf(path, sizeof path, "%s/%s.a", g_dir, g_prov);
-	open_run(&r, psock, 1);
-	r.out = fopen(path, "w");
-	XT_CHECK(r.out, "open %s", path);
-	for (int s = 0; s < g_seeds; s++)
-		for (int c = 0; c < g_cases; c++) {
-			if (g_do_msg)
-				msg_sender(&r, g_seed0 + (unsigned long long)s, c);
-			if (g_do_rma)
-				rma_initiator(&r, g_seed0 + (unsigned long long)s, c);
-		}
-	fclose(r.out);
-	close_run(&r);
+	play(&initiator, psock);
 	xt_reap(1, &pid);
 	return 0;
 }
