@@ -167,6 +167,26 @@ TEST(emu_device, other_pdids_cannot_connect_and_foreign_packets_are_dropped) {
   EXPECT_EQ(b.foreign_pdid_drops(), 1u);
 }
 
+TEST(emu_device, a_corrupt_mailbox_slot_is_an_error_not_a_spin) {
+  device a, b;
+  ASSERT_EQ(a.open(make_params(test_pdid(14))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(14))), core::status::ok);
+  peer_id ab;
+  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  ASSERT_EQ(a.mailbox_send(ab, numbered(1, 1, 1)), core::status::ok);
+  // Someone with access to b's segment writes a sequence number ahead of the tail.
+  const std::string name = segment_name(getuid(), b.local_address().pdid, b.local_address().port);
+  shm_segment seg;
+  ASSERT_EQ(shm_segment::open(name, seg), core::status::ok);
+  auto v = segment_view::of(seg.data(), static_cast<segment_header*>(seg.data())->geo);
+  const std::uint64_t pos = v.mbox_ctl->tail.load();
+  v.mailbox[pos % 64].seq.store(pos + 1000, std::memory_order_release);
+  EXPECT_EQ(a.mailbox_send(ab, numbered(1, 1, 2)), core::status::io);
+  int delivered = 0;
+  b.poll_mailbox(8, [&](peer_id, const packet&) { ++delivered; });
+  EXPECT_EQ(delivered, 1);  // what was sent before the corruption arrives
+}
+
 TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
   device a, b;
   ASSERT_EQ(a.open(make_params(test_pdid(6))), core::status::ok);

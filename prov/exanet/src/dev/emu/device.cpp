@@ -229,6 +229,7 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
   const std::uint64_t mask = pr.geo.mailbox_slots - 1;
   auto& tail = pr.view.mbox_ctl->tail;
   std::uint64_t pos = tail.load(std::memory_order_relaxed);
+  unsigned ahead = 0;  // times the slot at an unchanged tail looked claimed already
   for (;;) {
     mailbox_slot& s = pr.view.mailbox[pos & mask];
     const std::uint64_t seq = s.seq.load(std::memory_order_acquire);
@@ -248,7 +249,16 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
       }
       return core::status::again;
     } else {
-      pos = tail.load(std::memory_order_relaxed);
+      // The slot is ahead of the tail we read: another sender claimed it, so the tail has moved
+      // (its CAS came before the sequence we acquired). A tail that has not moved means the
+      // slot's sequence is corrupt (issue 12): an I/O error, not a spin for ever.
+      const std::uint64_t now = tail.load(std::memory_order_relaxed);
+      if (now == pos && ++ahead > 64) {
+        EXANET_LOG(warn, core, "mailbox of port %u is corrupt (slot %llu ahead of its tail)",
+                   pr.addr.port, static_cast<unsigned long long>(pos & mask));
+        return core::status::io;
+      }
+      pos = now;
     }
   }
 }
