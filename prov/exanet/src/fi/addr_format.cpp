@@ -73,6 +73,21 @@ bool parse_port(const char* text, std::size_t n, std::uint32_t& port) noexcept {
   return true;
 }
 
+bool is_this_host(const char* node) noexcept {
+  if (!node || !*node) return true;
+  if (std::strcmp(node, "localhost") == 0 || std::strcmp(node, "localhost.localdomain") == 0)
+    return true;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) {
+    if (std::strcmp(node, host) == 0) return true;
+    // A short name matches the host's fully qualified name and the other way round.
+    const std::size_t n = std::strcspn(host, ".");
+    if (std::strncmp(node, host, n) == 0 && (node[n] == '\0' || node[n] == '.')) return true;
+  }
+  sockaddr_storage ss;
+  return parse_numeric(node, ss) && is_local_ip(reinterpret_cast<sockaddr*>(&ss));
+}
+
 int from_sockaddr(const addr_codec& c, const sockaddr* sa, std::size_t len, dev::address& out,
                   port_any any) noexcept {
   std::uint16_t port = 0;
@@ -142,44 +157,34 @@ int from_string(const addr_codec& c, const char* s, std::size_t max, dev::addres
 
 }  // namespace
 
-bool is_this_host(const char* node) noexcept {
-  if (!node || !*node) return true;
-  if (std::strcmp(node, "localhost") == 0 || std::strcmp(node, "localhost.localdomain") == 0)
-    return true;
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0) {
-    if (std::strcmp(node, host) == 0) return true;
-    // A short name matches the host's fully qualified name and the other way round.
-    const std::size_t n = std::strcspn(host, ".");
-    if (std::strncmp(node, host, n) == 0 && (node[n] == '\0' || node[n] == '.')) return true;
-  }
-  sockaddr_storage ss;
-  return parse_numeric(node, ss) && is_local_ip(reinterpret_cast<sockaddr*>(&ss));
-}
-
 bool addr_format_supported(std::uint32_t format) noexcept {
   return format == FI_FORMAT_UNSPEC || format == FI_SOCKADDR || format == FI_SOCKADDR_IN ||
          format == FI_SOCKADDR_IN6 || format == FI_ADDR_STR;
 }
 
-std::uint32_t addr_format_resolve(std::uint32_t format, const void* addr, std::size_t len) noexcept {
-  if (format != FI_SOCKADDR) return format;
-  if (addr && len >= sizeof(sockaddr) && static_cast<const sockaddr*>(addr)->sa_family == AF_INET6)
-    return FI_SOCKADDR_IN6;
-  return FI_SOCKADDR_IN;
-}
-
 addr_codec addr_codec_for(std::uint32_t format, const void* addr, std::size_t len,
                           const proto::config& cfg) noexcept {
   addr_codec c;
-  c.format = addr_format_resolve(format, addr, len);
   c.node = cfg.node;
   c.pdid = cfg.pdid;
+  // A socket address of the right family gives the host part (the address of this host the
+  // application chose); a string form takes either family. Anything else: loopback.
+  const sockaddr* sa = addr && len >= sizeof(sockaddr) ? static_cast<const sockaddr*>(addr) : nullptr;
+  const std::size_t family_len = !sa                          ? 0
+                                 : sa->sa_family == AF_INET  ? sizeof(sockaddr_in)
+                                 : sa->sa_family == AF_INET6 ? sizeof(sockaddr_in6)
+                                                             : 0;
+  if (family_len && len < family_len) sa = nullptr;
+  c.format = format != FI_SOCKADDR                             ? format
+             : sa && sa->sa_family == AF_INET6                 ? std::uint32_t{FI_SOCKADDR_IN6}
+                                                               : std::uint32_t{FI_SOCKADDR_IN};
   const bool v6 = c.format == FI_SOCKADDR_IN6;
-  if (addr && (c.format == FI_SOCKADDR_IN || v6) && len >= sizeof(sockaddr) &&
-      static_cast<const sockaddr*>(addr)->sa_family == (v6 ? AF_INET6 : AF_INET) &&
-      len <= sizeof c.host) {
-    std::memcpy(&c.host, addr, len);  // the address of this host the application chose
+  const bool usable = sa && family_len &&
+                      (c.format == FI_ADDR_STR ||
+                       (c.format == FI_SOCKADDR_IN && sa->sa_family == AF_INET) ||
+                       (v6 && sa->sa_family == AF_INET6));
+  if (usable) {
+    std::memcpy(&c.host, sa, family_len);
   } else if (v6) {
     auto* h = reinterpret_cast<sockaddr_in6*>(&c.host);
     h->sin6_family = AF_INET6;

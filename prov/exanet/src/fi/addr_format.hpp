@@ -36,10 +36,9 @@ struct addr_codec {
 };
 
 bool addr_format_supported(std::uint32_t format) noexcept;
-/// The answer's format for a hint: FI_SOCKADDR becomes its IPv4 or IPv6 form.
-std::uint32_t addr_format_resolve(std::uint32_t format, const void* addr, std::size_t len) noexcept;
 
-/// A codec for `format` whose host part comes from `addr` (an address in that format, or null).
+/// A codec for `format` whose host part comes from `addr` when it is a socket address of this
+/// host (else loopback). FI_SOCKADDR becomes its IPv4 or IPv6 form, by addr's family.
 addr_codec addr_codec_for(std::uint32_t format, const void* addr, std::size_t len,
                           const proto::config& cfg) noexcept;
 
@@ -63,8 +62,5 @@ std::size_t addr_stride(std::uint32_t format) noexcept;
 /// this host (or, for FI_ADDR_STR, a whole name), service a port.
 int addr_from_node_service(const addr_codec& c, const char* node, const char* service,
                            dev::address& out) noexcept;
-
-/// True if node names this host (a host name, an address of one of its interfaces, loopback).
-bool is_this_host(const char* node) noexcept;
 
 }  // namespace exanet::fi

@@ -48,16 +48,7 @@ namespace {
 av& av_of(fid* f) noexcept { return from_fid<av>(f); }
 av& av_of(fid_av* f) noexcept { return from_fid<av>(&f->fid); }
 
-// Inserts one name in the domain's format (for FI_ADDR_STR, the string); FI_ADDR_NOTAVAIL if it
-// names no exanet endpoint it can reach.
-fi_addr_t insert_one_native(av& a, const dev::address& addr);
-
-fi_addr_t insert_one(av& a, const void* name, std::size_t len) {
-  dev::address addr;
-  if (addr_decode(domain_names(a.domain), name, len, addr) != 0) return FI_ADDR_NOTAVAIL;
-  return insert_one_native(a, addr);
-}
-
+// Inserts one exanet address (MAP: a known one gives back its fi_addr).
 fi_addr_t insert_one_native(av& a, const dev::address& addr) {
   const std::uint64_t k = av::key(addr);
   if (a.type == FI_AV_MAP) {
@@ -69,6 +60,14 @@ fi_addr_t insert_one_native(av& a, const dev::address& addr) {
   const fi_addr_t idx = a.entries.size() - 1;
   a.reverse[k] = idx;
   return idx;
+}
+
+// Inserts one name in the domain's format (for FI_ADDR_STR, the string); FI_ADDR_NOTAVAIL if it
+// names no exanet endpoint it can reach.
+fi_addr_t insert_one(av& a, const void* name, std::size_t len) {
+  dev::address addr;
+  if (addr_decode(domain_names(a.domain), name, len, addr) != 0) return FI_ADDR_NOTAVAIL;
+  return insert_one_native(a, addr);
 }
 
 // With FI_EVENT (or an EQ bound), the result goes to the EQ: an error entry per address that
@@ -138,13 +137,8 @@ int av_insertsvc(fid_av* f, const char* node, const char* service, fi_addr_t* fi
                  uint64_t flags, void* context) noexcept {
   av& a = av_of(f);
   dev::address addr;
-  if (addr_from_node_service(domain_names(a.domain), node, service, addr) != 0 || addr.port == 0) {
-    if (fi_addr) *fi_addr = FI_ADDR_NOTAVAIL;
-    constexpr std::size_t first[] = {0};
-    return report(a, 0, flags, context, first);
-  }
   fi_addr_t r = FI_ADDR_NOTAVAIL;
-  {
+  if (addr_from_node_service(domain_names(a.domain), node, service, addr) == 0 && addr.port != 0) {
     core::level_guard g(a.lock);
     try {
       r = insert_one_native(a, addr);
@@ -154,8 +148,9 @@ int av_insertsvc(fid_av* f, const char* node, const char* service, fi_addr_t* fi
   }
   if (fi_addr) *fi_addr = r;
   constexpr std::size_t first[] = {0};
-  if (r == FI_ADDR_NOTAVAIL) return report(a, 0, flags, context, first);
-  return report(a, 1, flags, context, {});
+  const bool inserted = r != FI_ADDR_NOTAVAIL;
+  return report(a, inserted ? 1 : 0, flags, context,
+                inserted ? std::span<const std::size_t>{} : std::span<const std::size_t>{first});
 }
 
 int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) noexcept {
@@ -185,12 +180,9 @@ int av_lookup_op(fid_av* f, fi_addr_t fi_addr, void* addr, size_t* addrlen) noex
   av& a = av_of(f);
   if (!av_lookup(a, fi_addr, found)) return -FI_ENOENT;
   // fi_av(3): as much of the name as fits, and the size it needs.
-  const addr_codec& names = domain_names(a.domain);
-  std::size_t need = 0;
-  (void)addr_encode(names, found, nullptr, &need);
-  char full[256];
+  char full[256];  // larger than a name of any format
   std::size_t len = sizeof full;
-  if (need > sizeof full || addr_encode(names, found, full, &len) != 0) return -FI_EINVAL;
+  if (addr_encode(domain_names(a.domain), found, full, &len) != 0) return -FI_EINVAL;
   if (addr) std::memcpy(addr, full, std::min(*addrlen, len));
   *addrlen = len;
   return 0;

@@ -14,10 +14,10 @@
 #include "fi/cq.hpp"
 #include "fi/enosys.hpp"
 #include "fi/ep.hpp"
+#include "fi/addr_format.hpp"
 #include "fi/fabric.hpp"
 #include "fi/mr.hpp"
 #include "fi/params.hpp"
-#include "fi/addr_format.hpp"
 #include "fi/provider.hpp"
 
 namespace exanet::fi {

@@ -12,9 +12,9 @@
 #include <new>
 
 #include "core/log.hpp"
+#include "fi/addr_format.hpp"
 #include "fi/av.hpp"
 #include "fi/cntr.hpp"
-#include "fi/addr_format.hpp"
 #include "fi/common.hpp"
 #include "fi/cq.hpp"
 #include "fi/domain.hpp"

@@ -7,7 +7,6 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
-#include <cinttypes>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -239,10 +238,7 @@ addr_codec answer_codec(const char* node, const fi_info* h, const proto::config&
       std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
       const std::size_t len = res->ai_addrlen;
       freeaddrinfo(res);
-      addr_codec c =
-          addr_codec_for(format == FI_ADDR_STR ? std::uint32_t{FI_SOCKADDR} : format, &ss, len, cfg);
-      if (format == FI_ADDR_STR) c.format = FI_ADDR_STR;
-      return c;
+      return addr_codec_for(format, &ss, len, cfg);
     }
   }
   return addr_codec_for(format, nullptr, 0, cfg);

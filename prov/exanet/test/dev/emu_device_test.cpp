@@ -40,6 +40,11 @@ bool segment_exists(const address& a) {
   return stat(("/dev/shm" + segment_name(getuid(), a.pdid, a.port)).c_str(), &st) == 0;
 }
 
+// What another process with access to the segment sees of it.
+segment_view view_of(shm_segment& seg) {
+  return segment_view::of(seg.data(), static_cast<segment_header*>(seg.data())->geo);
+}
+
 packet numbered(std::uint8_t type, std::uint32_t producer, std::uint64_t n) {
   packet p{};
   p[0] = std::byte{type};
@@ -150,10 +155,10 @@ TEST(emu_device, other_pdids_cannot_connect_and_foreign_packets_are_dropped) {
   other.pdid = a.local_address().pdid;  // pretend: same port, our PDID: no such segment
   EXPECT_EQ(a.connect(other, p), core::status::unreachable);
   // A packet stamped with a foreign PDID (as a misbehaving packetizer would deliver it) is dropped.
-  const std::string name = segment_name(getuid(), b.local_address().pdid, b.local_address().port);
   shm_segment seg;
-  ASSERT_EQ(shm_segment::open(name, seg), core::status::ok);
-  auto v = segment_view::of(seg.data(), static_cast<segment_header*>(seg.data())->geo);
+  ASSERT_EQ(shm_segment::open(segment_name(getuid(), b.local_address().pdid, b.local_address().port), seg),
+            core::status::ok);
+  const segment_view v = view_of(seg);
   const std::uint64_t pos = v.mbox_ctl->tail.fetch_add(1);
   mailbox_slot& s = v.mailbox[pos % 64];
   s.data = numbered(1, 9, 9);
@@ -175,10 +180,10 @@ TEST(emu_device, a_corrupt_mailbox_slot_is_an_error_not_a_spin) {
   ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
   ASSERT_EQ(a.mailbox_send(ab, numbered(1, 1, 1)), core::status::ok);
   // Someone with access to b's segment writes a sequence number ahead of the tail.
-  const std::string name = segment_name(getuid(), b.local_address().pdid, b.local_address().port);
   shm_segment seg;
-  ASSERT_EQ(shm_segment::open(name, seg), core::status::ok);
-  auto v = segment_view::of(seg.data(), static_cast<segment_header*>(seg.data())->geo);
+  ASSERT_EQ(shm_segment::open(segment_name(getuid(), b.local_address().pdid, b.local_address().port), seg),
+            core::status::ok);
+  const segment_view v = view_of(seg);
   const std::uint64_t pos = v.mbox_ctl->tail.load();
   v.mailbox[pos % 64].seq.store(pos + 1000, std::memory_order_release);
   EXPECT_EQ(a.mailbox_send(ab, numbered(1, 1, 2)), core::status::io);
