@@ -6,8 +6,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <span>
+
+#include "core/copy.hpp"
 
 namespace exanet::core {
 
@@ -15,6 +18,14 @@ inline std::size_t iov_length(std::span<const iovec> iov) noexcept {
   std::size_t n = 0;
   for (const iovec& v : iov) n += v.iov_len;
   return n;
+}
+
+/// The address of the first byte an iovec list describes (0 if it describes none): where a
+/// copy from or to the list starts, which decides its alignment.
+inline std::uintptr_t first_byte(std::span<const iovec> iov) noexcept {
+  for (const iovec& v : iov)
+    if (v.iov_len) return reinterpret_cast<std::uintptr_t>(v.iov_base);
+  return 0;
 }
 
 /// Copies up to len bytes from iov (starting offset bytes in) to dst; returns bytes copied.
@@ -26,7 +37,7 @@ inline std::size_t copy_from_iov(void* dst, std::span<const iovec> iov, std::siz
     if (done == len) break;
     if (offset >= v.iov_len) { offset -= v.iov_len; continue; }
     const std::size_t n = std::min(v.iov_len - offset, len - done);
-    std::memcpy(out + done, static_cast<const std::byte*>(v.iov_base) + offset, n);
+    copy_bytes(out + done, static_cast<const std::byte*>(v.iov_base) + offset, n);
     done += n;
     offset = 0;
   }
@@ -42,7 +53,7 @@ inline std::size_t copy_to_iov(std::span<const iovec> iov, std::size_t offset, c
     if (done == len) break;
     if (offset >= v.iov_len) { offset -= v.iov_len; continue; }
     const std::size_t n = std::min(v.iov_len - offset, len - done);
-    std::memcpy(static_cast<std::byte*>(v.iov_base) + offset, in + done, n);
+    copy_bytes(static_cast<std::byte*>(v.iov_base) + offset, in + done, n);
     done += n;
     offset = 0;
   }

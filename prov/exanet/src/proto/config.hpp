@@ -4,6 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/copy.hpp"
+
 namespace exanet::proto {
 
 /// FI_EXANET_PROTOCOL (DESIGN.md §4): the rendezvous family, for comparing the thesis variants.
@@ -38,7 +40,10 @@ struct config {
                                            // process_vm_writev here, issue 3 note); true writes
                                            // with cross-memory attach, which lands without the
                                            // target's progress
+  core::copy_policy copy = core::copy_policy::automatic;  // FI_EXANET_COPY: misaligned copies
   unsigned dead_peer_check_ms = 200;       // liveness check period while waiting on a peer
+  bool proto_info = false;                 // FI_EXANET_PROTO_INFO: each endpoint prints its
+                                           // protocol table at open (protocol_select.hpp)
 };
 
 }  // namespace exanet::proto

@@ -17,7 +17,9 @@ namespace exanet::proto {
 core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept {
   std::uint32_t ring = 0;
   std::uint64_t offset = 0;
-  std::byte* dst = dev_.bounce_acquire(a.peer, len, ring, offset);
+  // Placed like the source: the copy in is aligned, and so is the copy out when the receive
+  // buffer sits where the send buffer does.
+  std::byte* dst = dev_.bounce_acquire(a.peer, len, core::first_byte(a.iov), ring, offset);
   // No ring at this receiver, or no credit in it (the receiver has not drained it yet): the
   // caller uses the rendezvous, which needs only a mailbox slot, rather than refusing the send.
   if (!dst) return core::status::not_supported;
@@ -72,7 +74,7 @@ void endpoint::on_medium(dev::peer_id from, const dev::packet& pkt) noexcept {
     dev_.bounce_consume(p.ring, p.ring_offset + len);
     return;
   }
-  std::memcpy(buf, data, len);
+  core::copy_bytes(buf, data, len);
   dev_.bounce_consume(p.ring, p.ring_offset + len);
   u->type = wire::pkt_type::medium;
   u->peer = from;

@@ -17,7 +17,8 @@ core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target
                                         std::size_t len) noexcept {
   std::uint32_t ring = 0;
   std::uint64_t offset = 0;
-  std::byte* dst = dev_.bounce_acquire(a.peer, len, ring, offset);
+  // Placed like the target address: the target's copy out is aligned.
+  std::byte* dst = dev_.bounce_acquire(a.peer, len, t.va, ring, offset);
   if (!dst) return core::status::not_supported;  // no ring or no credit: DMA instead
   dev::emu::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
@@ -53,7 +54,7 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
                        (g.access & dev::rma_access::remote_write) && p.dst_va >= g.va &&
                        p.dst_va - g.va <= g.len && len <= g.len - (p.dst_va - g.va);
   if (granted) {
-    std::memcpy(reinterpret_cast<void*>(p.dst_va), data, len);
+    core::copy_bytes(reinterpret_cast<void*>(p.dst_va), data, len);
   } else {
     EXANET_LOG(warn, ep_data, "inline RMA write from port %u into a revoked range; dropped",
                from == dev::no_peer ? 0u : dev_.peer_address(from).port);

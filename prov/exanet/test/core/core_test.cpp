@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/copy.hpp"
 #include "core/intrusive_list.hpp"
 #include "core/iov.hpp"
 #include "core/lock.hpp"
@@ -68,6 +69,51 @@ TEST(iov, copies_across_segment_boundaries_from_an_offset) {
   EXPECT_EQ(std::string(s1, 3), "aXY");
   EXPECT_EQ(s2[0], 'Z');
   EXPECT_EQ(s3[0], 'W');
+}
+
+// Every source and destination offset within a line, lengths around the loop's threshold and
+// its 128-byte steps: exactly the bytes asked for arrive, and none around them changes.
+void check_copy_at_every_skew(void (*copy)(void*, const void*, std::size_t), std::size_t min_len) {
+  std::vector<unsigned char> src(20000), dst(20000);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 131 + 7);
+  for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{63}, std::size_t{2047},
+                          std::size_t{2048}, std::size_t{2049}, std::size_t{4096 + 31},
+                          std::size_t{16384 + 127}}) {
+    if (len < min_len) continue;
+    for (std::size_t so = 0; so < 64; so += 3)
+      for (std::size_t dof = 0; dof < 64; ++dof) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        auto* d = dst.data() + 64 + ((64 - reinterpret_cast<std::uintptr_t>(dst.data()) % 64) % 64) + dof;
+        const auto* s = src.data() + 64 + so;
+        copy(d, s, len);
+        const auto at = static_cast<std::size_t>(d - dst.data());
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          const bool inside = i >= at && i < at + len;
+          const unsigned char want = inside ? s[i - at] : 0xEE;
+          ASSERT_EQ(dst[i], want) << "len " << len << " src+" << so << " dst+" << dof << " byte " << i;
+        }
+      }
+  }
+}
+
+TEST(copy, copy_bytes_is_exact_at_every_alignment) {
+  copy_calibrate(copy_policy::automatic);
+  check_copy_at_every_skew(copy_bytes, 0);
+}
+
+TEST(copy, the_aligned_store_loop_is_exact_at_every_alignment) {
+  // The loop serves lengths from vector_copy_min up (copy_bytes never calls it below).
+  check_copy_at_every_skew(detail::copy_misaligned, detail::vector_copy_min);
+}
+
+TEST(copy, calibration_reports_a_measurement_and_keeps_its_first_answer) {
+  const copy_choice first = copy_calibrate(copy_policy::automatic);
+  const copy_choice again = copy_calibrate(copy_policy::vector);
+  EXPECT_EQ(first.vector, again.vector) << "the policy is process-wide and decided once";
+#if defined(__x86_64__)
+  EXPECT_GT(first.libc_ns, 0.0);
+  EXPECT_GT(first.vector_ns, 0.0);
+#endif
 }
 
 TEST(level_lock, protects_when_enabled) {

@@ -203,13 +203,16 @@ TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
   for (int i = 0; i < 40; ++i) {
     std::uint32_t r;
     std::uint64_t off;
-    std::byte* dst = a.bounce_acquire(ab, len, r, off);
+    const std::uintptr_t like = 0x1000 + 13u * i;  // every offset within a line, in turn
+    std::byte* dst = a.bounce_acquire(ab, len, like, r, off);
     if (!dst) {  // out of credit: the receiver consumes everything, then it must succeed
       b.bounce_consume(r, consumed);
-      dst = a.bounce_acquire(ab, len, r, off);
+      dst = a.bounce_acquire(ab, len, like, r, off);
       ASSERT_NE(dst, nullptr);
     }
     EXPECT_LE((off % ring) + len, ring) << "a message straddles the end of the ring";
+    EXPECT_EQ(reinterpret_cast<std::uintptr_t>(dst) % 64, like % 64)
+        << "the space is not placed like the buffer it is copied from";
     std::memset(dst, i, len);
     a.bounce_commit(ab, off + len);
     const std::byte* seen = b.bounce_data(r, off, len);
@@ -220,7 +223,7 @@ TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
   }
   std::uint32_t r;
   std::uint64_t off;
-  EXPECT_EQ(a.bounce_acquire(ab, ring, r, off), nullptr) << "a message larger than half a ring";
+  EXPECT_EQ(a.bounce_acquire(ab, ring, 0, r, off), nullptr) << "a message larger than half a ring";
   EXPECT_EQ(b.bounce_data(0, ring - 8, 64), nullptr) << "a range outside the ring";
 }
 
@@ -256,9 +259,9 @@ TEST(emu_device, notification_generations_never_alias) {
   EXPECT_FALSE(a.notify_test(slot2, gen2, out)) << "...but the old write does not satisfy the new use";
 }
 
-// The child owns a buffer; the parent DMA-writes into it and the child checks data then
-// notification order.
-void dma_into_other_process(bool cma, std::size_t len, std::uint32_t salt) {
+// The child owns a buffer; the parent DMA-writes into it, dst_skew bytes past a 64-byte boundary,
+// and the child checks data, the bytes around it, then notification order.
+void dma_into_other_process(bool cma, std::size_t len, std::uint32_t salt, std::size_t dst_skew = 0) {
   params pp = make_params(test_pdid(salt));
   pp.use_cma = cma;
   int to_child[2], to_parent[2];
@@ -270,19 +273,22 @@ void dma_into_other_process(bool cma, std::size_t len, std::uint32_t salt) {
     alarm(60);
     device d;
     if (d.open(pp) != core::status::ok) _exit(2);
-    std::vector<std::byte> buf(len + 64, std::byte{0x11});
+    std::vector<std::byte> whole(len + 192, std::byte{0x11});
+    auto* line = reinterpret_cast<std::byte*>((reinterpret_cast<std::uintptr_t>(whole.data()) + 63) & ~std::uintptr_t{63});
+    std::byte* const buf = line + dst_skew;
+    const std::size_t before = static_cast<std::size_t>(buf - whole.data());
     std::uint32_t slot, gen;
     d.notify_alloc(slot, gen);
     struct { address a; std::uint64_t addr; std::uint32_t slot, gen; } msg{d.local_address(),
-        reinterpret_cast<std::uint64_t>(buf.data()), slot, gen};
+        reinterpret_cast<std::uint64_t>(buf), slot, gen};
     if (write(to_parent[1], &msg, sizeof msg) != sizeof msg) _exit(3);
     notification n{};
     while (!d.notify_test(slot, gen, n)) d.poll_mailbox(16, [](peer_id, const packet&) {});
     // Data first, then the notification: everything is there now.
     for (std::size_t i = 0; i < len; ++i)
       if (buf[i] != std::byte(static_cast<unsigned char>(i * 7 + 1))) _exit(4);
-    for (std::size_t i = len; i < len + 64; ++i)
-      if (buf[i] != std::byte{0x11}) _exit(5);
+    for (std::size_t i = 0; i < whole.size(); ++i)
+      if ((i < before || i >= before + len) && whole[i] != std::byte{0x11}) _exit(5);
     if (n[0] != std::byte{0x5e}) _exit(6);
     char c;
     if (read(to_child[0], &c, 1) != 1) _exit(7);
@@ -331,6 +337,14 @@ TEST(emu_device, dma_write_into_another_process_staged_without_cma) {
   for (std::size_t len : {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{65536},
                           std::size_t{(1 << 20) + 7}})
     dma_into_other_process(false, len, 9);
+}
+
+// Staged chunks hold their payload at the destination's offset within a line: every offset
+// must land exactly, with nothing written around it.
+TEST(emu_device, staged_writes_land_exactly_at_every_destination_offset) {
+  for (std::size_t skew : {std::size_t{1}, std::size_t{16}, std::size_t{40}, std::size_t{63}})
+    for (std::size_t len : {std::size_t{63}, std::size_t{4096 * 3 + 17}})
+      dma_into_other_process(false, len, 10, skew);
 }
 
 TEST(emu_device, dead_peer_is_detected_and_its_segment_reclaimed) {

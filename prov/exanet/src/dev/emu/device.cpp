@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "core/copy.hpp"
 #include "core/iov.hpp"
 #include "core/log.hpp"
 
@@ -263,8 +264,8 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
   }
 }
 
-std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uint32_t& ring,
-                                  std::uint64_t& offset) noexcept {
+std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uintptr_t place_like,
+                                  std::uint32_t& ring, std::uint64_t& offset) noexcept {
   peer& pr = peers_[p];
   if (pr.dead || len > pr.geo.bounce_ring_bytes / 2) return nullptr;
   if (pr.bounce_ring == ~0u) {
@@ -280,14 +281,23 @@ std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uint32_t& rin
   }
   ring_desc& d = pr.view.bounce[pr.bounce_ring];
   const std::uint64_t size = pr.geo.bounce_ring_bytes;
+  std::byte* const ring_base = pr.view.bounce_data + std::size_t{pr.bounce_ring} * size;
   std::uint64_t head = pr.bounce_head;
+  head += core::line_offset(place_like - reinterpret_cast<std::uintptr_t>(ring_base) - head);
   const std::uint64_t room_to_end = size - (head & (size - 1));
-  if (room_to_end < len) head += room_to_end;  // a message never wraps: skip to the ring start
-  const std::uint64_t tail = d.tail.load(std::memory_order_acquire);
-  if (head + len - tail > size) return nullptr;  // no credit until the receiver consumes
+  if (room_to_end < len) {  // a message never wraps: skip to the ring start
+    head += room_to_end;
+    head += core::line_offset(place_like - reinterpret_cast<std::uintptr_t>(ring_base) - head);
+  }
+  // The tail only grows, so credit seen once is still there: read the receiver's line (a
+  // cross-core transfer per message otherwise) only when the known credit does not suffice.
+  if (head + len - pr.bounce_tail_seen > size) {
+    pr.bounce_tail_seen = d.tail.load(std::memory_order_acquire);
+    if (head + len - pr.bounce_tail_seen > size) return nullptr;  // no credit until it consumes
+  }
   ring = pr.bounce_ring;
   offset = head;
-  return pr.view.bounce_data + std::size_t{pr.bounce_ring} * size + (head & (size - 1));
+  return ring_base + (head & (size - 1));
 }
 
 const std::byte* device::bounce_data(std::uint32_t ring, std::uint64_t offset,
@@ -401,8 +411,9 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
       return s;
     }
     if (n > 0)
-      core::copy_from_iov(pr.view.staging_data + std::size_t{chunk} * chunk_bytes, w.src,
-                          w.src_offset + st.done, n);
+      core::copy_from_iov(
+          pr.view.staging_data + staging_payload_offset(pr.geo, chunk, w.dst_addr + st.done),
+          w.src, w.src_offset + st.done, n);
     staging_packet sp{};
     sp.type = static_cast<std::uint8_t>(device_packet::staged_write);
     sp.notify = (last && w.notify) ? 1 : 0;
@@ -428,8 +439,9 @@ void device::on_device_packet(const mailbox_slot& s) noexcept {
   if (sp.chunk != ~0u) {
     if (sp.chunk >= geo_.staging_chunks || sp.len > geo_.staging_chunk_bytes) return;
     // The emulated engine writes into this process's memory on the sender's behalf.
+    // Mutually aligned by construction (staging_payload_offset): memcpy's fast case.
     std::memcpy(reinterpret_cast<void*>(sp.dst_addr),
-                local_.staging_data + std::size_t{sp.chunk} * geo_.staging_chunk_bytes, sp.len);
+                local_.staging_data + staging_payload_offset(geo_, sp.chunk, sp.dst_addr), sp.len);
     local_.staging_ctl->free_mask.fetch_or(1ull << sp.chunk, std::memory_order_release);
   }
   if (sp.notify && sp.notify_slot < geo_.notify_slots)

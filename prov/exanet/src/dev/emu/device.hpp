@@ -95,9 +95,11 @@ class device {
 
   // ---- bounce rings (medium protocol; provider-owned memory at the receiver) ------------------
   /// Space for len bytes in p's bounce ring for this sender, without committing it. Returns
-  /// nullptr if no ring could be claimed at p or it lacks credit. len <= ring size / 2.
-  std::byte* bounce_acquire(peer_id p, std::size_t len, std::uint32_t& ring,
-                            std::uint64_t& offset) noexcept;
+  /// nullptr if no ring could be claimed at p or it lacks credit. len <= ring size / 2. The
+  /// space starts at place_like's offset within a cache line (up to 63 bytes are skipped), so
+  /// the copy into or out of it that involves place_like is mutually aligned (core/copy.hpp).
+  std::byte* bounce_acquire(peer_id p, std::size_t len, std::uintptr_t place_like,
+                            std::uint32_t& ring, std::uint64_t& offset) noexcept;
   /// Makes the space from bounce_acquire used (the packet naming it is being published).
   void bounce_commit(peer_id p, std::uint64_t end) noexcept { peers_[p].bounce_head = end; 
     peer_view(p).bounce[peers_[p].bounce_ring].head.store(end, std::memory_order_release); }
@@ -226,6 +228,8 @@ class device {
     std::uint32_t bounce_ring = ~0u;  // ring claimed at this peer; ~0u none yet
     bool bounce_none = false;         // the peer had no free ring: do not try again each send
     std::uint64_t bounce_head = 0;
+    std::uint64_t bounce_tail_seen = 0;  // the receiver's tail when last read: credit known
+                                         // without touching the line the receiver writes
     std::uint32_t event_ring = ~0u;   // RMA event ring claimed at this peer; ~0u none yet
     bool event_none = false;          // the peer had no free event ring
     std::uint64_t event_head = 0;

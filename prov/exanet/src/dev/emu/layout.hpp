@@ -15,7 +15,7 @@
 //   | event_desc[E]      |  per-sender RMA event ring: owner, head, tail on separate lines
 //   | event entries      |  E rings of Q 16-byte notifications
 //   | bounce data        |  P rings of R bytes
-//   | staging data       |  S chunks of C bytes
+//   | staging data       |  S chunks of C + 64 bytes (data at the destination's line offset)
 //   +--------------------+
 #pragma once
 #include <atomic>
@@ -27,7 +27,7 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 4;
+inline constexpr std::uint32_t layout_version = 5;
 inline constexpr std::size_t cache_line = 64;
 
 struct geometry {
@@ -147,6 +147,18 @@ struct segment_offsets {
 
 constexpr std::size_t align_up(std::size_t v, std::size_t a) noexcept { return (v + a - 1) / a * a; }
 
+/// Bytes between staging chunks: a chunk's payload starts at the destination address's offset
+/// within a cache line, so the target's copy out is mutually aligned (core/copy.hpp).
+constexpr std::size_t staging_stride(const geometry& g) noexcept {
+  return std::size_t{g.staging_chunk_bytes} + cache_line;
+}
+
+/// Where the payload of a staged write to dst_addr starts in chunk `chunk`.
+constexpr std::size_t staging_payload_offset(const geometry& g, std::uint32_t chunk,
+                                             std::uint64_t dst_addr) noexcept {
+  return staging_stride(g) * chunk + (dst_addr & (cache_line - 1));
+}
+
 constexpr segment_offsets offsets_of(const geometry& g) noexcept {
   segment_offsets o{};
   std::size_t at = align_up(sizeof(segment_header), cache_line);
@@ -174,7 +186,7 @@ constexpr segment_offsets offsets_of(const geometry& g) noexcept {
   o.bounce_data = at;
   at += std::size_t{g.bounce_ring_bytes} * g.bounce_peers;
   o.staging_data = at;
-  at += std::size_t{g.staging_chunk_bytes} * g.staging_chunks;
+  at += staging_stride(g) * g.staging_chunks;
   o.total = align_up(at, 4096);
   return o;
 }
@@ -217,7 +229,7 @@ struct segment_view {
 };
 
 /// Device-internal packet of the copy fallback: "chunk `chunk` of your staging area holds len
-/// bytes for address dst; then (if notify) post this notification". FIFO delivery through the
+/// bytes for address dst (at staging_payload_offset); then (if notify) post this notification". FIFO delivery through the
 /// mailbox orders the data before the notification, as the hardware engine does.
 struct staging_packet {
   std::uint8_t type;  // device_packet::staged_write
