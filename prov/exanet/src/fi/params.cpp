@@ -90,11 +90,19 @@ void params_define(fi_provider* prov) noexcept {
                   "1: write into peer memory with process_vm_writev (lands without the target's "
                   "progress; falls back by itself when the kernel refuses). Default 0: DMA writes "
                   "are pipelined through the target's shared staging area, several times faster");
+  fi_param_define(prov, "copy", FI_PARAM_STRING,
+                  "How copies between buffers that disagree in their position within a cache "
+                  "line are made: auto (default: measured once per process, about a millisecond), "
+                  "libc (always memcpy) or loop (always exanet's aligned-store loop)");
   fi_param_define(prov, "dead_peer_check_ms", FI_PARAM_INT,
                   "Period of the liveness check of peers that transfers wait on (default 200)");
   fi_param_define(prov, "stats", FI_PARAM_STRING,
                   "Print each endpoint's protocol counters when it closes: stderr (or 1), or a "
                   "file name to append one line per endpoint to (default: off)");
+  fi_param_define(prov, "proto_info", FI_PARAM_BOOL,
+                  "1: every endpoint prints, when it opens, which protocol each operation takes "
+                  "by size and situation (eager, medium, rendezvous, inline RMA...), to stderr "
+                  "whatever FI_LOG_LEVEL says (default 0)");
   fi_param_define(prov, "protocol", FI_PARAM_STRING,
                   "Rendezvous family: write (default) or read (the thesis baseline: "
                   "sender-initiated, acknowledged) or optimistic (the thesis's speculative variant: "
@@ -144,9 +152,18 @@ proto::config params_read() noexcept {
   if (fi_param_get_int(prov, "node", &v) == 0 && v >= 0 && v < 65536)
     c.node = static_cast<std::uint16_t>(v);
   if (fi_param_get_bool(prov, "use_cma", &v) == 0) c.use_cma = v != 0;
+  if (fi_param_get_bool(prov, "proto_info", &v) == 0) c.proto_info = v != 0;
   if (fi_param_get_int(prov, "dead_peer_check_ms", &v) == 0 && v > 0)
     c.dead_peer_check_ms = static_cast<unsigned>(v);
   (void)params_protocol(c.protocol);  // an unknown name was refused by fi_getinfo already
+  if (char* copy = nullptr; fi_param_get_str(prov, "copy", &copy) == 0 && copy && *copy) {
+    if (std::strcmp(copy, "libc") == 0)
+      c.copy = core::copy_policy::libc;
+    else if (std::strcmp(copy, "loop") == 0)
+      c.copy = core::copy_policy::vector;
+    else if (std::strcmp(copy, "auto") != 0)
+      EXANET_LOG(warn, core, "FI_EXANET_COPY=%s is not one of auto, libc, loop; using auto", copy);
+  }
   // Keep the sizes consistent: a medium message fits half a ring, an inject fits the buffered
   // paths (so it never needs the rendezvous), and nothing is zero.
   if (c.bounce_ring_bytes < 4096) c.bounce_ring_bytes = 4096;

@@ -5,8 +5,12 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_errno.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/iov.hpp"
 #include "core/log.hpp"
@@ -27,6 +31,24 @@ std::uint32_t next_pow2(std::size_t v) noexcept {
 
 constexpr std::uint64_t unresolved = unknown_source - 1;
 
+// FI_EXANET_PROTO_INFO: like UCX_PROTO_INFO, printed because the user asked, whatever
+// FI_LOG_LEVEL says; to stderr, where libfabric's log goes, so it never mixes with a program's
+// own output; in one write, so the tables of the ranks of a job do not interleave.
+[[gnu::cold, gnu::noinline]] void print_protocols(const protocol_table& t,
+                                                  std::uint32_t port) noexcept {
+  char header[96];
+  std::snprintf(header, sizeof header,
+                "exanet-proto pid=%d port=%u: protocol by operation and size",
+                static_cast<int>(getpid()), port);
+  const std::string text = t.format(header);
+  std::size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = write(STDERR_FILENO, text.data() + done, text.size() - done);
+    if (n <= 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+}
+
 }  // namespace
 
 core::status endpoint::open(const config& cfg, const dev::address& src) noexcept {
@@ -42,8 +64,8 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
   p.geo.key_slots = next_pow2(cfg.mr_keys);
   p.geo.event_rings = static_cast<std::uint32_t>(cfg.event_rings);
   p.use_cma = cfg.use_cma;
-  // A medium message must fit half a ring so two can always be in flight.
-  if (cfg_.medium_max > p.geo.bounce_ring_bytes / 2) cfg_.medium_max = p.geo.bounce_ring_bytes / 2;
+  protocols_ = protocol_table::build(selection_inputs::from(cfg, p.geo.bounce_ring_bytes));
+  cfg_.medium_max = protocols_.medium_max();  // as the table clamped it
   if (core::status s = dev_.open(p); !core::ok(s)) return s;
   try {
     ri_by_slot_.assign(p.geo.notify_slots, nullptr);
@@ -52,6 +74,7 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
     return core::status::no_memory;
   }
   open_ = true;
+  if (cfg_.proto_info) print_protocols(protocols_, dev_.local_address().port);
   return core::status::ok;
 }
 
@@ -107,34 +130,51 @@ std::uint64_t endpoint::source_of(dev::peer_id p) noexcept {
 
 core::status endpoint::send(const send_args& a) noexcept {
   const std::size_t len = core::iov_length(a.iov);
-  if (!a.delivery_complete) {
-    if (len <= wire::eager_payload_max) return eager_send(a, len);
-    if (len <= cfg_.medium_max) {
-      core::status s = medium_send(a, len);
+  // An inject takes the send row of its size: the inject limit was checked by fi/ already.
+  const size_class& c = protocols_.select(
+      a.kind == queue_kind::tagged ? op_kind::tagged_send : op_kind::send,
+      a.delivery_complete ? situation::delivery_complete : situation::transmit_complete, len);
+  switch (c.proto) {
+    case protocol::eager:
+      return eager_send(a, len);
+    case protocol::medium: {
+      const core::status s = medium_send(a, len);
       if (s != core::status::not_supported) return s;
       // No bounce ring or no credit at this receiver: the rendezvous needs neither.
+      return rendezvous_send(a, len, c.fallback);
     }
+    default:
+      return rendezvous_send(a, len, c.proto);
   }
-  // A rendezvous (which completes only once the data is in the receive buffer, as
-  // FI_DELIVERY_COMPLETE asks). Take in the RTRs already at our mailbox first, so a receive
-  // posted ahead of this send is written directly.
-  if (optimistic()) {
-    // Above medium_max only an RTR can start it; at or below, its receive is an ordinary posted
-    // one and the RTS finds it there.
-    return len > cfg_.medium_max ? optimistic_send(a, len) : rts_send(a, len);
-  }
-  progress_mailbox();
-  if (stored_rtr* st = ri_target(a.peer, a.kind, a.tag)) return ri_send(a, len, *st);
-  return rts_send(a, len);
 }
 
-recv_request* endpoint::make_recv(const recv_args& a) noexcept {
+core::status endpoint::rendezvous_send(const send_args& a, std::size_t len, protocol p) noexcept {
+  switch (p) {
+    case protocol::rndv_optimistic:
+      return optimistic_send(a, len);
+    case protocol::rndv_rts:
+      // Optimistic family at or below medium_max: its receive is an ordinary posted one and the
+      // RTS finds it there.
+      return rts_send(a, len, false);
+    case protocol::rndv:
+    case protocol::rndv_read:
+      // Take in the RTRs already at our mailbox first, so a receive posted ahead of this send
+      // is written directly.
+      progress_mailbox();
+      if (stored_rtr* st = ri_target(a.peer, a.kind, a.tag)) return ri_send(a, len, *st);
+      return rts_send(a, len, p == protocol::rndv_read);
+    default:
+      return core::status::invalid;  // not a send protocol: a table bug
+  }
+}
+
+recv_request* endpoint::make_recv(const recv_args& a, std::size_t capacity) noexcept {
   recv_request* r = recvs_.acquire();
   if (!r) return nullptr;
   r->context = a.context;
   r->iov_count = a.iov.size();
   std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
-  r->capacity = core::iov_length(a.iov);
+  r->capacity = capacity;
   r->kind = a.kind;
   r->completion = a.completion;
   r->multi = a.multi_recv;
@@ -164,12 +204,18 @@ void endpoint::take_unexpected(recv_request& r, unexpected_msg& u) noexcept {
 
 core::status endpoint::recv(const recv_args& a) noexcept {
   if (a.multi_recv && (a.kind != queue_kind::msg || a.iov.size() != 1)) return core::status::invalid;
-  if (optimistic() && a.peer == dev::no_peer) [[unlikely]]
+  const situation where = a.peer == dev::no_peer ? situation::any_source
+                          : a.multi_recv         ? situation::multi_recv
+                          : a.iov.size() != 1    ? situation::directed_iov
+                                                 : situation::directed;
+  const std::size_t capacity = core::iov_length(a.iov);
+  const protocol p = protocols_.choose(op_kind::recv, where, capacity);
+  if (p == protocol::refused) [[unlikely]]  // the optimistic family's any-source receive
     return optimistic_refuse("receives from any source (FI_ADDR_UNSPEC)");
-  recv_request* r = make_recv(a);
+  recv_request* r = make_recv(a, capacity);
   if (!r) return core::status::again;
   if (r->multi) return post_multi_recv(*r);
-  if (optimistic() && r->capacity > cfg_.medium_max) {
+  if (p == protocol::recv_rtr_only) {
     const core::status s = optimistic_recv(*r);
     if (!core::ok(s)) recvs_.release(r);
     return s;
@@ -187,7 +233,7 @@ core::status endpoint::recv(const recv_args& a) noexcept {
     recvs_.release(r);
     return core::status::no_memory;
   }
-  rtr_consider(*r);
+  if (p == protocol::recv_rtr) rtr_consider(*r);
   return core::status::ok;
 }
 

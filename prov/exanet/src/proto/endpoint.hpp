@@ -22,6 +22,7 @@
 #include "match/matcher.hpp"
 #include "proto/completion.hpp"
 #include "proto/config.hpp"
+#include "proto/protocol_select.hpp"
 #include "proto/stored_rtrs.hpp"
 #include "proto/wire.hpp"
 
@@ -264,6 +265,8 @@ class endpoint {
   void set_sinks(const endpoint_sinks& s) noexcept { sinks_ = s; }
   const dev::address& address() const noexcept { return dev_.local_address(); }
   const config& cfg() const noexcept { return cfg_; }
+  /// Which protocol each operation takes, by size and situation; built at open.
+  const protocol_table& protocols() const noexcept { return protocols_; }
 
   /// Maps a peer address to a device peer (cold: first use of each peer).
   core::status connect(const dev::address& a, dev::peer_id& out) noexcept;
@@ -308,8 +311,11 @@ class endpoint {
   // medium.cpp
   core::status medium_send(const send_args& a, std::size_t len) noexcept;
   void on_medium(dev::peer_id from, const dev::packet& pkt) noexcept;
+  // rendezvous sends (endpoint.cpp): p is the table's rendezvous protocol for this send
+  core::status rendezvous_send(const send_args& a, std::size_t len, protocol p) noexcept;
   // rndv_rts.cpp
-  core::status rts_send(const send_args& a, std::size_t len) noexcept;
+  /// ack: the read family's rendezvous, completed by the receiver's acknowledgement.
+  core::status rts_send(const send_args& a, std::size_t len, bool ack) noexcept;
   /// A send request for a rendezvous (RTS or RTR), with a private copy of an injected payload.
   send_request* make_rendezvous_send(const send_args& a, std::size_t len) noexcept;
   void on_rts(dev::peer_id from, const dev::packet& pkt) noexcept;
@@ -331,7 +337,7 @@ class endpoint {
   void on_rtr_cancel_reply(dev::peer_id from, const dev::packet& pkt) noexcept;
   void rtr_answer(dev::peer_id to, wire::pkt_type t, std::uint64_t recv_id,
                   std::uint16_t flags = 0) noexcept;
-  /// At post: sends the RTR of an eligible receive, or suspends it.
+  /// At post, for a receive the table makes recv/match+rtr: sends its RTR, or suspends it.
   void rtr_consider(recv_request& r) noexcept;
   /// 0: the receive may not send an RTR now; else its ticket (the nth class send).
   std::uint32_t rtr_ticket(const recv_request& r) noexcept;
@@ -357,9 +363,9 @@ class endpoint {
   core::status rtr_cancel(recv_request& r) noexcept;
   // rndv_optimistic.cpp
   bool optimistic() const noexcept { return cfg_.protocol == protocol_family::optimistic; }
-  /// A receive of more than medium_max bytes: only an RTR, no posted-queue entry.
+  /// A receive the table sends as recv/rtr-only: only an RTR, no posted-queue entry.
   core::status optimistic_recv(recv_request& r) noexcept;
-  /// A send of more than medium_max bytes: written into the first stored RTR of its tag, or
+  /// A send the table sends as rndv/opt: written into the first stored RTR of its tag, or
   /// waits in wait_cts_ for one.
   core::status optimistic_send(const send_args& a, std::size_t len) noexcept;
   void on_optimistic_rtr(dev::peer_id from, const wire::rtr& m) noexcept;
@@ -424,7 +430,13 @@ class endpoint {
   [[nodiscard]] bool add_unexpected(queue_kind k, unexpected_msg& u) noexcept;
   /// Gives an unexpected message (already out of the matcher) to a receive and frees it.
   void take_unexpected(recv_request& r, unexpected_msg& u) noexcept;
-  recv_request* make_recv(const recv_args& a) noexcept;
+  recv_request* make_recv(const recv_args& a, std::size_t capacity) noexcept;
+  /// Whether a read from p takes rma/read-direct (else rma/read-request). The engine's reach
+  /// can change at run time (the kernel may refuse CMA); the size does not matter.
+  bool read_direct(dev::peer_id p) const noexcept {
+    const situation s = dev_.can_read(p) ? situation::peer_readable : situation::peer_unreadable;
+    return protocols_.choose(op_kind::rma_read, s, 0) == protocol::rma_read_direct;
+  }
   void deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
                     bool has_cq_data, const std::byte* data, std::size_t len) noexcept;
   void complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
@@ -437,6 +449,7 @@ class endpoint {
   void release_send(send_request& s) noexcept;
 
   config cfg_{};
+  protocol_table protocols_{};
   dev::backend dev_;
   endpoint_sinks sinks_{};
   std::array<match::matcher, 2> matchers_;

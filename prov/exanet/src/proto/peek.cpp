@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "core/iov.hpp"
 #include "proto/endpoint.hpp"
 
 namespace exanet::proto {
@@ -13,7 +14,8 @@ namespace exanet::proto {
 core::status endpoint::peek(const recv_args& a, bool claim_it, bool discard, void** handle) noexcept {
   // Optimistic long messages wait at their sender until a receive asks: there is nothing to see.
   if (optimistic()) [[unlikely]] return optimistic_refuse("FI_PEEK");
-  recv_request* r = make_recv(a);  // a scratch request: it carries the completion fields
+  // A scratch request: it carries the completion fields.
+  recv_request* r = make_recv(a, core::iov_length(a.iov));
   if (!r) return core::status::again;
   match::matcher& m = matcher_for(a.kind);
   match::unexpected_entry* e = m.find_unexpected(r->entry.source, r->entry.tag, r->entry.ignore);
@@ -27,7 +29,7 @@ core::status endpoint::peek(const recv_args& a, bool claim_it, bool discard, voi
     m.remove_unexpected(*e);
     *handle = &u;
   } else if (discard) {
-    recv_request* sink = make_recv({.kind = a.kind});
+    recv_request* sink = make_recv({.kind = a.kind}, 0);
     if (!sink) {
       recvs_.release(r);
       return core::status::again;
@@ -55,7 +57,7 @@ core::status endpoint::peek(const recv_args& a, bool claim_it, bool discard, voi
 core::status endpoint::claim(const recv_args& a, void* handle, bool discard) noexcept {
   if (optimistic()) [[unlikely]] return optimistic_refuse("FI_CLAIM");  // no peek claimed one
   if (!handle) return core::status::invalid;
-  recv_request* r = make_recv(a);
+  recv_request* r = make_recv(a, core::iov_length(a.iov));
   if (!r) return core::status::again;
   auto& u = *static_cast<unexpected_msg*>(handle);
   if (discard) {

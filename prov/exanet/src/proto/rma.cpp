@@ -93,10 +93,16 @@ core::status endpoint::rma(const rma_args& a) noexcept {
     }
   }
   if (a.read) ++stats_.rma_reads; else ++stats_.rma_writes;
-  if (!a.read && !a.delivery_complete && a.remote.size() == 1 && local_len <= cfg_.rma_inline_max &&
-      core::ok(rma_write_inline(a, r->target[0], local_len))) {
-    rma_finish(*r, 0);  // copied out of the caller's buffer: complete, inject or not
-    return core::status::ok;
+  if (!a.read) {
+    const situation where = a.delivery_complete     ? situation::delivery_complete
+                            : a.remote.size() == 1 ? situation::transmit_complete
+                                                   : situation::several_ranges;
+    if (protocols_.choose(op_kind::rma_write, where, local_len) == protocol::rma_inline &&
+        core::ok(rma_write_inline(a, r->target[0], local_len))) {
+      rma_finish(*r, 0);  // copied out of the caller's buffer: complete, inject or not
+      return core::status::ok;
+    }
+    // rma/dma, or rma/inline without ring credit (its fallback).
   }
   if (rma_advance(*r)) return core::status::ok;
   if (a.inject && r->what == rma_request::role::write) {
@@ -174,7 +180,7 @@ endpoint::rma_step endpoint::rma_read_data(rma_request& r) noexcept {
   };
   while (r.seg < r.remote_count) {
     const std::size_t len = r.remote[r.seg].len;
-    if (r.seg_done == 0 && r.reply_slot == rma_request::no_slot && dev_.can_read(r.peer)) {
+    if (r.seg_done == 0 && r.reply_slot == rma_request::no_slot && read_direct(r.peer)) {
       const core::status s = dev_.dma_read(r.peer, r.target[r.seg].va, local, r.seg_offset, len);
       if (core::ok(s)) {
         r.seg_offset += len;
@@ -241,7 +247,7 @@ endpoint::rma_step endpoint::rma_post_events(rma_request& r) noexcept {
     const bool last = r.seg + 1 == r.remote_count;
     const bool wanted = r.target[r.seg].events || (last && (r.has_cq_data || want_ack));
     // A read by request is counted by the target when it answers.
-    const bool by_request = r.what == rma_request::role::read && !dev_.can_read(r.peer);
+    const bool by_request = r.what == rma_request::role::read && !read_direct(r.peer);
     if (wanted && !by_request) {
       const core::status s = rma_post_event(r, r.seg, last);
       if (s == core::status::again) return rma_step::blocked;

@@ -78,10 +78,9 @@ std::uint32_t endpoint::rtr_ticket(const recv_request& r) noexcept {
 }
 
 void endpoint::rtr_consider(recv_request& r) noexcept {
-  if (cfg_.protocol != protocol_family::write || r.multi || r.iov_count != 1 ||
-      r.entry.source == match::any_source || r.capacity <= cfg_.medium_max ||
-      r.entry.source >= seq_.size())
-    return;
+  // Which receives send an RTR is the protocol table's rule (recv/match+rtr); here only whether
+  // the source is a peer this endpoint has sequence state for.
+  if (r.entry.source >= seq_.size()) return;
   if (const std::uint32_t nth = rtr_ticket(r)) {
     rtr_send(r, nth);
     if (r.rtr == rtr_state::sent) ++stats_.rtr_sent;

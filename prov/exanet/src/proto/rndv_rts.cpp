@@ -55,10 +55,10 @@ send_request* endpoint::make_rendezvous_send(const send_args& a, std::size_t len
   return s;
 }
 
-core::status endpoint::rts_send(const send_args& a, std::size_t len) noexcept {
+core::status endpoint::rts_send(const send_args& a, std::size_t len, bool ack) noexcept {
   send_request* s = make_rendezvous_send(a, len);
   if (!s) return core::status::again;
-  s->ack_wanted = cfg_.protocol == protocol_family::read;
+  s->ack_wanted = ack;
   dev::emu::mailbox_reservation slot;
   if (core::status st = dev_.mailbox_reserve(a.peer, slot); !core::ok(st)) {
     release_send(*s);

@@ -12,17 +12,12 @@
 #include <vector>
 
 #include "proto/endpoint.hpp"
+#include "endpoint_pair.hpp"
 
 namespace exanet::proto {
 namespace {
 
-struct collected {
-  std::deque<completion> entries;
-  static void write(void* self, const completion& c) noexcept {
-    static_cast<collected*>(self)->entries.push_back(c);
-  }
-  completion_sink sink() { return {this, &collected::write}; }
-};
+using testing_pair::collected;
 
 std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
   std::vector<std::byte> v(n);
@@ -30,24 +25,12 @@ std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
   return v;
 }
 
-class pair_test : public ::testing::TestWithParam<bool> {
+class pair_test : public ::testing::TestWithParam<bool>, protected testing_pair::endpoint_pair {
  protected:
   void SetUp() override {
     cfg.pdid = 900 + static_cast<std::uint32_t>(getpid() % 1000);
     cfg.use_cma = GetParam();
-    ASSERT_EQ(a.open(cfg, {}), core::status::ok);
-    ASSERT_EQ(b.open(cfg, {}), core::status::ok);
-    a.set_sinks({.tx = a_tx.sink(), .rx = a_rx.sink()});
-    b.set_sinks({.tx = b_tx.sink(), .rx = b_rx.sink()});
-    ASSERT_EQ(a.connect(b.address(), a_to_b), core::status::ok);
-    ASSERT_EQ(b.connect(a.address(), b_to_a), core::status::ok);
-  }
-  void pump_until(const std::function<bool()>& done) {
-    for (int i = 0; i < 10'000'000 && !done(); ++i) {
-      a.progress();
-      b.progress();
-    }
-    ASSERT_TRUE(done());
+    open_pair();
   }
   core::status send(std::span<const std::byte> data, std::uint64_t tag, void* ctx,
                     queue_kind kind = queue_kind::tagged) {
@@ -77,10 +60,6 @@ class pair_test : public ::testing::TestWithParam<bool> {
     return b.recv(r);
   }
 
-  config cfg;
-  endpoint a, b;
-  collected a_tx, a_rx, b_tx, b_rx;
-  dev::peer_id a_to_b = dev::no_peer, b_to_a = dev::no_peer;
 };
 
 TEST_P(pair_test, every_size_expected_and_unexpected) {
