@@ -1,86 +1,102 @@
 #!/usr/bin/env bash
-# MPI latency and bandwidth, four ways side by side in one run, with NetPIPE (NPopenmpi) and
-# Debian's Open MPI, 2 ranks on this host:
+# MPI latency and streaming bandwidth, four ways side by side in one run, with our own benchmark
+# (fabtests/bench/mpi_bench.c, built as build/fabtests/mpi/mpi_bench) and Debian's Open MPI,
+# 2 ranks on this host, --bind-to core:
 #   exanet  pml cm + mtl ofi over exanet
-#   ofi_shm pml cm + mtl ofi over libfabric's shm (Open MPI 4.1.4 refuses shm 1.17: it lacks
-#           FI_LOCAL_COMM/FI_REMOTE_COMM; the column then reads NA and the reason is printed)
 #   vader   pml ob1 + btl vader (Open MPI's own shared memory)
 #   ucx     pml ucx (with pml_ucx_tls/devices "any", which Debian's defaults need)
-# A benchmark, not a test: nothing asserts on time. Each cell is the median of REPEAT sweeps.
+#   tcp     pml cm + mtl ofi over libfabric's tcp provider: the control for what the MTL itself
+#           costs (the same Open MPI code above a different provider)
+# (libfabric's shm cannot serve here: Open MPI 4.1.4 refuses shm 1.17, which lacks
+# FI_LOCAL_COMM/FI_REMOTE_COMM.)
+# Every size runs every buffer placement (send and receive buffers 0, 8, 16, 24, 40 and 63 bytes
+# past a page, chosen independently); a cell is the median over placements and the worst
+# placement, each placement's value being the median of its REPEAT runs. The paths take turns at
+# every size (paired measurement), and a line per size is printed as soon as it is complete.
+# A benchmark, not a test: nothing asserts on time.
 #   fabtests/bench/mpi_compare.sh [build-dir] [out-dir]
-# Environment: REPEAT (default 3), UPPER (largest size, default 4194304).
+# Environment:
+#   SIZES     latency sizes (default "1 8 64 512 4K 16K 64K 256K 1M 4M")
+#   BW_SIZES  bandwidth sizes (default: SIZES)
+#   REPEAT    runs per path and size (default 2)
+#   PATHS     the paths, in turn order (default "exanet vader ucx tcp")
+#   OFFSETS   placements, comma separated (default 0,8,16,24,40,63); OFFSETS=0 for aligned only
+#   BLOCKS    timed blocks per placement inside a run, the best kept (default 2)
+#   TOUCH     1 (default): the receiver reads every cache line it received (mpi_bench -r), as an
+#             application would; 0: osu's convention, where a transport that writes straight into
+#             the receive buffer leaves the data in the sender's cache and looks faster than it is
+#   BENCH_LOCK  a lock file every run holds (flock), so benchmarks of others sharing the
+#             machine do not run at the same time (default /tmp/exanet-bench.lock; empty: none)
+# Output: $out/mpi_lat.csv and $out/mpi_bw.csv (and .samples, .png), with the ratios
+# exanet/vader, exanet/ucx and exanet/tcp of the medians and of the worst placements.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/../.." && pwd)
-build=${1:-$root/build}
-out=${2:-$build/bench}
-repeat=${REPEAT:-3}
-upper=${UPPER:-4194304}
-mkdir -p "$out"
-command -v NPopenmpi >/dev/null || { echo "NPopenmpi missing: apt-get install netpipe-openmpi" >&2; exit 1; }
-base=(--allow-run-as-root --oversubscribe -np 2)
-declare -A path
-path[exanet]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl ^ofi -x FI_PROVIDER=exanet -x FI_PROVIDER_PATH=$build/lib"
-path[ofi_shm]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include shm --mca btl ^ofi -x FI_PROVIDER=shm"
-path[vader]="--mca pml ob1 --mca btl vader,self --mca mtl ^ofi"
-path[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^ofi"
-order=(exanet ofi_shm vader ucx)
-raw=$(mktemp)
-trap 'rm -f "$raw" "$raw".*' EXIT
+# shellcheck source-path=SCRIPTDIR source=lib.sh
+source "$here/lib.sh"
+bench_init - mpi "$@"
+REPEAT=${REPEAT:-2}
+repeat=$REPEAT
+prog=$build/fabtests/mpi/mpi_bench
+[[ -x $prog ]] || { echo "build first: $prog is missing (it needs mpicc)" >&2; exit 1; }
+command -v mpirun >/dev/null || { echo "mpirun missing: apt-get install openmpi-bin" >&2; exit 1; }
+# shellcheck disable=SC2086  # SIZES is a list: split it
+read -r -a lat_sizes <<<"$(bench_bytes ${SIZES:-1 8 64 512 4K 16K 64K 256K 1M 4M})"
+# shellcheck disable=SC2086
+read -r -a bw_sizes <<<"$(bench_bytes ${BW_SIZES:-${SIZES:-1 8 64 512 4K 16K 64K 256K 1M 4M}})"
+read -r -a paths <<<"${PATHS:-exanet vader ucx tcp}"
+offsets=${OFFSETS:-0,8,16,24,40,63}
+blocks=${BLOCKS:-2}
+touch=()
+[[ ${TOUCH:-1} != 0 ]] && touch=(-r)
+lock=${BENCH_LOCK-/tmp/exanet-bench.lock}
+locker=()
+[[ -n $lock ]] && command -v flock >/dev/null && locker=(flock "$lock")
 
-# rows "path size usec mbps"; paths take turns within each repetition
-for _ in $(seq "$repeat"); do
-  for p in "${order[@]}"; do
-    # shellcheck disable=SC2086
-    if timeout 600 mpirun "${base[@]}" ${path[$p]} NPopenmpi -u "$upper" -o "$raw.np" \
-        >"$raw.log" 2>&1 && [[ -s $raw.np ]]; then
-      awk -v p="$p" '{ printf "%s %d %.3f %.1f\n", p, $1, $3 * 1e6, $2 }' "$raw.np" >>"$raw"
-    else
-      echo "$p: no run ($(grep -m1 -E 'cannot be selected|No components|error' "$raw.log" || tail -1 "$raw.log"))" >&2
-    fi
-    rm -f "$raw.np"
+base=(--allow-run-as-root -np 2 --bind-to core)
+declare -A mca
+mca[exanet]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl ^ofi -x FI_PROVIDER=exanet -x FI_PROVIDER_PATH=$build/lib"
+mca[tcp]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp --mca btl ^ofi -x FI_PROVIDER=tcp"
+mca[vader]="--mca pml ob1 --mca btl vader,self --mca mtl ^ofi"
+mca[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^ofi"
+
+ratios=""
+for p in "${paths[@]}"; do
+  [[ $p != exanet && " ${paths[*]} " == *" exanet "* ]] && ratios+="${ratios:+ }exanet/$p"
+done
+
+# One run of path $1, kind $2 (lat|bw), size $3: adds its placement samples to table $4.
+# A run that fails adds one NA sample (the cell then reads NA) and says why.
+run() {
+  local p=$1 kind=$2 size=$3 table=$4
+  # shellcheck disable=SC2086
+  if "${locker[@]}" timeout 600 mpirun "${base[@]}" ${mca[$p]} "$prog" -t "$kind" -m "$size" \
+      -M "$size" -p "$offsets" -b "$blocks" "${touch[@]}" -v >"$raw.log" 2>&1 &&
+      grep -q "^place $kind $size " "$raw.log"; then
+    awk -v p="$p" -v k="$kind" '$1 == "place" && $2 == k { print p, $3, $5, $4 }' "$raw.log" >"$raw.s"
+    bench_table_add_file "$table" "$raw.s"
+  else
+    echo "$p $kind $size: no run ($(grep -m1 -E 'cannot be selected|No components|rror|FAIL' "$raw.log" || tail -1 "$raw.log"))" >&2
+    bench_table_add "$table" "$p" "$size" NA
+  fi
+}
+
+for kind in lat bw; do
+  if [[ $kind == lat ]]; then
+    table=mpi_lat sizes=("${lat_sizes[@]}")
+    bench_table_begin "$table" low us "${paths[*]}" "$ratios"
+  else
+    table=mpi_bw sizes=("${bw_sizes[@]}")
+    bench_table_begin "$table" high MBps "${paths[*]}" "$ratios"
+  fi
+  for size in "${sizes[@]}"; do
+    for _ in $(seq "$repeat"); do
+      for p in "${paths[@]}"; do run "$p" "$kind" "$size" "$table"; done
+    done
+    bench_table_row "$table" "$size"
   done
 done
 
-csv=$out/mpi.csv
-# NetPIPE's sizes are powers of two and +-3 perturbations; report the powers of two.
-awk -v order="${order[*]}" -f "$here/stats.awk" -f /dev/stdin "$raw" >"$csv" <<'AWK'
-  function pow2(x) { while (x > 1 && x % 2 == 0) x /= 2; return x == 1 }
-  pow2($2) { lat[$1, $2] = lat[$1, $2] " " $3; bw[$1, $2] = bw[$1, $2] " " $4; sizes[$2] = 1 }
-  END {
-    np = split(order, P, " ")
-    hdr = "size"
-    for (i = 1; i <= np; i++) hdr = hdr "," P[i] "_usec"
-    for (i = 1; i <= np; i++) hdr = hdr "," P[i] "_Mbps"
-    print hdr ",exanet_over_vader_usec,exanet_over_ucx_usec"
-    n = 0; for (s in sizes) S[++n] = s + 0
-    for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (S[j] < S[i]) { t = S[i]; S[i] = S[j]; S[j] = t }
-    for (k = 1; k <= n; k++) {
-      line = S[k]
-      for (i = 1; i <= np; i++) { L[P[i]] = median(lat[P[i], S[k]]); line = line "," L[P[i]] }
-      for (i = 1; i <= np; i++) line = line "," median(bw[P[i], S[k]])
-      print line "," ratio(L["exanet"], L["vader"]) "," ratio(L["exanet"], L["ucx"])
-    }
-  }
-AWK
-column -s, -t <"$csv"
-echo "CSV: $csv"
-if command -v gnuplot >/dev/null; then
-  gnuplot <<GP
-set terminal pngcairo size 1200,500 noenhanced
-set output "$out/mpi.png"
-set datafile separator ","
-set multiplot layout 1,2
-set logscale xy
-set xlabel "message size (bytes)"
-set key top left
-set ylabel "latency (usec, one way)"
-plot for [i=2:5] "$csv" every ::1 using 1:i with linespoints title columnhead(i)
-set ylabel "bandwidth (Mbps)"
-plot for [i=6:9] "$csv" every ::1 using 1:i with linespoints title columnhead(i)
-unset multiplot
-GP
-  echo "plot: $out/mpi.png"
-else
-  echo "(install gnuplot for $out/mpi.png)"
-fi
+bench_table_show mpi_lat
+bench_table_show mpi_bw
+bench_plot mpi_lat "MPI ping-pong latency, 2 ranks, --bind-to core (median and worst placement)" "latency (us, one way)"
+bench_plot mpi_bw "MPI streaming bandwidth, window 64 (median and worst placement)" "bandwidth (MB/s)"

@@ -294,6 +294,8 @@ std::uint64_t av_remove_epoch(const av& a) noexcept {
   return a.epoch.load(std::memory_order_acquire);
 }
 
+const std::atomic<std::uint64_t>& av_remove_epoch_counter(const av& a) noexcept { return a.epoch; }
+
 void av_ref(av& a) noexcept { a.refs.fetch_add(1, std::memory_order_acq_rel); }
 void av_unref(av& a) noexcept { a.refs.fetch_sub(1, std::memory_order_acq_rel); }
 

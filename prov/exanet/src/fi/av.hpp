@@ -4,6 +4,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "dev/address.hpp"
@@ -20,6 +21,8 @@ bool av_lookup(av& a, fi_addr_t addr, dev::address& out) noexcept;
 fi_addr_t av_reverse_lookup(av& a, const dev::address& addr) noexcept;
 /// Changes whenever an entry is removed, so endpoints drop cached translations.
 std::uint64_t av_remove_epoch(const av& a) noexcept;
+/// The counter behind av_remove_epoch, for an endpoint to read inline on its data path.
+const std::atomic<std::uint64_t>& av_remove_epoch_counter(const av& a) noexcept;
 void av_ref(av& a) noexcept;
 void av_unref(av& a) noexcept;
 

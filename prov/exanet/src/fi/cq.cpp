@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstring>
 #include <new>
 #include <vector>
@@ -22,7 +23,8 @@ class cq {
   fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
   fi_wait_obj wait_obj = FI_WAIT_NONE;
   core::level_lock lock;  // the entries
-  std::vector<proto::completion> ring;  // capacity grows, entries never dropped
+  std::vector<proto::completion> ring;  // a power of two; grows, entries never dropped
+  std::size_t mask = 0;                 // ring.size() - 1: positions wrap without a division
   std::size_t head = 0, count = 0;
   progress_list sources;
   std::atomic<bool> signaled{false};  // fi_cq_signal: wake one sread
@@ -33,8 +35,9 @@ class cq {
 
   [[gnu::cold, gnu::noinline]] bool grow() noexcept try {
     std::vector<proto::completion> bigger(std::max<std::size_t>(ring.size() * 2, 64));
-    for (std::size_t i = 0; i < count; ++i) bigger[i] = ring[(head + i) % ring.size()];
+    for (std::size_t i = 0; i < count; ++i) bigger[i] = ring[(head + i) & mask];
     ring.swap(bigger);
+    mask = ring.size() - 1;
     head = 0;
     return true;
   } catch (...) {
@@ -45,10 +48,19 @@ class cq {
     {
       core::level_guard g(lock);
       if (count == ring.size() && !grow()) return;  // out of memory: nothing else we can do
-      ring[(head + count) % ring.size()] = c;
+      ring[(head + count) & mask] = c;
       ++count;
     }
-    if (armed.exchange(false, std::memory_order_acq_rel)) fd.signal();
+    // Only fi_trywait sets armed. Its store precedes its locked look at count, so after our
+    // locked push a plain load sees it (or trywait saw the entry); below FI_THREAD_FID one
+    // thread does both. The atomic exchange is paid only when a waiter may be asleep.
+    if (armed.load(std::memory_order_relaxed)) [[unlikely]]
+      if (armed.exchange(false, std::memory_order_acq_rel)) fd.signal();
+  }
+
+  void pop() noexcept {
+    head = (head + 1) & mask;
+    --count;
   }
 };
 
@@ -57,73 +69,67 @@ namespace {
 cq& cq_of(fid* f) noexcept { return from_fid<cq>(f); }
 cq& cq_of(fid_cq* f) noexcept { return from_fid<cq>(&f->fid); }
 
-std::size_t entry_size(fi_cq_format f) noexcept {
-  switch (f) {
-    case FI_CQ_FORMAT_MSG: return sizeof(fi_cq_msg_entry);
-    case FI_CQ_FORMAT_DATA: return sizeof(fi_cq_data_entry);
-    case FI_CQ_FORMAT_TAGGED: return sizeof(fi_cq_tagged_entry);
-    default: return sizeof(fi_cq_entry);
+// The entry layout of each format, filled from a completion. The CQ's read calls are
+// instantiated per format, so reading an entry costs no switch.
+template <fi_cq_format F> struct entry_of;
+template <> struct entry_of<FI_CQ_FORMAT_CONTEXT> {
+  using type = fi_cq_entry;
+  static type make(const proto::completion& c) noexcept { return {c.context}; }
+};
+template <> struct entry_of<FI_CQ_FORMAT_MSG> {
+  using type = fi_cq_msg_entry;
+  static type make(const proto::completion& c) noexcept { return {c.context, c.flags, c.len}; }
+};
+template <> struct entry_of<FI_CQ_FORMAT_DATA> {
+  using type = fi_cq_data_entry;
+  static type make(const proto::completion& c) noexcept {
+    return {c.context, c.flags, c.len, c.buf, c.data};
   }
-}
-
-void convert(const proto::completion& c, fi_cq_format f, void* out) noexcept {
-  switch (f) {
-    case FI_CQ_FORMAT_TAGGED: {
-      auto* e = static_cast<fi_cq_tagged_entry*>(out);
-      *e = {c.context, c.flags, c.len, c.buf, c.data, c.tag};
-      return;
-    }
-    case FI_CQ_FORMAT_DATA: {
-      auto* e = static_cast<fi_cq_data_entry*>(out);
-      *e = {c.context, c.flags, c.len, c.buf, c.data};
-      return;
-    }
-    case FI_CQ_FORMAT_MSG: {
-      auto* e = static_cast<fi_cq_msg_entry*>(out);
-      *e = {c.context, c.flags, c.len};
-      return;
-    }
-    default:
-      static_cast<fi_cq_entry*>(out)->op_context = c.context;
-      return;
+};
+template <> struct entry_of<FI_CQ_FORMAT_TAGGED> {
+  using type = fi_cq_tagged_entry;
+  static type make(const proto::completion& c) noexcept {
+    return {c.context, c.flags, c.len, c.buf, c.data, c.tag};
   }
-}
+};
 
+template <fi_cq_format F>
 ssize_t read_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
   q.progress();
   core::level_guard g(q.lock);
   if (q.count == 0) return -FI_EAGAIN;
-  if (q.ring[q.head].err != 0) return -FI_EAVAIL;  // errors wait their turn, in order
-  const std::size_t size = entry_size(q.format);
+  if (q.ring[q.head].err != 0) [[unlikely]] return -FI_EAVAIL;  // errors wait their turn, in order
+  auto* out = static_cast<typename entry_of<F>::type*>(buf);
   size_t n = 0;
-  while (n < count && q.count > 0 && q.ring[q.head].err == 0) {
+  do {
     const proto::completion& c = q.ring[q.head];
-    convert(c, q.format, static_cast<char*>(buf) + n * size);
+    out[n] = entry_of<F>::make(c);
     if (src) src[n] = c.src;
-    q.head = (q.head + 1) % q.ring.size();
-    --q.count;
+    q.pop();
     ++n;
-  }
-  if (q.count == 0) q.fd.drain();
+  } while (n < count && q.count > 0 && q.ring[q.head].err == 0);
+  if (q.count == 0 && q.fd.fd() >= 0) q.fd.drain();
   return static_cast<ssize_t>(n);
 }
 
+template <fi_cq_format F>
 ssize_t cq_read(fid_cq* f, void* buf, size_t count) noexcept {
-  if (count && !buf) return -FI_EINVAL;
-  if (count == 0) {  // fi_cq_read(cq, NULL, 0): progress only (fabtests use it that way)
+  if (count == 0) [[unlikely]] {  // fi_cq_read(cq, NULL, 0): progress only (fabtests use it so)
     cq_of(f).progress();
     return -FI_EAGAIN;
   }
-  return read_entries(cq_of(f), buf, count, nullptr);
+  if (!buf) [[unlikely]] return -FI_EINVAL;
+  return read_entries<F>(cq_of(f), buf, count, nullptr);
 }
 
+template <fi_cq_format F>
 ssize_t cq_readfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src) noexcept {
-  if (count && (!buf || !src)) return -FI_EINVAL;
-  if (count == 0) {
+  if (count == 0) [[unlikely]] {
     cq_of(f).progress();
     return -FI_EAGAIN;
   }
-  return read_entries(cq_of(f), buf, count, src);
+  if (!buf || !src) [[unlikely]] return -FI_EINVAL;
+  return read_entries<F>(cq_of(f), buf, count, src);
 }
 
 ssize_t cq_readerr(fid_cq* f, fi_cq_err_entry* e, uint64_t flags) noexcept {
@@ -146,11 +152,11 @@ ssize_t cq_readerr(fid_cq* f, fi_cq_err_entry* e, uint64_t flags) noexcept {
   e->prov_errno = c.prov_errno;
   e->err_data = err_data;
   e->err_data_size = 0;
-  q.head = (q.head + 1) % q.ring.size();
-  --q.count;
+  q.pop();
   return 1;
 }
 
+template <fi_cq_format F>
 ssize_t cq_sreadfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src, const void* cond,
                      int timeout) noexcept {
   cq& q = cq_of(f);
@@ -160,7 +166,7 @@ ssize_t cq_sreadfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src, const v
   const std::uint64_t deadline = timeout < 0 ? UINT64_MAX : now_ms() + std::uint64_t(timeout);
   unsigned round = 0;
   for (;;) {
-    ssize_t r = src ? read_entries(q, buf, count, src) : read_entries(q, buf, count, nullptr);
+    const ssize_t r = read_entries<F>(q, buf, count, src);
     if (r != -FI_EAGAIN) return r;
     if (q.signaled.exchange(false, std::memory_order_acq_rel)) return -FI_EAGAIN;
     if (now_ms() >= deadline) return -FI_EAGAIN;
@@ -168,8 +174,9 @@ ssize_t cq_sreadfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src, const v
   }
 }
 
+template <fi_cq_format F>
 ssize_t cq_sread(fid_cq* f, void* buf, size_t count, const void* cond, int timeout) noexcept {
-  return cq_sreadfrom(f, buf, count, nullptr, cond, timeout);
+  return cq_sreadfrom<F>(f, buf, count, nullptr, cond, timeout);
 }
 
 int cq_signal(fid_cq* f) noexcept {
@@ -206,16 +213,26 @@ constinit fi_ops g_cq_fid_ops = {
     .ops_set = enosys_ptr<decltype(fi_ops::ops_set)>,
 };
 
+template <fi_cq_format F>
 constinit fi_ops_cq g_cq_ops = {
     .size = sizeof(fi_ops_cq),
-    .read = &cq_read,
-    .readfrom = &cq_readfrom,
+    .read = &cq_read<F>,
+    .readfrom = &cq_readfrom<F>,
     .readerr = &cq_readerr,
-    .sread = &cq_sread,
-    .sreadfrom = &cq_sreadfrom,
+    .sread = &cq_sread<F>,
+    .sreadfrom = &cq_sreadfrom<F>,
     .signal = &cq_signal,
     .strerror = &cq_strerror,
 };
+
+fi_ops_cq* ops_for(fi_cq_format f) noexcept {
+  switch (f) {
+    case FI_CQ_FORMAT_MSG: return &g_cq_ops<FI_CQ_FORMAT_MSG>;
+    case FI_CQ_FORMAT_DATA: return &g_cq_ops<FI_CQ_FORMAT_DATA>;
+    case FI_CQ_FORMAT_TAGGED: return &g_cq_ops<FI_CQ_FORMAT_TAGGED>;
+    default: return &g_cq_ops<FI_CQ_FORMAT_CONTEXT>;
+  }
+}
 
 void write_completion(void* self, const proto::completion& c) noexcept {
   static_cast<cq*>(self)->push(c);
@@ -250,11 +267,14 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) n
     const bool locked = t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT;
     q->lock.enable(locked);
     q->sources.enable_lock(locked);
-    q->ring.resize(attr->size ? attr->size : 1024);
+    // A power of two (beyond 2^62 the resize throws: -FI_ENOMEM, as for any oversized ring).
+    const std::size_t asked = attr->size ? attr->size : 1024;
+    q->ring.resize(std::bit_ceil(std::min<std::size_t>(asked, std::size_t{1} << 62)));
+    q->mask = q->ring.size() - 1;
     q->cq_fid.fid.fclass = FI_CLASS_CQ;
     q->cq_fid.fid.context = context;
     q->cq_fid.fid.ops = &g_cq_fid_ops;
-    q->cq_fid.ops = &g_cq_ops;
+    q->cq_fid.ops = ops_for(q->format);
     if (q->wait_obj == FI_WAIT_FD && q->fd.open() != 0) {
       delete q;
       return -FI_EMFILE;

@@ -8,7 +8,9 @@
 #include <rdma/fi_collective.h>
 #include <rdma/fi_ext_exanet.h>
 
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <new>
 
 #include "core/log.hpp"
@@ -70,12 +72,14 @@ int ep_close(fid* f) noexcept {
     endpoint_report_counters(ep);
     ep.proto.close();
   }
+  // Each CQ and counter holds the endpoint once, however many of its slots it fills.
   if (ep.tx_cq) cq_detach(*ep.tx_cq, source_of(ep));
-  if (ep.rx_cq) cq_detach(*ep.rx_cq, source_of(ep));
-  if (ep.send_cntr) cntr_detach(*ep.send_cntr, source_of(ep));
-  for (cntr* c : {ep.recv_cntr, ep.read_cntr, ep.write_cntr, ep.remote_read_cntr,
-                  ep.remote_write_cntr})
-    if (c) cntr_detach(*c, source_of(ep));
+  if (ep.rx_cq && ep.rx_cq != ep.tx_cq) cq_detach(*ep.rx_cq, source_of(ep));
+  cntr* const slots[] = {ep.send_cntr, ep.recv_cntr, ep.read_cntr, ep.write_cntr,
+                         ep.remote_read_cntr, ep.remote_write_cntr};
+  for (std::size_t i = 0; i < std::size(slots); ++i)
+    if (slots[i] && std::find(slots, slots + i, slots[i]) == slots + i)
+      cntr_detach(*slots[i], source_of(ep));
   if (ep.av_) av_unref(*ep.av_);
   domain_unref(ep.domain);
   delete &ep;
@@ -87,13 +91,14 @@ int bind_cq(endpoint& ep, cq& q, std::uint64_t flags) {
   if (!(flags & (FI_TRANSMIT | FI_RECV))) return -FI_EINVAL;
   if ((flags & FI_TRANSMIT && ep.tx_cq) || (flags & FI_RECV && ep.rx_cq)) return -FI_EINVAL;
   const bool selective = flags & FI_SELECTIVE_COMPLETION;
+  // One attachment per CQ: a CQ that serves both queues (as Open MPI's binds it) must progress
+  // the endpoint once per read, not once per queue.
+  if (ep.tx_cq != &q && ep.rx_cq != &q) cq_attach(q, source_of(ep));
   if (flags & FI_TRANSMIT) {
-    cq_attach(q, source_of(ep));
     ep.tx_cq = &q;
     ep.tx_selective = selective;
   }
   if (flags & FI_RECV) {
-    cq_attach(q, source_of(ep));
     ep.rx_cq = &q;
     ep.rx_selective = selective;
   }
@@ -114,11 +119,12 @@ int bind_cntr(endpoint& ep, cntr& c, std::uint64_t flags) {
   // Remote events are counted only for endpoints that asked for them (fi_cntr(3)).
   if ((flags & (FI_REMOTE_READ | FI_REMOTE_WRITE)) && !(ep.caps & FI_RMA_EVENT))
     return -FI_EINVAL;
-  for (const auto& [bit, slot] : slots) {
-    if (!(flags & bit)) continue;
-    cntr_attach(c, source_of(ep));
-    *slot = &c;
-  }
+  // One attachment per counter, however many event classes it counts (see bind_cq).
+  bool attached = false;
+  for (const auto& [bit, slot] : slots) attached = attached || *slot == &c;
+  if (!attached && (flags & known)) cntr_attach(c, source_of(ep));
+  for (const auto& [bit, slot] : slots)
+    if (flags & bit) *slot = &c;
   return 0;
 }
 
@@ -135,6 +141,7 @@ int ep_bind(fid* f, fid* bfid, std::uint64_t flags) noexcept {
         av_ref(*a);
         ep.av_ = a;
         ep.av_epoch = av_remove_epoch(*a);
+        ep.av_epoch_now = &av_remove_epoch_counter(*a);
         return 0;
       }
       case FI_CLASS_CQ: {
@@ -312,7 +319,7 @@ constinit fi_ops_collective g_collective_ops = {
 
 progress_source endpoint_progress_source(endpoint& ep) noexcept { return source_of(ep); }
 
-int endpoint::peer_of(fi_addr_t addr, dev::peer_id& out) noexcept {
+int endpoint::resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept {
   if (!av_) return -FI_EADDRNOTAVAIL;
   const std::uint64_t epoch = av_remove_epoch(*av_);
   if (epoch != av_epoch) [[unlikely]] {

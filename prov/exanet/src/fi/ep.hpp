@@ -4,6 +4,7 @@
 #include <rdma/fabric.h>
 #include <rdma/fi_endpoint.h>
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -49,10 +50,21 @@ class endpoint {
   cntr* remote_write_cntr = nullptr; // FI_REMOTE_WRITE (FI_RMA_EVENT)
   bool enabled = false;
   std::uint64_t av_epoch = 0;
+  const std::atomic<std::uint64_t>* av_epoch_now = nullptr;  // the bound AV's; set with av_
   std::vector<dev::peer_id> peers;  // fi_addr -> device peer; no_peer: not resolved yet
 
-  /// The device peer for fi_addr, connecting on first use. Negative -FI_E* on failure.
-  int peer_of(fi_addr_t addr, dev::peer_id& out) noexcept;
+  /// The device peer for fi_addr, connecting on first use. Negative -FI_E* on failure. Inline:
+  /// a cached peer costs a few loads per data-path call.
+  int peer_of(fi_addr_t addr, dev::peer_id& out) noexcept {
+    if (av_epoch_now && addr < peers.size() && peers[addr] != dev::no_peer &&
+        av_epoch_now->load(std::memory_order_acquire) == av_epoch) [[likely]] {
+      out = peers[addr];
+      return 0;
+    }
+    return resolve_peer(addr, out);
+  }
+  /// peer_of's slow path: an address not cached yet, or an AV that removed entries since.
+  int resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept;
   void progress() noexcept;
 };
 
