@@ -10,7 +10,9 @@
  * bandwidth:     a window of WINDOW outstanding fi_write (or fi_read) of one size, repeated,
  *                bytes over wall time at the initiator; the target only progresses. Writes
  *                count at their (transmit) completion, as the provider reports it.
- * Environment: ITERS (ping-pong round trips, default 2000), WINDOW (default 64).
+ * Environment: ITERS (ping-pong round trips, default 2000), WINDOW (default 64), PLACEMENT=S:R
+ * (default 0:0): every source buffer S bytes past a page, every destination R bytes past one (the
+ * placement sweeps are xfer_bench's: fabtests/bench/xfer_compare.sh).
  */
 #include "xt.h"
 
@@ -21,6 +23,11 @@
 #include <unistd.h>
 
 #define MAX_SIZE (4u << 20)
+/* The registered buffer: destinations in the lower half, sources in the upper, each with a page
+ * of room for the placement offsets. */
+#define HALF (MAX_SIZE + 4096u)
+
+static int g_soff, g_roff; /* PLACEMENT=S:R */
 
 struct side {
 	struct xt_ep x;
@@ -52,10 +59,10 @@ static void open_side(struct side *s, int sock, int first)
 	h->domain_attr->threading = FI_THREAD_DOMAIN;
 	xt_open(&s->x, h, 0);
 	fi_freeinfo(h);
-	s->buf = aligned_alloc(4096, 2 * MAX_SIZE);
+	s->buf = aligned_alloc(4096, 2 * HALF);
 	XT_CHECK(s->buf, "out of memory");
-	memset(s->buf, 0, 2 * MAX_SIZE);
-	XT_RC(fi_mr_reg(s->x.domain, s->buf, 2 * MAX_SIZE,
+	memset(s->buf, 0, 2 * HALF);
+	XT_RC(fi_mr_reg(s->x.domain, s->buf, 2 * HALF,
 			FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 7, 0, &s->mr, NULL));
 	if (s->x.info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
 		XT_RC(fi_mr_bind(s->mr, &s->x.ep->fid, 0));
@@ -129,18 +136,19 @@ static void serve_until(struct side *s, int sock)
 
 static double pingpong(struct side *s, size_t size, int first, size_t iters)
 {
-	unsigned char *src = s->buf + MAX_SIZE;
+	unsigned char *src = s->buf + HALF + g_soff;
+	const uint64_t dst = s->peer_addr + g_roff;
 	double t0 = 0;
 	for (size_t i = 0; i < iters + iters / 10; i++) {
 		if (i == iters / 10)
 			t0 = now_s(); /* the first tenth warms up */
 		if (first) {
-			POST(s, fi_writedata(s->x.ep, src, size, s->desc, i, s->peer, s->peer_addr, s->peer_key, NULL));
+			POST(s, fi_writedata(s->x.ep, src, size, s->desc, i, s->peer, dst, s->peer_key, NULL));
 			reap(s, 1);
 			wait_remote(s);
 		} else {
 			wait_remote(s);
-			POST(s, fi_writedata(s->x.ep, src, size, s->desc, i, s->peer, s->peer_addr, s->peer_key, NULL));
+			POST(s, fi_writedata(s->x.ep, src, size, s->desc, i, s->peer, dst, s->peer_key, NULL));
 			reap(s, 1);
 		}
 	}
@@ -152,8 +160,8 @@ static double pingpong(struct side *s, size_t size, int first, size_t iters)
  * can never mix into the data the reads check. */
 static double bandwidth(struct side *s, size_t size, int read, size_t window)
 {
-	unsigned char *local = read ? s->buf : s->buf + MAX_SIZE;
-	const uint64_t remote = s->peer_addr + (read ? MAX_SIZE : 0);
+	unsigned char *local = read ? s->buf + g_roff : s->buf + HALF + g_soff;
+	const uint64_t remote = s->peer_addr + (read ? HALF + (uint64_t)g_soff : (uint64_t)g_roff);
 	size_t rounds = (256u << 20) / (size * window);
 	if (rounds < 4)
 		rounds = 4;
@@ -191,19 +199,19 @@ static int run(int first, int sock)
 		xt_sync(sock);
 		double wbw = 0, rbw = 0;
 		if (first) {
-			xt_fill(s.buf + MAX_SIZE, size, (unsigned)size);
+			xt_fill(s.buf + HALF + g_soff, size, (unsigned)size);
 			wbw = bandwidth(&s, size, 0, window);
 			xt_send_all(sock, "w", 1);
 			xt_sync(sock);
 			rbw = bandwidth(&s, size, 1, window);
-			XT_CHECK(xt_verify(s.buf, size, (unsigned)size ^ 1), "read data of %zu bytes", size);
+			XT_CHECK(xt_verify(s.buf + g_roff, size, (unsigned)size ^ 1), "read data of %zu bytes", size);
 			xt_send_all(sock, "r", 1);
 			printf("%-10zu %14.2f %14.1f %14.1f\n", size, lat, wbw, rbw);
 			fflush(stdout);
 		} else {
 			serve_until(&s, sock);
-			XT_CHECK(xt_verify(s.buf, size, (unsigned)size), "written data of %zu bytes", size);
-			xt_fill(s.buf + MAX_SIZE, size, (unsigned)size ^ 1); /* what the reads bring back */
+			XT_CHECK(xt_verify(s.buf + g_roff, size, (unsigned)size), "written data of %zu bytes", size);
+			xt_fill(s.buf + HALF + g_soff, size, (unsigned)size ^ 1); /* what the reads bring back */
 			xt_sync(sock);
 			serve_until(&s, sock);
 		}
@@ -224,6 +232,10 @@ static int child(int index, int sock)
 int main(int argc, char **argv)
 {
 	xt_init(1800);
+	if (getenv("PLACEMENT"))
+		XT_CHECK(sscanf(getenv("PLACEMENT"), "%d:%d", &g_soff, &g_roff) == 2 && g_soff >= 0 && g_soff < 4096 &&
+				 g_roff >= 0 && g_roff < 4096,
+			 "PLACEMENT=S:R, offsets 0..4095");
 	for (int i = 1; i < argc && g_nsizes < 64; i++)
 		g_sizes[g_nsizes++] = strtoull(argv[i], NULL, 10);
 	if (!g_nsizes)

@@ -18,6 +18,8 @@
  * PENDING=N: each side first posts N more directed 64 KiB receives with other tags, which stay
  * posted through the whole run (an application with many receives up at once), and retires them
  * at the end; the latency then shows what every message pays for the receives that wait.
+ * PLACEMENT=S:R (default 0:0): the send buffer S bytes past a page, the receive buffer R (the
+ * sweeps over placements are xfer_bench's, fabtests/bench/xfer_compare.sh).
  */
 #include "xt.h"
 
@@ -31,18 +33,6 @@
 static size_t g_sizes[64];
 static size_t g_nsizes;
 
-static double now_us(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
-}
 
 /* Rendezvous sends so far, and how many of them an RTR served; false without exanet. */
 static int rendezvous_counts(struct xt_ep *x, uint64_t *all, uint64_t *ri)
@@ -90,7 +80,7 @@ struct lane {
 	struct xt_ep x;
 	fi_addr_t peer;
 	const char *variant; /* NULL: whatever the environment selects */
-	unsigned char *rbuf, *pbuf;
+	unsigned char *rbase, *rbuf, *pbuf;
 	double *t;
 	uint64_t all0, ri0;
 	int counted;
@@ -138,8 +128,15 @@ static int run(int first, int sock)
 	const size_t iters = getenv("ITERS") ? strtoull(getenv("ITERS"), NULL, 10) : 500;
 	const size_t warm = iters / 10 + 1;
 	const size_t pending = getenv("PENDING") ? strtoull(getenv("PENDING"), NULL, 10) : 0;
-	unsigned char *sbuf = malloc(max);
-	XT_CHECK(sbuf, "out of memory");
+	int soff = 0, roff = 0;
+	if (getenv("PLACEMENT"))
+		XT_CHECK(sscanf(getenv("PLACEMENT"), "%d:%d", &soff, &roff) == 2 && soff >= 0 && soff < 4096 &&
+				 roff >= 0 && roff < 4096,
+			 "PLACEMENT=S:R, offsets 0..4095");
+	const size_t blen = (max + 4095) / 4096 * 4096 + 4096;
+	unsigned char *sbase = aligned_alloc(4096, blen);
+	XT_CHECK(sbase, "out of memory");
+	unsigned char *sbuf = sbase + soff;
 	for (size_t v = 0; v < nl; v++) {
 		struct lane *l = &lanes[v];
 		if (l->variant)
@@ -149,7 +146,8 @@ static int run(int first, int sock)
 		xt_open(&l->x, h, 0);
 		fi_freeinfo(h);
 		l->peer = xt_exchange(&l->x, sock, first, NULL);
-		l->rbuf = malloc(max);
+		l->rbase = aligned_alloc(4096, blen);
+		l->rbuf = l->rbase ? l->rbase + roff : NULL;
 		l->t = malloc(sizeof(double) * iters);
 		l->pbuf = malloc(pending * PENDING_BYTES + 1);
 		XT_CHECK(l->rbuf && l->t && l->pbuf, "out of memory");
@@ -172,10 +170,10 @@ static int run(int first, int sock)
 		for (size_t i = 0; i < warm + iters; i++)
 			for (size_t j = 0; j < nl; j++) {
 				struct lane *l = &lanes[(i + j) % nl]; /* each lane leads in turn */
-				const double t0 = now_us();
+				const double t0 = xt_now_us();
 				round_trip(l, first, sbuf, size, 0);
 				if (i >= warm)
-					l->t[i - warm] = (now_us() - t0) / 2;
+					l->t[i - warm] = (xt_now_us() - t0) / 2;
 			}
 		for (size_t v = 0; v < nl; v++) {
 			struct lane *l = &lanes[v];
@@ -189,7 +187,7 @@ static int run(int first, int sock)
 			xt_send_all(sock, mine, sizeof mine);
 			xt_recv_all(sock, theirs, sizeof theirs);
 			if (first) {
-				qsort(l->t, iters, sizeof *l->t, cmp_double);
+				qsort(l->t, iters, sizeof *l->t, xt_cmp_double);
 				const uint64_t all = mine[0] + theirs[0], ri = mine[1] + theirs[1];
 				char pct[16] = "NA";
 				if (l->counted && all)
@@ -218,11 +216,11 @@ static int run(int first, int sock)
 	for (size_t v = 0; v < nl; v++) {
 		struct lane *l = &lanes[v];
 		xt_close(&l->x);
-		free(l->rbuf);
+		free(l->rbase);
 		free(l->pbuf);
 		free(l->t);
 	}
-	free(sbuf);
+	free(sbase);
 	return 0;
 }
 

@@ -308,3 +308,16 @@ int xt_verify(const void *buf, size_t len, unsigned seed)
 			return 0;
 	return 1;
 }
+
+double xt_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
+}
+
+int xt_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}

@@ -93,4 +93,8 @@ void xt_sync_progress(int sock, struct fid_cq *cq);
 void xt_fill(void *buf, size_t len, unsigned seed);
 int xt_verify(const void *buf, size_t len, unsigned seed);
 
+/* For the benchmarks: a monotonic clock in microseconds, and qsort's comparison of doubles. */
+double xt_now_us(void);
+int xt_cmp_double(const void *a, const void *b);
+
 #endif
