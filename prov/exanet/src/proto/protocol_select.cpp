@@ -196,7 +196,8 @@ protocol_table protocol_table::build(const selection_inputs& in) noexcept {
   // RMA writes: small ones through the bounce ring (DMA when it has no credit); several remote
   // ranges and delivery-complete writes are DMA writes.
   size_row& write = t.rows_[row_index(op_kind::rma_write, situation::transmit_complete)];
-  append(write, in.rma_inline_max, protocol::rma_inline, protocol::rma_dma);
+  // FI_EXANET_RMA_INLINE_MAX=0 turns the inline path off, zero-byte writes included.
+  if (in.rma_inline_max > 0) append(write, in.rma_inline_max, protocol::rma_inline, protocol::rma_dma);
   append(write, unbounded, protocol::rma_dma);
   append(t.rows_[row_index(op_kind::rma_write, situation::several_ranges)], unbounded,
          protocol::rma_dma);

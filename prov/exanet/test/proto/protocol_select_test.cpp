@@ -188,7 +188,9 @@ struct old_rules {
     return protocol::recv_matched;
   }
   size_class rma_write(situation s, std::size_t len) const {
-    if (s == situation::transmit_complete && len <= in.rma_inline_max)
+    // Second deliberate change: a limit of 0 disables the inline path, as documented (before,
+    // zero-byte writes still went inline).
+    if (s == situation::transmit_complete && in.rma_inline_max > 0 && len <= in.rma_inline_max)
       return {0, protocol::rma_inline, protocol::rma_dma};
     return {0, protocol::rma_dma, protocol::rma_dma};
   }
