@@ -73,7 +73,12 @@ void copy_sse2(std::byte* d, const std::byte* s, std::size_t n) noexcept {
                      _mm_loadu_si128(reinterpret_cast<const v*>(end_s - 16)));
 }
 
-const bool g_avx2 = __builtin_cpu_supports("avx2");
+// Initialised by a constructor of this module, which may run before libgcc's own CPU probe:
+// ask for the probe first.
+const bool g_avx2 = [] {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx2") != 0;
+}();
 #endif
 
 double now_ns() noexcept {
@@ -104,7 +109,7 @@ namespace {
 
 const char* loop_isa() noexcept {
 #if defined(__x86_64__)
-  return __builtin_cpu_supports("avx2") ? "avx2" : "sse2";
+  return detail::g_avx2 ? "avx2" : "sse2";
 #else
   return "none";
 #endif

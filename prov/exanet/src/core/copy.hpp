@@ -62,8 +62,8 @@ inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
 }
 
 /// The byte offset within a cache line, which staging areas copy so the copy out is aligned.
-inline std::size_t line_offset(std::uintptr_t addr) noexcept {
-  return addr & (detail::cache_line - 1);
+constexpr std::size_t line_offset(std::uint64_t addr) noexcept {
+  return static_cast<std::size_t>(addr & (detail::cache_line - 1));
 }
 
 }  // namespace exanet::core

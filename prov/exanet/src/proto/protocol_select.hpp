@@ -77,7 +77,8 @@ enum class situation : std::uint8_t {
 /// What the choice depends on, read once at endpoint setup.
 struct selection_inputs {
   std::size_t eager_max = 0;       // payload bytes that fit the env_data packet
-  std::size_t medium_max = 0;      // as configured (clamped to half a ring by build)
+  std::size_t medium_max = 0;      // as configured (build clamps it to half a ring and
+                                   // raises it to eager_max)
   std::size_t ring_bytes = 0;      // this endpoint's bounce ring, as the device rounded it
   std::size_t inject_size = 0;     // fi_inject limit
   std::size_t rma_inline_max = 0;  // largest RMA write through the ring

@@ -282,13 +282,14 @@ std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uintptr_t pla
   ring_desc& d = pr.view.bounce[pr.bounce_ring];
   const std::uint64_t size = pr.geo.bounce_ring_bytes;
   std::byte* const ring_base = pr.view.bounce_data + std::size_t{pr.bounce_ring} * size;
-  std::uint64_t head = pr.bounce_head;
-  head += core::line_offset(place_like - reinterpret_cast<std::uintptr_t>(ring_base) - head);
+  // The first position from `from` whose byte sits where place_like does within a line (the
+  // ring base is page-aligned and the ring a multiple of a line).
+  const auto placed = [&](std::uint64_t from) {
+    return from + core::line_offset(place_like - reinterpret_cast<std::uintptr_t>(ring_base) - from);
+  };
+  std::uint64_t head = placed(pr.bounce_head);
   const std::uint64_t room_to_end = size - (head & (size - 1));
-  if (room_to_end < len) {  // a message never wraps: skip to the ring start
-    head += room_to_end;
-    head += core::line_offset(place_like - reinterpret_cast<std::uintptr_t>(ring_base) - head);
-  }
+  if (room_to_end < len) head = placed(head + room_to_end);  // a message never wraps
   // The tail only grows, so credit seen once is still there: read the receiver's line (a
   // cross-core transfer per message otherwise) only when the known credit does not suffice.
   if (head + len - pr.bounce_tail_seen > size) {

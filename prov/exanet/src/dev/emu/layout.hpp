@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/copy.hpp"
 #include "dev/device.hpp"
 
 namespace exanet::dev::emu {
@@ -156,7 +157,7 @@ constexpr std::size_t staging_stride(const geometry& g) noexcept {
 /// Where the payload of a staged write to dst_addr starts in chunk `chunk`.
 constexpr std::size_t staging_payload_offset(const geometry& g, std::uint32_t chunk,
                                              std::uint64_t dst_addr) noexcept {
-  return staging_stride(g) * chunk + (dst_addr & (cache_line - 1));
+  return staging_stride(g) * chunk + core::line_offset(dst_addr);
 }
 
 constexpr segment_offsets offsets_of(const geometry& g) noexcept {
