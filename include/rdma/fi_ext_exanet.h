@@ -68,6 +68,18 @@ struct fi_exanet_counters {
 	uint64_t parked;         /* packets held until an earlier write's notification was taken */
 	uint64_t served_drops;   /* RTS packets dropped because an RTR already served the send */
 	uint64_t rtr_cancels;    /* receive cancels that needed the handshake with the sender */
+	/* What this endpoint refused from peers (the target's checks), by reason. Each is also
+	 * logged at FI_LOG_WARN, at most once every 10 s per reason. */
+	uint64_t drop_foreign_pdid; /* packets stamped with another protection domain */
+	uint64_t drop_unknown;      /* packets of an unknown type or wire version */
+	uint64_t drop_bad_field;    /* packets naming what is not theirs or not there: a bounce ring
+	                               range, a send, receive, slot or chunk that is stale or forged */
+	uint64_t drop_dma_refused;  /* DMA writes outside every receive buffer, read landing piece
+	                               and registration armed for them (refused before or as they
+	                               land; the initiator's operation fails with FI_EACCES) */
+	uint64_t drop_notify_refused; /* DMA notifications for a slot not armed for them */
+	uint64_t drop_rma_event;    /* RMA events or rma_done packets naming no live registration,
+	                               a right it lacks, or more bytes than it holds */
 };
 
 struct fid_ep;

@@ -1,5 +1,7 @@
 #include "core/log.hpp"
 
+#include <time.h>
+
 #include <cstdio>
 
 namespace exanet::core {
@@ -23,6 +25,15 @@ void log_write(log_level level, log_subsys subsys, const char* func, int line, c
   std::vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   g_log_sink.write(level, subsys, func, line, msg);
+}
+
+bool log_limit_pass(std::atomic<std::int64_t>& last_second) noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  const std::int64_t now = ts.tv_sec;
+  std::int64_t last = last_second.load(std::memory_order_relaxed);
+  return now - last >= log_limit_seconds &&
+         last_second.compare_exchange_strong(last, now, std::memory_order_relaxed);
 }
 
 }  // namespace exanet::core

@@ -38,8 +38,17 @@ struct caps {
   bool direct_user_write = false;  // DMA lands in user memory without staging (CMA available)
 };
 
+/// Names no registration: a write that carries it must land in a window its target armed.
+inline constexpr std::uint32_t no_key_slot = ~std::uint32_t{0};
+
 /// One DMA write: local iovecs (from byte `src_offset`) to a remote address, optionally followed
 /// by a notification into one of the target's notification slots.
+///
+/// The target is the authority on where bytes may land (as the ExaNeST engine checks at the
+/// target): a write goes either through a registration (`key_slot`, RMA) and must fall inside it
+/// with remote-write rights, or names a notification slot and generation (`notify_slot`,
+/// `notify_gen`, used for that even without `notify`) whose window the target armed for this
+/// transfer (a receive buffer, a read's landing piece). Anything else is refused and counted.
 struct dma_write {
   peer_id peer = no_peer;
   std::span<const iovec> src;
@@ -51,6 +60,7 @@ struct dma_write {
   std::uint32_t notify_gen = 0;   // names this use of the slot, so a late write cannot satisfy a
                                   // later reuse of it
   notification notify_data{};
+  std::uint32_t key_slot = no_key_slot;  // RMA: the target's protection-table slot
 };
 
 /// Rights a memory registration grants to remote peers (bits of key_grant::access).
@@ -78,6 +88,14 @@ struct rma_target {
   bool events = false;
 };
 
+/// Packets and writes a device refused, by reason (the target's checks).
+struct drop_counts {
+  std::uint64_t foreign_pdid = 0;    // a packet of another protection domain
+  std::uint64_t bad_field = 0;       // a device packet naming a chunk, length or type that is not
+  std::uint64_t dma_refused = 0;     // a write outside every window and registration armed for it
+  std::uint64_t notify_refused = 0;  // a notification for a slot not armed with that generation
+};
+
 /// Progress of one DMA write; a backend that stages data may need several calls.
 struct dma_state {
   std::size_t done = 0;  // bytes of the payload handed to the engine
@@ -93,6 +111,7 @@ concept device = requires(D& d, const D& cd, peer_id p, const packet& pk, const 
   { cd.local_address() } -> std::same_as<const address&>;
   { cd.capabilities() } -> std::same_as<caps>;
   { d.peer_alive(p) } -> std::same_as<bool>;
+  { cd.drops() } -> std::same_as<const drop_counts&>;
 };
 
 }  // namespace exanet::dev

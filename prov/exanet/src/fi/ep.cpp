@@ -50,7 +50,7 @@ std::uint64_t resolve_source(void* self, const dev::address& a) noexcept {
 void on_remote_access(void* self, const proto::rma_target_event& e) noexcept {
   auto& ep = *static_cast<endpoint*>(self);
   const std::uint64_t event = e.remote_read ? FI_REMOTE_READ : FI_REMOTE_WRITE;
-  if (e.key_known && e.region_end) domain_mr_registry(ep.domain).count_remote_access(e.key, event);
+  if (e.region_end) domain_mr_registry(ep.domain).count_remote_access(e.key, event);
   cntr* c = e.remote_read ? ep.remote_read_cntr : ep.remote_write_cntr;
   if (c && e.op_end) cntr_sink(*c).add(cntr_sink(*c).self, false);
   if (e.has_cq_data && ep.rx_cq) {

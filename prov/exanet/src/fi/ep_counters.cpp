@@ -49,6 +49,12 @@ constexpr named_counter g_counters[] = {
     {"parked", &fi_exanet_counters::parked},
     {"served_drops", &fi_exanet_counters::served_drops},
     {"rtr_cancels", &fi_exanet_counters::rtr_cancels},
+    {"drop_foreign_pdid", &fi_exanet_counters::drop_foreign_pdid},
+    {"drop_unknown", &fi_exanet_counters::drop_unknown},
+    {"drop_bad_field", &fi_exanet_counters::drop_bad_field},
+    {"drop_dma_refused", &fi_exanet_counters::drop_dma_refused},
+    {"drop_notify_refused", &fi_exanet_counters::drop_notify_refused},
+    {"drop_rma_event", &fi_exanet_counters::drop_rma_event},
 };
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),
               "every counter has a name in the report");

@@ -224,8 +224,7 @@ struct source_resolver {
 
 /// A remote peer accessed memory this endpoint exposes (FI_RMA_EVENT counting, remote CQ data).
 struct rma_target_event {
-  std::uint64_t key = 0;
-  bool key_known = false;  // false: the registration was closed since the access
+  std::uint64_t key = 0;    // a live registration: events for any other are dropped
   bool remote_read = false;
   bool op_end = true;      // the operation's last range: endpoint counters count operations
   bool region_end = true;  // its last range in this registration: MR counters count once each
@@ -296,7 +295,16 @@ class endpoint {
   core::status cancel(void* context) noexcept;
   std::size_t progress() noexcept;
 
-  const endpoint_stats& stats() const noexcept { return stats_; }
+  /// The protocol's counters with the device's drop counts folded in.
+  endpoint_stats stats() const noexcept {
+    endpoint_stats s = stats_;
+    const dev::drop_counts& d = dev_.drops();
+    s.drop_foreign_pdid = d.foreign_pdid;
+    s.drop_bad_field += d.bad_field;
+    s.drop_dma_refused += d.dma_refused;
+    s.drop_notify_refused = d.notify_refused;
+    return s;
+  }
   /// Testing (FI_EXANET_TESTING_OPS): while held, no packet is taken from the mailbox.
   void hold_mailbox(bool hold) noexcept { mailbox_held_ = hold; }
 
@@ -382,7 +390,7 @@ class endpoint {
   /// False: the packet was parked or dropped; true: dispatch it now.
   bool admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept;
   void park(dev::peer_id from, const dev::packet& pkt) noexcept;
-  void drop_served(const dev::packet& pkt) noexcept;
+  void drop_served(dev::peer_id from, const dev::packet& pkt) noexcept;
   /// The psn after the watermark was taken by a notification: the packets behind it go now.
   void advance_watermark(dev::peer_id from, wire::psn_t psn) noexcept;
   void dispatch(dev::peer_id from, const dev::packet& pkt) noexcept;

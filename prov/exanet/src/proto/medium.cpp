@@ -51,9 +51,10 @@ core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept
 void endpoint::on_medium(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto p = wire::read<wire::medium>(pkt);
   const std::size_t len = p.hdr.len;
-  const std::byte* data = dev_.bounce_data(p.ring, p.ring_offset, len);
+  const std::byte* data = dev_.bounce_data(from, p.ring, p.ring_offset, len);
   if (!data) {
-    EXANET_LOG(warn, ep_data, "medium packet names bytes outside its ring; dropped");
+    ++stats_.drop_bad_field;
+    EXANET_LOG_ONCE(warn, ep_data, "medium packet names bytes outside its sender's ring; dropped");
     return;
   }
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;

@@ -61,7 +61,8 @@ void endpoint::dispatch(dev::peer_id from, const dev::packet& pkt) noexcept {
 
 void endpoint::on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept {
   // Version skew or a peer bug: drop, say so, keep going (never assert on peer input).
-  EXANET_LOG(warn, ep_data, "unknown packet type %u version %u from peer %u dropped",
+  ++stats_.drop_unknown;
+  EXANET_LOG_ONCE(warn, ep_data, "unknown packet type %u version %u from peer %u dropped",
              static_cast<unsigned>(pkt[0]), static_cast<unsigned>(pkt[1]), from);
 }
 

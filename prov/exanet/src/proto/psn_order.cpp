@@ -61,7 +61,7 @@ bool endpoint::admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcep
   if (!wire::is_message(static_cast<std::uint8_t>(pkt[0]))) return true;
   const wire::psn_t psn = wire::psn_of(pkt);
   if (!wire::psn_before(q->watermark, psn)) {
-    drop_served(pkt);
+    drop_served(from, pkt);
     return false;
   }
   if (psn != q->watermark + 1) {
@@ -85,7 +85,7 @@ void endpoint::park(dev::peer_id from, const dev::packet& pkt) noexcept {
   ++stats_.parked;
 }
 
-void endpoint::drop_served(const dev::packet& pkt) noexcept {
+void endpoint::drop_served(dev::peer_id from, const dev::packet& pkt) noexcept {
   if (static_cast<wire::pkt_type>(pkt[0]) == wire::pkt_type::rts) {
     ++stats_.served_drops;  // its receive got the data by RTR
     return;
@@ -95,7 +95,7 @@ void endpoint::drop_served(const dev::packet& pkt) noexcept {
              static_cast<unsigned>(pkt[0]), wire::psn_of(pkt));
   if (static_cast<wire::pkt_type>(pkt[0]) == wire::pkt_type::medium) {
     const auto m = wire::read<wire::medium>(pkt);
-    if (dev_.bounce_data(m.ring, m.ring_offset, m.hdr.len))
+    if (dev_.bounce_data(from, m.ring, m.ring_offset, m.hdr.len))
       dev_.bounce_consume(m.ring, m.ring_offset + m.hdr.len);  // give the credit back
   }
 }
@@ -111,7 +111,7 @@ void endpoint::advance_watermark(dev::peer_id from, wire::psn_t psn) noexcept {
         q.watermark = p;
       } else {
         q.parked.remove(*b);
-        drop_served(b->pkt);
+        drop_served(from, b->pkt);
         backlog_pool_.release(b);
         continue;
       }

@@ -159,6 +159,7 @@ endpoint::rma_step endpoint::rma_write_data(rma_request& r) noexcept {
     w.src_offset = r.seg_offset;
     w.dst_addr = r.target[r.seg].va;
     w.len = r.remote[r.seg].len;
+    w.key_slot = r.target[r.seg].key_slot;  // the registration the target checks it against
     const core::status s = dev_.dma_post(w, r.dma);
     if (s == core::status::again) return rma_step::blocked;
     if (!core::ok(s)) {
@@ -212,6 +213,7 @@ endpoint::rma_step endpoint::rma_read_data(rma_request& r) noexcept {
       return fail(FI_EINVAL);  // the local buffers are shorter than the ranges (checked at post)
     std::uint32_t slot = 0, gen = 0;
     if (!dev_.notify_alloc(slot, gen)) return rma_step::blocked;
+    dev_.window_open(slot, reinterpret_cast<std::uint64_t>(piece.iov_base), piece.iov_len);
     wire::rma_read_req q{};
     const bool range_done = r.seg_done + piece.iov_len == len;
     const std::uint8_t ends = range_done ? ends_of(r, r.seg) : 0;
@@ -332,10 +334,20 @@ std::size_t endpoint::progress_rma() noexcept {
 void endpoint::rma_access_landed(dev::peer_id from, std::uint32_t key_slot, bool remote_read,
                                  std::uint8_t ends, std::size_t len, bool has_cq_data,
                                  std::uint64_t cq_data) noexcept {
+  // Only an access that could have happened here counts (issue 12): a live registration of this
+  // endpoint with the right the access needs, no longer than it, that asked to hear of accesses
+  // or that the access brings CQ data into. Anything else is a stale or forged event.
+  dev::key_grant g;
+  const std::uint32_t need = remote_read ? dev::rma_access::remote_read : dev::rma_access::remote_write;
+  if (!dev_.key_at(key_slot, g) || (g.access & need) != need || len > g.len ||
+      !(g.events || has_cq_data)) {
+    ++stats_.drop_rma_event;
+    EXANET_LOG_ONCE(warn, ep_data, "RMA event for key slot %u (%s, %zu bytes) dropped: no such "
+                    "access is possible here", key_slot, remote_read ? "read" : "write", len);
+    return;
+  }
   if (!sinks_.rma_target) return;
   rma_target_event e;
-  dev::key_grant g;
-  e.key_known = dev_.key_at(key_slot, g);
   e.key = g.key;
   e.remote_read = remote_read;
   e.op_end = ends & wire::event_last;

@@ -42,9 +42,10 @@ core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target
 void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto p = wire::read<wire::rma_write_inline>(pkt);
   const std::size_t len = p.hdr.len;
-  const std::byte* data = dev_.bounce_data(p.ring, p.ring_offset, len);
+  const std::byte* data = dev_.bounce_data(from, p.ring, p.ring_offset, len);
   if (!data) {
-    EXANET_LOG(warn, ep_data, "inline RMA write names bytes outside its ring; dropped");
+    ++stats_.drop_bad_field;
+    EXANET_LOG_ONCE(warn, ep_data, "inline RMA write names bytes outside its sender's ring; dropped");
     return;
   }
   // The initiator checked the key; the grant may have been revoked since. Copying is this
@@ -56,8 +57,9 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
   if (granted) {
     core::copy_bytes(reinterpret_cast<void*>(p.dst_va), data, len);
   } else {
-    EXANET_LOG(warn, ep_data, "inline RMA write from port %u into a revoked range; dropped",
-               from == dev::no_peer ? 0u : dev_.peer_address(from).port);
+    ++stats_.drop_dma_refused;
+    EXANET_LOG_ONCE(warn, ep_data, "inline RMA write from port %u outside its registration; dropped",
+                    dev_.peer_address(from).port);
   }
   dev_.bounce_consume(p.ring, p.ring_offset + len);
   const bool has_data = p.hdr.flags & wire::flag_cq_data;

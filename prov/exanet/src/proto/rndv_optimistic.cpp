@@ -64,6 +64,7 @@ core::status endpoint::optimistic_recv(recv_request& r) noexcept {
   p.tag = r.entry.tag;
   p.ignore = r.entry.ignore;
   p.buf_addr = reinterpret_cast<std::uint64_t>(r.landing ? r.landing : r.iov[0].iov_base);
+  dev_.window_open(r.ri_slot, p.buf_addr, r.capacity);
   p.capacity = r.capacity;
   p.recv_id = recvs_.id_of(&r);
   p.notify_slot = r.ri_slot;

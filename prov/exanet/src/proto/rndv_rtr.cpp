@@ -97,6 +97,8 @@ void endpoint::rtr_send(recv_request& r, std::uint32_t nth) noexcept {
     return;
   }
   ri_by_slot_[r.ri_slot] = &r;
+  // One buffer (the protocol table's RTR rule): the write may land anywhere in it, nowhere else.
+  dev_.window_open(r.ri_slot, reinterpret_cast<std::uint64_t>(r.iov[0].iov_base), r.capacity);
   const dev::peer_id to = r.entry.source;
   wire::rtr p{};
   p.hdr = wire::make_header(wire::pkt_type::rtr, r.kind == queue_kind::tagged ? wire::flag_tagged : 0);
@@ -193,7 +195,8 @@ endpoint::ri_take endpoint::take_ri(recv_request& r) noexcept {
   const bool own_rts = r.rtr == rtr_state::waiting_rts && note.psn == r.rts_psn;
   if (!own_rts && note.psn != q.watermark + 1) {
     if (wire::psn_before(q.watermark + 1, note.psn)) return ri_take::deferred;  // earlier send due
-    EXANET_LOG(warn, ep_data, "write notification with taken psn %u from peer %u", note.psn, from);
+    ++stats_.drop_bad_field;
+    EXANET_LOG_ONCE(warn, ep_data, "write notification with taken psn %u from peer %u", note.psn, from);
     if (r.rtr != rtr_state::waiting_rts) unpost(r);
     fail_recv(r, FI_EIO);
     return ri_take::done;
@@ -307,7 +310,8 @@ void endpoint::on_rtr(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto m = wire::read<wire::rtr>(pkt);
   peer_sequence* q = from == dev::no_peer ? nullptr : sequence_of(from);
   if (!q) {
-    EXANET_LOG(warn, ep_data, "RTR from an unreachable receiver dropped");
+    ++stats_.drop_bad_field;
+    EXANET_LOG_ONCE(warn, ep_data, "RTR from an unreachable receiver dropped");
     return;
   }
   if (m.hdr.flags & wire::flag_optimistic) {
@@ -324,7 +328,8 @@ void endpoint::on_rtr(dev::peer_id from, const dev::packet& pkt) noexcept {
   }
   const wire::psn_t last = q->next_psn - 1;
   if (m.nth == 0 || wire::psn_before(last, m.after_psn)) {
-    EXANET_LOG(warn, ep_data, "malformed RTR from peer %u dropped", from);
+    ++stats_.drop_bad_field;
+    EXANET_LOG_ONCE(warn, ep_data, "malformed RTR from peer %u dropped", from);
     return;
   }
   const auto kind = (m.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;

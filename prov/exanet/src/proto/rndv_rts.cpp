@@ -85,7 +85,8 @@ core::status endpoint::rts_send(const send_args& a, std::size_t len, bool ack) n
 void endpoint::on_rts(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto p = wire::read<wire::rts>(pkt);
   if (from == dev::no_peer) {
-    EXANET_LOG(warn, ep_data, "RTS from an unreachable sender dropped");
+    ++stats_.drop_bad_field;
+    EXANET_LOG_ONCE(warn, ep_data, "RTS from an unreachable sender dropped");
     return;
   }
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
@@ -158,6 +159,7 @@ void endpoint::rndv_recv_next_segment(recv_request& r) noexcept {
     break;
   }
   r.segment_len = len;
+  dev_.window_open(r.notify_slot, addr, len);  // the only bytes the sender's write may touch
   wire::cts c{};
   c.hdr = wire::make_header(wire::pkt_type::cts,
                             static_cast<std::uint16_t>(r.delivered + len == total ? wire::flag_last : 0));
@@ -210,8 +212,9 @@ void endpoint::on_rndv_ack(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto a = wire::read<wire::rndv_ack>(pkt);
   send_request* s = sends_.from_id(a.send_id);
   if (!s || s->peer != from || !s->hook.linked() || !s->data_sent) {
-    EXANET_LOG(warn, ep_data, "stale or forged rendezvous ack for send %llu dropped",
-               static_cast<unsigned long long>(a.send_id));
+    ++stats_.drop_bad_field;
+    EXANET_LOG_ONCE(warn, ep_data, "stale or forged rendezvous ack for send %llu dropped",
+                    static_cast<unsigned long long>(a.send_id));
     return;
   }
   wait_cts_.remove(*s);
@@ -223,8 +226,9 @@ void endpoint::on_cts(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto c = wire::read<wire::cts>(pkt);
   send_request* s = sends_.from_id(c.send_id);
   if (!s || s->peer != from || !s->hook.linked() || s->data_sent || c.msg_offset > s->len) {
-    EXANET_LOG(warn, ep_data, "stale or forged CTS for send %llu dropped",
-               static_cast<unsigned long long>(c.send_id));
+    ++stats_.drop_bad_field;
+    EXANET_LOG_ONCE(warn, ep_data, "stale or forged CTS for send %llu dropped",
+                    static_cast<unsigned long long>(c.send_id));
     return;
   }
   wait_cts_.remove(*s);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -196,10 +197,12 @@ TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
   device a, b;
   ASSERT_EQ(a.open(make_params(test_pdid(6))), core::status::ok);
   ASSERT_EQ(b.open(make_params(test_pdid(6))), core::status::ok);
-  peer_id ab;
+  peer_id ab, ba;
   ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  ASSERT_EQ(b.connect(a.local_address(), ba), core::status::ok);
   const std::size_t ring = 1 << 16, len = 24000;  // does not divide the ring: forces skips
   std::uint64_t consumed = 0;
+  std::uint32_t held = 0;  // the ring a holds at b
   for (int i = 0; i < 40; ++i) {
     std::uint32_t r;
     std::uint64_t off;
@@ -215,16 +218,26 @@ TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
         << "the space is not placed like the buffer it is copied from";
     std::memset(dst, i, len);
     a.bounce_commit(ab, off + len);
-    const std::byte* seen = b.bounce_data(r, off, len);
+    const std::byte* seen = b.bounce_data(ba, r, off, len);
     ASSERT_NE(seen, nullptr);
+    EXPECT_EQ(b.bounce_data(ba, r, off, len + 1), nullptr) << "past what the sender produced";
+    EXPECT_EQ(b.bounce_data(ba, (r + 1) % 4, off, len), nullptr) << "a ring the sender does not hold";
     EXPECT_EQ(seen[0], std::byte(i));
     EXPECT_EQ(seen[len - 1], std::byte(i));
     consumed = off + len;
+    held = r;
   }
   std::uint32_t r;
   std::uint64_t off;
   EXPECT_EQ(a.bounce_acquire(ab, ring, 0, r, off), nullptr) << "a message larger than half a ring";
-  EXPECT_EQ(b.bounce_data(0, ring - 8, 64), nullptr) << "a range outside the ring";
+  EXPECT_EQ(b.bounce_data(ba, 0, ring - 8, 64), nullptr) << "a range outside the ring";
+  // The last message is still there for its sender, and for nobody else.
+  peer_id bb;  // b itself: a sender that holds no ring at b
+  ASSERT_EQ(b.connect(b.local_address(), bb), core::status::ok);
+  ASSERT_NE(b.bounce_data(ba, held, consumed - len, 8), nullptr);
+  EXPECT_EQ(b.bounce_data(bb, held, consumed - len, 8), nullptr) << "another sender's ring";
+  b.bounce_consume(held, consumed);
+  EXPECT_EQ(b.bounce_data(ba, held, consumed - len, 8), nullptr) << "bytes already consumed";
 }
 
 TEST(emu_device, notification_generations_never_alias) {
@@ -279,6 +292,7 @@ void dma_into_other_process(bool cma, std::size_t len, std::uint32_t salt, std::
     const std::size_t before = static_cast<std::size_t>(buf - whole.data());
     std::uint32_t slot, gen;
     d.notify_alloc(slot, gen);
+    d.window_open(slot, reinterpret_cast<std::uint64_t>(buf), len);
     struct { address a; std::uint64_t addr; std::uint32_t slot, gen; } msg{d.local_address(),
         reinterpret_cast<std::uint64_t>(buf), slot, gen};
     if (write(to_parent[1], &msg, sizeof msg) != sizeof msg) _exit(3);
@@ -400,6 +414,160 @@ TEST(emu_device, open_reclaims_segments_of_dead_processes) {
   device fresh;
   ASSERT_EQ(fresh.open(make_params(test_pdid(12))), core::status::ok);
   EXPECT_FALSE(segment_exists(stale)) << "open() did not reclaim a dead process's segment";
+}
+
+// A process that can write into the target's mailbox (any process of the user can) publishes
+// device packets of its own making; the target copies only into what it armed.
+struct forger {
+  shm_segment seg;
+  segment_view v{};
+  explicit forger(const address& target) {
+    EXPECT_EQ(shm_segment::open(segment_name(getuid(), target.pdid, target.port), seg),
+              core::status::ok);
+    v = view_of(seg);
+  }
+  // Publishes a staged write of `bytes` for dst through chunk 0 (claimed like a sender would).
+  void staged(std::uint64_t dst, std::span<const std::byte> bytes, std::uint32_t slot,
+              std::uint32_t gen, std::uint32_t key_slot = no_key_slot, bool notify = false,
+              std::uint32_t chunk = 0) {
+    const geometry& g = v.header->geo;
+    if (chunk < g.staging_chunks) {
+      v.staging_ctl->free_mask.fetch_and(~(1ull << chunk));
+      std::memcpy(v.staging_data + staging_payload_offset(g, chunk, dst), bytes.data(), bytes.size());
+    }
+    staging_packet sp{};
+    sp.type = static_cast<std::uint8_t>(device_packet::staged_write);
+    sp.notify = notify;
+    sp.chunk = bytes.empty() ? ~0u : chunk;
+    sp.dst_addr = dst;
+    sp.len = bytes.size();
+    sp.notify_slot = slot;
+    sp.notify_gen = gen;
+    sp.key_slot = key_slot;
+    const std::uint64_t pos = v.mbox_ctl->tail.fetch_add(1);
+    mailbox_slot& m = v.mailbox[pos & (g.mailbox_slots - 1)];
+    std::memcpy(m.data.data(), &sp, sizeof sp);
+    m.pdid = v.header->pdid;
+    m.src_port = v.header->port;  // claims to be the target itself
+    m.src_node = v.header->node;
+    m.seq.store(pos + 1, std::memory_order_release);
+  }
+};
+
+alignas(64) std::byte g_unposted[256];  // a global nobody armed: a forged write aims here
+
+TEST(emu_device, dma_writes_land_only_where_the_target_armed_them) {
+  params pp = make_params(test_pdid(15));
+  pp.use_cma = false;
+  device t, ini;
+  ASSERT_EQ(t.open(pp), core::status::ok);
+  ASSERT_EQ(ini.open(pp), core::status::ok);
+  peer_id to_t;
+  ASSERT_EQ(ini.connect(t.local_address(), to_t), core::status::ok);
+  auto drain = [&] { t.poll_mailbox(64, [](peer_id, const packet&) {}); };
+
+  alignas(64) std::byte buf[256];
+  std::memset(buf, 0x11, sizeof buf);
+  std::memset(g_unposted, 0x22, sizeof g_unposted);
+  std::uint32_t slot, gen;
+  ASSERT_TRUE(t.notify_alloc(slot, gen));
+  t.window_open(slot, reinterpret_cast<std::uint64_t>(buf + 64), 64);
+  std::byte src[64];
+  std::memset(src, 0x5a, sizeof src);
+  iovec v{src, sizeof src};
+
+  // The initiator's engine checks the target's window before anything moves.
+  dma_write w;
+  w.peer = to_t;
+  w.src = {&v, 1};
+  w.dst_addr = reinterpret_cast<std::uint64_t>(buf + 65);  // one byte past the window's end
+  w.len = 64;
+  w.notify_slot = slot;
+  w.notify_gen = gen;
+  dma_state st;
+  EXPECT_EQ(ini.dma_post(w, st), core::status::access);
+  EXPECT_EQ(ini.drops().dma_refused, 1u);
+  w.dst_addr = reinterpret_cast<std::uint64_t>(buf + 64);
+  w.notify_gen = gen + 1;  // a generation the target never armed
+  st = {};
+  EXPECT_EQ(ini.dma_post(w, st), core::status::access);
+  w.notify_gen = gen;
+  st = {};
+  ASSERT_EQ(ini.dma_post(w, st), core::status::ok);
+  drain();
+  for (int i = 0; i < 256; ++i)
+    ASSERT_EQ(buf[i], std::byte(i >= 64 && i < 128 ? 0x5a : 0x11)) << "byte " << i;
+
+  // Forged packets skip the initiator's check: the target's own copy decides.
+  forger f(t.local_address());
+  const std::span<const std::byte> bytes{src, 64};
+  const auto at = [](std::byte* p) { return reinterpret_cast<std::uint64_t>(p); };
+  std::uint64_t refused = t.drops().dma_refused;
+  f.staged(at(g_unposted), bytes, slot, gen);               // nowhere near the window
+  f.staged(at(buf + 100), bytes, slot, gen);                // straddles its end
+  f.staged(at(buf + 64), bytes, slot, gen + 1);             // the window, another generation
+  f.staged(0x10, bytes, slot, gen);                         // the address that crashed a victim
+  f.staged(at(buf + 64), bytes, 1000000, gen);              // a slot that does not exist
+  drain();
+  EXPECT_EQ(t.drops().dma_refused, refused + 5);
+  for (std::byte b : g_unposted) ASSERT_EQ(b, std::byte{0x22});
+  for (int i = 0; i < 64; ++i) ASSERT_EQ(buf[i], std::byte{0x11});
+  for (int i = 128; i < 256; ++i) ASSERT_EQ(buf[i], std::byte{0x11});
+
+  // A notification only for the armed slot and generation.
+  f.staged(0, {}, slot, gen + 7, no_key_slot, true);
+  drain();
+  notification n{};
+  EXPECT_FALSE(t.notify_test(slot, gen + 7, n));
+  EXPECT_EQ(t.drops().notify_refused, 1u);
+  f.staged(0, {}, slot, gen, no_key_slot, true);
+  drain();
+  EXPECT_TRUE(t.notify_test(slot, gen, n));
+
+  // A freed slot's window is shut: a late write for its last use is refused.
+  t.notify_free(slot);
+  refused = t.drops().dma_refused;
+  std::memset(buf, 0x11, sizeof buf);
+  f.staged(at(buf + 64), bytes, slot, gen);
+  drain();
+  EXPECT_EQ(t.drops().dma_refused, refused + 1);
+  for (std::byte b : buf) ASSERT_EQ(b, std::byte{0x11});
+
+  // Writes through a registration: inside it, with the right, and while it lives.
+  alignas(64) std::byte region[192];
+  std::memset(region, 0x33, sizeof region);
+  key_grant g;
+  g.key = 77;
+  g.va = g.addr_base = at(region + 64);
+  g.len = 64;
+  g.access = rma_access::remote_write;
+  std::uint32_t key_slot;
+  ASSERT_EQ(t.key_publish(g, key_slot), core::status::ok);
+  g.key = 78;
+  g.va = g.addr_base = at(region + 128);
+  g.access = rma_access::remote_read;  // readable only
+  std::uint32_t read_only;
+  ASSERT_EQ(t.key_publish(g, read_only), core::status::ok);
+  refused = t.drops().dma_refused;
+  f.staged(at(region + 64), bytes, 0, 0, key_slot);   // lands
+  f.staged(at(region + 65), bytes, 0, 0, key_slot);   // one byte past the registration
+  f.staged(at(region + 128), bytes, 0, 0, read_only);  // no remote-write right
+  f.staged(at(region + 64), bytes, 0, 0, 9999);       // no such slot
+  drain();
+  EXPECT_EQ(t.drops().dma_refused, refused + 3);
+  for (int i = 0; i < 192; ++i)
+    ASSERT_EQ(region[i], std::byte(i >= 64 && i < 128 ? 0x5a : 0x33)) << "byte " << i;
+  t.key_revoke(key_slot);
+  std::memset(region, 0x33, sizeof region);
+  f.staged(at(region + 64), bytes, 0, 0, key_slot);
+  drain();
+  EXPECT_EQ(t.drops().dma_refused, refused + 4);
+  for (std::byte b : region) ASSERT_EQ(b, std::byte{0x33});
+
+  // A chunk or type the device does not have: dropped and counted, nothing freed twice.
+  f.staged(at(buf + 64), bytes, slot, gen, no_key_slot, false, 1000);
+  drain();
+  EXPECT_EQ(t.drops().bad_field, 1u);
 }
 
 TEST(emu_device, a_live_endpoint_keeps_its_chosen_port) {

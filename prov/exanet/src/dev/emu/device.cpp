@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include "core/copy.hpp"
 #include "core/iov.hpp"
 #include "core/log.hpp"
+#include "dev/emu/key_table.hpp"
 
 namespace exanet::dev::emu {
 namespace {
@@ -95,8 +97,12 @@ core::status device::open(const params& p) noexcept {
   local_.mbox_ctl->tail.store(0, std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < geo_.mailbox_slots; ++i)
     local_.mailbox[i].seq.store(i, std::memory_order_relaxed);
-  for (std::uint32_t i = 0; i < geo_.notify_slots; ++i)
+  for (std::uint32_t i = 0; i < geo_.notify_slots; ++i) {
     local_.notify[i].gen.store(0, std::memory_order_relaxed);
+    local_.notify[i].window_gen.store(0, std::memory_order_relaxed);
+    local_.notify[i].window_va.store(0, std::memory_order_relaxed);
+    local_.notify[i].window_len.store(0, std::memory_order_relaxed);
+  }
   for (std::uint32_t i = 0; i < geo_.key_slots; ++i) {
     local_.keys[i].seq.store(0, std::memory_order_relaxed);
     local_.keys[i].state.store(static_cast<std::uint32_t>(key_state::empty),
@@ -113,7 +119,15 @@ core::status device::open(const params& p) noexcept {
     free_notify_.clear();
     free_notify_.reserve(geo_.notify_slots);
     for (std::uint32_t i = geo_.notify_slots; i-- > 0;) free_notify_.push_back(i);
+    // Generations start at random: a packet forged without reading this segment cannot name a
+    // slot's current use except by a 1 in 2^32 guess (the window check needs the generation).
     notify_gen_.assign(geo_.notify_slots, 0);
+    if (getrandom(notify_gen_.data(), notify_gen_.size() * sizeof(std::uint32_t), 0) < 0)
+      for (std::uint32_t i = 0; i < geo_.notify_slots; ++i)
+        notify_gen_[i] = static_cast<std::uint32_t>(reinterpret_cast<std::uintptr_t>(this) >> 4) *
+                         2654435761u + i * 40503u + static_cast<std::uint32_t>(getpid());
+    windows_.assign(geo_.notify_slots, window{});
+    grants_.assign(geo_.key_slots, grant{});
     peers_.reserve(16);
   } catch (...) {
     seg_.reset();
@@ -214,7 +228,7 @@ peer_id device::sender_of(const mailbox_slot& s) noexcept {
   a.port = s.src_port;
   peer_id p = no_peer;
   if (!core::ok(connect(a, p))) {
-    EXANET_LOG(warn, core, "cannot map the segment of sender port %u", s.src_port);
+    EXANET_LOG_ONCE(warn, core, "cannot map the segment of sender port %u", s.src_port);
     return no_peer;
   }
   return p;
@@ -301,11 +315,20 @@ std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uintptr_t pla
   return ring_base + (head & (size - 1));
 }
 
-const std::byte* device::bounce_data(std::uint32_t ring, std::uint64_t offset,
+const std::byte* device::bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
                                      std::size_t len) const noexcept {
   const std::uint64_t size = geo_.bounce_ring_bytes;
-  if (ring >= geo_.bounce_peers || len > size || (offset & (size - 1)) + len > size)
+  if (from >= peers_.size() || ring >= geo_.bounce_peers || len > size ||
+      (offset & (size - 1)) + len > size)
     return nullptr;
+  // Only the ring the sender holds here, and only bytes it produced that were not consumed: a
+  // packet cannot make this endpoint read another sender's messages or move another's credit.
+  const ring_desc& d = local_.bounce[ring];
+  const address& a = peers_[from].addr;
+  if (d.owner.load(std::memory_order_acquire) != ring_owner(a.node, a.port)) return nullptr;
+  const std::uint64_t tail = d.tail.load(std::memory_order_relaxed);  // ours: only we move it
+  const std::uint64_t head = d.head.load(std::memory_order_acquire);
+  if (offset < tail || offset > head || len > head - offset) return nullptr;
   return local_.bounce_data + std::size_t{ring} * size + (offset & (size - 1));
 }
 
@@ -316,11 +339,82 @@ bool device::notify_alloc(std::uint32_t& slot, std::uint32_t& gen) noexcept {
   // Generation 0 means "never written", so it is skipped on wrap-around.
   if (++notify_gen_[slot] == 0) ++notify_gen_[slot];
   gen = notify_gen_[slot];
+  windows_[slot] = {gen, 0, 0};  // the notification, and no data yet
+  publish_window(slot);
   return true;
 }
 
+void device::window_open(std::uint32_t slot, std::uint64_t va, std::uint64_t len) noexcept {
+  if (slot >= windows_.size() || windows_[slot].gen == 0) return;  // a bug of ours: stays shut
+  windows_[slot].va = va;
+  windows_[slot].len = len;
+  publish_window(slot);
+}
+
 void device::notify_free(std::uint32_t slot) noexcept {
+  if (slot >= windows_.size()) return;
+  windows_[slot] = {};  // a late write for this use of the slot is refused from now on
+  publish_window(slot);
   free_notify_.push_back(slot);  // capacity reserved at open: never allocates
+}
+
+void device::publish_window(std::uint32_t slot) noexcept {
+  notify_slot& n = local_.notify[slot];
+  const window& w = windows_[slot];
+  // Readers check window_gen before and after reading the range: close first, then the range,
+  // then the generation that opens it.
+  n.window_gen.store(0, std::memory_order_release);
+  n.window_va.store(w.va, std::memory_order_relaxed);
+  n.window_len.store(w.len, std::memory_order_relaxed);
+  n.window_gen.store(w.gen, std::memory_order_release);
+}
+
+namespace {
+/// [addr, addr + len) inside [base, base + size), written so that nothing overflows.
+constexpr bool range_within(std::uint64_t addr, std::uint64_t len, std::uint64_t base,
+                            std::uint64_t size) noexcept {
+  return addr >= base && addr - base <= size && len <= size - (addr - base);
+}
+}  // namespace
+
+bool device::remote_write_admitted(const segment_view& v, const geometry& g,
+                                   const dma_write& w) noexcept {
+  if (w.len > 0) {
+    if (w.key_slot != no_key_slot) {
+      key_grant kg;
+      if (w.key_slot >= g.key_slots || !key_table::read_entry(v.keys[w.key_slot], kg) ||
+          !(kg.access & rma_access::remote_write) || !range_within(w.dst_addr, w.len, kg.va, kg.len))
+        return false;
+    } else {
+      if (w.notify_slot >= g.notify_slots) return false;
+      const notify_slot& n = v.notify[w.notify_slot];
+      const std::uint32_t gen = n.window_gen.load(std::memory_order_acquire);
+      const std::uint64_t va = n.window_va.load(std::memory_order_relaxed);
+      const std::uint64_t len = n.window_len.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      if (gen == 0 || gen != w.notify_gen || n.window_gen.load(std::memory_order_relaxed) != gen ||
+          !range_within(w.dst_addr, w.len, va, len))
+        return false;
+    }
+  }
+  if (w.notify) {
+    if (w.notify_slot >= g.notify_slots) return false;
+    const std::uint32_t gen = v.notify[w.notify_slot].window_gen.load(std::memory_order_acquire);
+    if (gen == 0 || gen != w.notify_gen) return false;
+  }
+  return true;
+}
+
+bool device::local_write_admitted(const staging_packet& sp) const noexcept {
+  if (sp.key_slot != no_key_slot) {
+    if (sp.key_slot >= grants_.size()) return false;
+    const grant& gr = grants_[sp.key_slot];
+    return gr.live && (gr.g.access & rma_access::remote_write) &&
+           range_within(sp.dst_addr, sp.len, gr.g.va, gr.g.len);
+  }
+  if (sp.notify_slot >= windows_.size()) return false;
+  const window& w = windows_[sp.notify_slot];
+  return w.gen != 0 && w.gen == sp.notify_gen && range_within(sp.dst_addr, sp.len, w.va, w.len);
 }
 
 core::status device::notify_record_put(peer_id p, std::uint32_t slot,
@@ -352,7 +446,15 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
     pr.dead = true;
     return core::status::peer_dead;
   }
-  if (w.notify && w.notify_slot >= pr.geo.notify_slots) return core::status::invalid;
+  if (st.done == 0 && !st.notified && !remote_write_admitted(pr.view, pr.geo, w)) {
+    // The target's check, made here before anything moves: the target armed no such window or
+    // registration (a stale or forged CTS, RTR or read request). The target checks again itself.
+    ++drops_.dma_refused;
+    EXANET_LOG_ONCE(warn, core, "DMA write of %zu bytes to 0x%llx at port %u refused: outside "
+                    "every window and registration the target armed", w.len,
+                    static_cast<unsigned long long>(w.dst_addr), pr.addr.port);
+    return core::status::access;
+  }
   if (pr.cma) {
     core::status s = dma_cma(pr, w, st);
     if (s != core::status::permission) return s;
@@ -424,6 +526,7 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
     sp.notify_slot = w.notify_slot;
     sp.notify_gen = w.notify_gen;
     sp.notify_data = w.notify_data;
+    sp.key_slot = w.key_slot;
     std::memcpy(r.data(), &sp, sizeof sp);
     mailbox_publish(r);
     st.done += n;
@@ -436,17 +539,39 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
 void device::on_device_packet(const mailbox_slot& s) noexcept {
   staging_packet sp;
   std::memcpy(&sp, s.data.data(), sizeof sp);
-  if (sp.type != static_cast<std::uint8_t>(device_packet::staged_write)) return;
+  if (sp.type != static_cast<std::uint8_t>(device_packet::staged_write) ||
+      (sp.chunk != ~0u && (sp.chunk >= geo_.staging_chunks || sp.len > geo_.staging_chunk_bytes))) {
+    ++drops_.bad_field;
+    EXANET_LOG_ONCE(warn, core, "device packet of type %u, chunk %u, length %llu dropped",
+                    static_cast<unsigned>(sp.type), sp.chunk,
+                    static_cast<unsigned long long>(sp.len));
+    return;
+  }
   if (sp.chunk != ~0u) {
-    if (sp.chunk >= geo_.staging_chunks || sp.len > geo_.staging_chunk_bytes) return;
-    // The emulated engine writes into this process's memory on the sender's behalf.
-    // Mutually aligned by construction (staging_payload_offset): memcpy's fast case.
-    std::memcpy(reinterpret_cast<void*>(sp.dst_addr),
-                local_.staging_data + staging_payload_offset(geo_, sp.chunk, sp.dst_addr), sp.len);
+    // The emulated engine writes into this process's memory on the sender's behalf, so this
+    // process decides where: only into what it armed for the transfer (issue 12).
+    if (local_write_admitted(sp)) [[likely]] {
+      // Mutually aligned by construction (staging_payload_offset): memcpy's fast case.
+      std::memcpy(reinterpret_cast<void*>(sp.dst_addr),
+                  local_.staging_data + staging_payload_offset(geo_, sp.chunk, sp.dst_addr), sp.len);
+    } else {
+      ++drops_.dma_refused;
+      EXANET_LOG_ONCE(warn, core, "staged write of %llu bytes to 0x%llx dropped: outside every "
+                      "window and registration armed for it",
+                      static_cast<unsigned long long>(sp.len),
+                      static_cast<unsigned long long>(sp.dst_addr));
+    }
     local_.staging_ctl->free_mask.fetch_or(1ull << sp.chunk, std::memory_order_release);
   }
-  if (sp.notify && sp.notify_slot < geo_.notify_slots)
+  if (!sp.notify) return;
+  if (sp.notify_slot < windows_.size() && windows_[sp.notify_slot].gen != 0 &&
+      windows_[sp.notify_slot].gen == sp.notify_gen) {
     notify_write(local_, sp.notify_slot, sp.notify_gen, sp.notify_data);
+  } else {
+    ++drops_.notify_refused;
+    EXANET_LOG_ONCE(warn, core, "notification for slot %u generation %u dropped: not armed",
+                    sp.notify_slot, sp.notify_gen);
+  }
 }
 
 bool device::peer_alive(peer_id p) noexcept {

@@ -80,7 +80,7 @@ class device {
       if (s.seq.load(std::memory_order_acquire) != mb_head_ + 1) break;
       const auto type = static_cast<std::uint8_t>(s.data[0]);
       if (s.pdid != self_.pdid) [[unlikely]] {
-        ++foreign_pdid_drops_;
+        ++drops_.foreign_pdid;
       } else if (type >= first_device_packet_type) [[unlikely]] {
         on_device_packet(s);
       } else {
@@ -103,16 +103,23 @@ class device {
   /// Makes the space from bounce_acquire used (the packet naming it is being published).
   void bounce_commit(peer_id p, std::uint64_t end) noexcept { peers_[p].bounce_head = end; 
     peer_view(p).bounce[peers_[p].bounce_ring].head.store(end, std::memory_order_release); }
-  /// Receiver: the bytes a medium packet names, or nullptr if the range is not inside the ring.
-  const std::byte* bounce_data(std::uint32_t ring, std::uint64_t offset, std::size_t len) const noexcept;
+  /// Receiver: the bytes a medium packet from `from` names, or nullptr unless the ring is the one
+  /// `from` holds here and the range lies between what was consumed and what it produced.
+  const std::byte* bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
+                               std::size_t len) const noexcept;
   /// Receiver: everything up to end in ring has been copied out.
   void bounce_consume(std::uint32_t ring, std::uint64_t end) noexcept {
     local_.bounce[ring].tail.store(end, std::memory_order_release);
   }
 
   // ---- notification slots (targets of DMA notifications at this endpoint) --------------------
-  /// Reserves a free local slot and a fresh generation for one expected notification.
+  /// Reserves a free local slot and a fresh generation for one expected notification. The slot
+  /// admits that notification and no data until window_open widens it.
   bool notify_alloc(std::uint32_t& slot, std::uint32_t& gen) noexcept;
+  /// Lets the DMA write that names (slot, its current generation) land in [va, va + len): the
+  /// receive buffer or landing piece this endpoint just told a peer about. Replaces the slot's
+  /// previous window; notify_free closes it.
+  void window_open(std::uint32_t slot, std::uint64_t va, std::uint64_t len) noexcept;
   /// True once the notification for (slot, gen) landed; copies its data.
   bool notify_test(std::uint32_t slot, std::uint32_t gen, notification& out) const noexcept {
     const notify_slot& n = local_.notify[slot];
@@ -215,7 +222,8 @@ class device {
   /// Frees what this endpoint holds at a dead peer and unlinks its segment (stale reclaim).
   void forget_dead_peer(peer_id p) noexcept;
 
-  std::uint64_t foreign_pdid_drops() const noexcept { return foreign_pdid_drops_; }
+  const drop_counts& drops() const noexcept { return drops_; }
+  std::uint64_t foreign_pdid_drops() const noexcept { return drops_.foreign_pdid; }
   std::uint64_t mailbox_full_events() const noexcept { return mailbox_full_; }
 
  private:
@@ -238,7 +246,24 @@ class device {
     bool forgotten = false;
   };
 
+  /// What this endpoint armed for one notification slot: the authoritative copy, in private
+  /// memory (the segment's copy is for initiators, and any process of the user can write it).
+  struct window {
+    std::uint32_t gen = 0;  // 0: closed
+    std::uint64_t va = 0;
+    std::uint64_t len = 0;
+  };
+  /// A registration as the owner granted it (the private copy of its key-table entry).
+  struct grant {
+    key_grant g{};
+    bool live = false;
+  };
+
   peer_id sender_of(const mailbox_slot& s) noexcept;
+  bool local_write_admitted(const staging_packet& sp) const noexcept;
+  static bool remote_write_admitted(const segment_view& v, const geometry& g,
+                                    const dma_write& w) noexcept;
+  void publish_window(std::uint32_t slot) noexcept;
   peer_id event_sender(std::uint64_t owner) noexcept;
   segment_view& peer_view(peer_id p) noexcept { return peers_[p].view; }
   void on_device_packet(const mailbox_slot& s) noexcept;
@@ -258,7 +283,9 @@ class device {
   std::unordered_map<std::uint64_t, peer_id> peer_index_;
   std::vector<std::uint32_t> free_notify_;
   std::vector<std::uint32_t> notify_gen_;
-  std::uint64_t foreign_pdid_drops_ = 0;
+  std::vector<window> windows_;
+  std::vector<grant> grants_;
+  drop_counts drops_{};
   std::uint64_t mailbox_full_ = 0;
 };
 

@@ -20,9 +20,10 @@ inline std::uint32_t home_of(std::uint64_t key, std::uint32_t slots) noexcept {
   return static_cast<std::uint32_t>(key) & (slots - 1);
 }
 
-/// A consistent copy of entry e; false if it is not live.
+/// A consistent copy of entry e; false if it is not live, or if it never reads consistently (a
+/// corrupt entry must not hold an initiator for ever; an owner's rewrite takes nanoseconds).
 inline bool read_entry(const key_entry& e, key_grant& out) noexcept {
-  for (;;) {
+  for (int tries = 0; tries < 4096; ++tries) {
     const std::uint32_t s1 = e.seq.load(std::memory_order_acquire);
     if (s1 & 1) continue;  // the owner is rewriting it right now
     const auto state = static_cast<key_state>(e.state.load(std::memory_order_relaxed));
@@ -35,6 +36,7 @@ inline bool read_entry(const key_entry& e, key_grant& out) noexcept {
     std::atomic_thread_fence(std::memory_order_acquire);
     if (e.seq.load(std::memory_order_relaxed) == s1) return state == key_state::live;
   }
+  return false;
 }
 
 /// The slot holding a live grant for key (copied to out), or no_slot.

@@ -6,7 +6,8 @@
 //   | segment_header     |  identity, owner pid, geometry, ready flag
 //   | mailbox_control    |  producers' tail (one line)
 //   | mailbox_slot[M]    |  128 B each: seq/PDID/source line + the 64-byte packet line
-//   | notify_slot[N]     |  64 B each: generation, 16 bytes of notification, 16-byte record
+//   | notify_slot[N]     |  64 B each: generation, 16 bytes of notification, 16-byte record,
+//   |                    |  and the DMA window the owner armed for this use of the slot
 //   | notify bells       |  a bit per slot whose notification landed, and a summary word
 //   | bounce_desc[P]     |  per-sender medium ring: owner, head, tail on separate lines
 //   | staging_control    |  free mask of DMA staging chunks (copy fallback without CMA)
@@ -28,7 +29,7 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 5;
+inline constexpr std::uint32_t layout_version = 6;  // 6: DMA windows in the notification slots
 inline constexpr std::size_t cache_line = 64;
 
 struct geometry {
@@ -71,9 +72,15 @@ static_assert(sizeof(mailbox_slot) == 2 * cache_line);
 
 struct alignas(cache_line) notify_slot {
   std::atomic<std::uint32_t> gen;  // set to the armed generation after data is written
-  std::uint32_t reserved;
+  // The owner's published copy of the slot's DMA window (device::window_open): the only range a
+  // write naming (slot, window_gen) may land in. Initiators that write with the kernel's help
+  // (CMA) check it, as the hardware checks at the target; staged writes are checked by the
+  // owner against its private copy, never this one. window_gen is written last (release).
+  std::atomic<std::uint32_t> window_gen;
   notification data;
   notification record;  // written by the sender before the data; read once gen is armed
+  std::atomic<std::uint64_t> window_va;
+  std::atomic<std::uint64_t> window_len;
 };
 static_assert(sizeof(notify_slot) == cache_line);
 
@@ -239,10 +246,11 @@ struct staging_packet {
   std::uint32_t chunk;
   std::uint64_t dst_addr;
   std::uint64_t len;
-  std::uint32_t notify_slot;
+  std::uint32_t notify_slot;  // with notify_gen, the window the data must land in ...
   std::uint32_t notify_gen;
   notification notify_data;
-  std::uint8_t pad[16];
+  std::uint32_t key_slot;     // ... or, when not no_key_slot, the registration it goes through
+  std::uint8_t pad[12];
 };
 static_assert(sizeof(staging_packet) == packet_bytes);
 

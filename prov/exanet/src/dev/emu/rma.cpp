@@ -16,19 +16,27 @@ core::status device::key_publish(const key_grant& g, std::uint32_t& slot) noexce
   if (key_table::find(local_.keys, geo_.key_slots, g.key, seen) != key_table::no_slot)
     return core::status::exists;
   slot = key_table::publish(local_.keys, geo_.key_slots, g);
-  return slot == key_table::no_slot ? core::status::no_memory : core::status::ok;
+  if (slot == key_table::no_slot) return core::status::no_memory;
+  grants_[slot] = {g, true};  // the owner's own copy decides; the table is for initiators
+  return core::status::ok;
 }
 
 void device::key_revoke(std::uint32_t slot) noexcept {
-  if (slot < geo_.key_slots) key_table::revoke(local_.keys, slot);
+  if (slot >= geo_.key_slots) return;
+  grants_[slot] = {};
+  key_table::revoke(local_.keys, slot);
 }
 
 bool device::key_at(std::uint32_t slot, key_grant& out) const noexcept {
-  return slot < geo_.key_slots && key_table::read_entry(local_.keys[slot], out);
+  if (slot >= grants_.size() || !grants_[slot].live) return false;
+  out = grants_[slot].g;
+  return true;
 }
 
 bool device::key_find(std::uint64_t key, key_grant& out) const noexcept {
-  return key_table::find(local_.keys, geo_.key_slots, key, out) != key_table::no_slot;
+  // The shared table only finds the slot; the private copy must agree with it.
+  const std::uint32_t slot = key_table::find(local_.keys, geo_.key_slots, key, out);
+  return key_at(slot, out) && out.key == key;
 }
 
 namespace {
@@ -56,7 +64,14 @@ core::status device::rma_check(peer_id p, std::uint64_t key, std::uint64_t addr,
 
 core::status device::grant_check(std::uint64_t key, std::uint64_t addr, std::uint64_t len,
                                  std::uint32_t need, rma_target& out) const noexcept {
-  return check_in(local_.keys, geo_.key_slots, key, addr, len, need, out);
+  // An access this endpoint carries out itself (a read by request): its own copy decides.
+  key_grant g;
+  const std::uint32_t slot = key_table::find(local_.keys, geo_.key_slots, key, g);
+  if (!key_at(slot, g) || g.key != key || !key_table::admits(g, addr, len, need, out.va))
+    return core::status::access;
+  out.key_slot = slot;
+  out.events = g.events;
+  return core::status::ok;
 }
 
 core::status device::dma_read(peer_id p, std::uint64_t va, std::span<const iovec> dst,
