@@ -156,23 +156,15 @@ core::status shm_segment::open(const std::string& name, shm_segment& out) noexce
 
 namespace {
 
-// The effective uid in /proc/<pid>/status ("Uid:\treal\teffective\t..."); false if unreadable.
+// The effective uid of pid: proc(5) gives /proc/<pid> the process's effective uid as owner (root
+// for a process that is not dumpable, which is then not ours to trust). False if there is none.
 bool effective_uid_of(pid_t pid, uid_t& out) noexcept {
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
-  FILE* f = std::fopen(path, "re");
-  if (!f) return false;
-  char line[256];
-  bool found = false;
-  while (!found && std::fgets(line, sizeof line, f)) {
-    unsigned real = 0, effective = 0;
-    if (std::sscanf(line, "Uid: %u %u", &real, &effective) == 2) {
-      out = static_cast<uid_t>(effective);
-      found = true;
-    }
-  }
-  std::fclose(f);
-  return found;
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d", static_cast<int>(pid));
+  struct stat st {};
+  if (stat(path, &st) != 0) return false;
+  out = st.st_uid;
+  return true;
 }
 
 // Whether /proc/<pid>/maps has a mapping of the file (dev, ino). Lines longer than the buffer
