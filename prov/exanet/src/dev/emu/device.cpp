@@ -23,8 +23,6 @@ constexpr std::uint64_t peer_key(std::uint16_t node, std::uint32_t port) noexcep
   return (std::uint64_t{node} << 32) | port;
 }
 
-bool is_power_of_two(std::uint64_t v) noexcept { return v && !(v & (v - 1)); }
-
 bool process_alive(pid_t pid) noexcept {
   if (pid <= 0) return false;
   return kill(pid, 0) == 0 || errno == EPERM;
@@ -36,12 +34,10 @@ std::atomic<std::uint32_t> g_next_auto_port{0};
 }  // namespace
 
 core::status device::open(const params& p) noexcept {
-  if (!is_power_of_two(p.geo.mailbox_slots) || !is_power_of_two(p.geo.bounce_ring_bytes) ||
-      p.geo.staging_chunks == 0 || p.geo.staging_chunks > 64 || p.geo.notify_slots == 0 ||
-      p.geo.notify_slots > max_notify_slots ||
-      !is_power_of_two(p.geo.key_slots) || p.geo.event_rings > 64 ||
-      !is_power_of_two(p.geo.event_ring_entries))
+  if (const char* why = geometry_error(p.geo, offsets_of(p.geo).total)) {
+    EXANET_LOG(warn, core, "endpoint geometry refused: %s", why);
     return core::status::invalid;
+  }
   geo_ = p.geo;
   self_ = p.self;
   use_cma_ = p.use_cma;
@@ -65,14 +61,22 @@ core::status device::open(const params& p) noexcept {
     } catch (...) {
       return core::status::no_memory;
     }
+    // An automatic port whose name is taken, by us or by a squatter, is skipped: O_EXCL.
     s = shm_segment::create(name, off.total, seg_);
     if (s == core::status::exists && !auto_port) {
-      // A user-chosen port held by a dead process is reclaimed; a live owner keeps it.
+      // A user-chosen port held by a dead process of ours is reclaimed; a live owner keeps it,
+      // and a file that is not ours (another user's) is never touched: a clear error instead.
       shm_segment old;
-      if (core::ok(shm_segment::open(name, old))) {
+      const core::status o = shm_segment::open(name, old);
+      if (o == core::status::access) {
+        EXANET_LOG(warn, core, "port %u: its segment name is taken by a file exanet does not own",
+                   self_.port);
+        return core::status::access;
+      }
+      if (core::ok(o) && old.size() >= sizeof(segment_header)) {
         auto* h = static_cast<segment_header*>(old.data());
         if (h->ready.load(std::memory_order_acquire) && !process_alive(h->owner_pid)) {
-          shm_unlink(name.c_str());
+          old.unlink_name();
           s = shm_segment::create(name, off.total, seg_);
         }
       }
@@ -161,6 +165,7 @@ void device::reclaim_stale_segments() noexcept {
   while (dirent* e = readdir(d)) {
     if (std::strncmp(e->d_name, prefix, plen) != 0) continue;
     std::string name = std::string("/") + e->d_name;
+    // open refuses (and logs) files that are not ours: another user's are never read or unlinked.
     shm_segment seg;
     if (!core::ok(shm_segment::open(name, seg)) || seg.size() < sizeof(segment_header)) continue;
     auto* h = static_cast<segment_header*>(seg.data());
@@ -168,7 +173,7 @@ void device::reclaim_stale_segments() noexcept {
         !process_alive(h->owner_pid)) {
       EXANET_LOG(info, core, "reclaiming stale segment %s of dead pid %d", name.c_str(),
                  h->owner_pid);
-      shm_unlink(name.c_str());
+      seg.unlink_name();
     }
   }
   closedir(d);
@@ -198,16 +203,28 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
     }
     if (core::status s = shm_segment::open(name, pr.seg); !core::ok(s)) return s;
   }
+  // Only a segment of our uid with mode 0600 was mapped (shm_segment::open). Its header is
+  // still checked before use, and copied once: the copy is what every later access trusts.
   auto* h = static_cast<segment_header*>(pr.seg.data());
   if (pr.seg.size() < sizeof(segment_header) || h->magic != segment_magic ||
       h->version != layout_version || !h->ready.load(std::memory_order_acquire) ||
       h->closed.load(std::memory_order_acquire))
     return core::status::unreachable;
   if (h->pdid != self_.pdid) return core::status::access;
-  if (offsets_of(h->geo).total > pr.seg.size()) return core::status::unreachable;
   pr.geo = h->geo;
-  pr.view = segment_view::of(pr.seg.data(), pr.geo);
   pr.pid = h->owner_pid;
+  if (const char* why = geometry_error(pr.geo, pr.seg.size())) {
+    EXANET_LOG(warn, core, "segment %s refused: %s", pr.seg.name().c_str(), why);
+    return core::status::unreachable;
+  }
+  // The pid is used for kill(2) and process_vm_writev(2): believed only if that process runs
+  // as us and maps this very file. Otherwise nobody reads this mailbox (a stale segment) or
+  // the header lies; either way the peer cannot be served.
+  if (a.port == self_.port)
+    pr.pid = getpid();
+  else if (core::status s = pr.seg.check_mapped_by(pr.pid); !core::ok(s))
+    return s;
+  pr.view = segment_view::of(pr.seg.data(), pr.geo);
   try {
     peers_.push_back(std::move(pr));
     peer_index_.emplace(key, static_cast<peer_id>(peers_.size() - 1));
@@ -599,7 +616,7 @@ void device::forget_dead_peer(peer_id p) noexcept {
   auto* h = pr.view.header;
   if (h && h->owner_pid == pr.pid && !process_alive(pr.pid) && !pr.seg.name().empty()) {
     // The dead process cannot unlink its own segment; whoever notices first does.
-    shm_unlink(pr.seg.name().c_str());
+    pr.seg.unlink_name();
   }
 }
 

@@ -199,6 +199,59 @@ constexpr segment_offsets offsets_of(const geometry& g) noexcept {
   return o;
 }
 
+/// The bounds of every geometry field. Our own parameters and a peer's header are held to the
+/// same ones: a geometry field becomes a ring mask, a loop bound or an offset, so one bad field
+/// is an access out of the mapping (mailbox_slots 0 makes the index mask 2^32 - 1). Within these
+/// bounds offsets_of cannot overflow (the static_assert below).
+struct geometry_bounds {
+  static constexpr std::uint32_t max_mailbox_slots = 1u << 22;        // 512 MiB of slots
+  static constexpr std::uint32_t max_bounce_peers = 1u << 16;
+  static constexpr std::uint32_t min_bounce_ring_bytes = 4096;        // rings start on pages
+  static constexpr std::uint32_t max_bounce_ring_bytes = 1u << 30;
+  static constexpr std::uint32_t max_staging_chunks = 64;             // one free-mask word
+  static constexpr std::uint32_t max_staging_chunk_bytes = 1u << 30;
+  static constexpr std::uint32_t max_key_slots = 1u << 16;            // 16-bit slot in RMA events
+  static constexpr std::uint32_t max_event_rings = 64;                // one doorbell word
+  static constexpr std::uint32_t max_event_ring_entries = 1u << 20;
+};
+
+/// nullptr if g is a geometry exanet can use in a mapping of mapped_bytes; otherwise which rule
+/// it breaks (for the log). Checked before a peer's header is used at all, and at open.
+constexpr const char* geometry_error(const geometry& g, std::size_t mapped_bytes) noexcept {
+  using b = geometry_bounds;
+  const auto pow2 = [](std::uint32_t v) { return v != 0 && (v & (v - 1)) == 0; };
+  if (!pow2(g.mailbox_slots) || g.mailbox_slots < 2 || g.mailbox_slots > b::max_mailbox_slots)
+    return "mailbox_slots is not a power of two in [2, 2^22]";
+  if (g.notify_slots == 0 || g.notify_slots > max_notify_slots)
+    return "notify_slots is not in [1, 4096]";
+  if (g.bounce_peers > b::max_bounce_peers) return "bounce_peers exceeds 2^16";
+  if (!pow2(g.bounce_ring_bytes) || g.bounce_ring_bytes < b::min_bounce_ring_bytes ||
+      g.bounce_ring_bytes > b::max_bounce_ring_bytes)
+    return "bounce_ring_bytes is not a power of two in [4096, 2^30]";
+  if (g.staging_chunks == 0 || g.staging_chunks > b::max_staging_chunks)
+    return "staging_chunks is not in [1, 64]";
+  if (g.staging_chunk_bytes == 0 || g.staging_chunk_bytes > b::max_staging_chunk_bytes)
+    return "staging_chunk_bytes is not in [1, 2^30]";
+  if (!pow2(g.key_slots) || g.key_slots > b::max_key_slots)
+    return "key_slots is not a power of two in [1, 2^16]";
+  if (g.event_rings > b::max_event_rings) return "event_rings exceeds 64";
+  if (!pow2(g.event_ring_entries) || g.event_ring_entries > b::max_event_ring_entries)
+    return "event_ring_entries is not a power of two in [1, 2^20]";
+  if (offsets_of(g).total > mapped_bytes) return "the layout is larger than the mapping";
+  return nullptr;
+}
+
+static_assert(offsets_of(geometry{geometry_bounds::max_mailbox_slots, max_notify_slots,
+                                  geometry_bounds::max_bounce_peers,
+                                  geometry_bounds::max_bounce_ring_bytes,
+                                  geometry_bounds::max_staging_chunks,
+                                  geometry_bounds::max_staging_chunk_bytes,
+                                  geometry_bounds::max_key_slots, geometry_bounds::max_event_rings,
+                                  geometry_bounds::max_event_ring_entries})
+                      .total < (std::size_t{1} << 50),
+              "the largest valid geometry must not overflow offsets_of");
+static_assert(geometry_error(geometry{}, offsets_of(geometry{}).total) == nullptr);
+
 /// Typed views of one mapped segment.
 struct segment_view {
   segment_header* header = nullptr;

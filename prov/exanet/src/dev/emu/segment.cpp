@@ -3,10 +3,12 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstring>
 
 #include "core/log.hpp"
 
@@ -19,6 +21,8 @@ shm_segment& shm_segment::operator=(shm_segment&& o) noexcept {
     size_ = o.size_;
     name_ = std::move(o.name_);
     owner_ = o.owner_;
+    dev_ = o.dev_;
+    ino_ = o.ino_;
     o.data_ = nullptr;
     o.size_ = 0;
     o.owner_ = false;
@@ -32,8 +36,34 @@ void shm_segment::reset() noexcept {
   data_ = nullptr;
   size_ = 0;
   owner_ = false;
+  dev_ = 0;
+  ino_ = 0;
   name_.clear();
 }
+
+namespace {
+
+// Whether fd is a segment only we can have written: a regular file (not a FIFO or a link a
+// squatter left) that our effective uid owns, with mode exactly 0600. Logs why not.
+core::status check_ours(int fd, const std::string& name, struct stat& st) noexcept {
+  if (fstat(fd, &st) != 0) {
+    EXANET_LOG(warn, core, "fstat(%s) failed: errno %d", name.c_str(), errno);
+    return core::status::io;
+  }
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 07777) != 0600) {
+    EXANET_LOG(warn, core,
+               "refusing segment %s: owner uid %u, mode %03o, %s; exanet maps only regular files "
+               "of its own uid (%u) with mode 600 (another user may have created this name)",
+               name.c_str(), static_cast<unsigned>(st.st_uid),
+               static_cast<unsigned>(st.st_mode & 07777),
+               S_ISREG(st.st_mode) ? "regular file" : "not a regular file",
+               static_cast<unsigned>(geteuid()));
+    return core::status::access;
+  }
+  return core::status::ok;
+}
+
+}  // namespace
 
 core::status shm_segment::create(const std::string& name, std::size_t bytes,
                                  shm_segment& out) noexcept {
@@ -43,28 +73,46 @@ core::status shm_segment::create(const std::string& name, std::size_t bytes,
     EXANET_LOG(warn, core, "shm_open(%s) failed: errno %d", name.c_str(), errno);
     return core::status::io;
   }
-  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    EXANET_LOG(warn, core, "ftruncate(%s, %zu) failed: errno %d", name.c_str(), bytes, errno);
+  const auto fail = [&](core::status s) {
     close(fd);
     shm_unlink(name.c_str());
-    return core::status::no_memory;
+    return s;
+  };
+  // The umask may have taken bits from 0600 (a segment we could not map) but never adds any;
+  // set the mode explicitly so peers of our uid accept it (check_ours).
+  struct stat st {};
+  if (fchmod(fd, 0600) != 0 || !core::ok(check_ours(fd, name, st))) return fail(core::status::io);
+  if (ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
+    EXANET_LOG(warn, core, "ftruncate(%s, %zu) failed: errno %d", name.c_str(), bytes, errno);
+    return fail(core::status::no_memory);
+  }
+  // ftruncate leaves the file sparse: a page first touched (by us or by a peer writing into our
+  // mailbox or rings) when /dev/shm is full raises SIGBUS in whoever touched it. Reserving every
+  // page now turns that into a clean error at open (issue 12 part 8).
+  if (const int e = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
+    EXANET_LOG(warn, core,
+               "cannot reserve %zu bytes for segment %s in /dev/shm: %s; free space in /dev/shm, "
+               "enlarge it, or shrink the segment (fi_exanet(7), FOOTPRINT)",
+               bytes, name.c_str(), std::strerror(e));
+    return fail(e == ENOSPC || e == ENOMEM || e == EFBIG ? core::status::no_memory
+                                                          : core::status::io);
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return fail(core::status::no_memory);
   close(fd);
-  if (p == MAP_FAILED) {
-    shm_unlink(name.c_str());
-    return core::status::no_memory;
-  }
   out.reset();
   out.data_ = p;
   out.size_ = bytes;
   out.owner_ = true;
+  out.dev_ = st.st_dev;
+  out.ino_ = st.st_ino;
   try {
     out.name_ = name;
   } catch (...) {
     munmap(p, bytes);
     shm_unlink(name.c_str());
     out.data_ = nullptr;
+    out.owner_ = false;
     return core::status::no_memory;
   }
   return core::status::ok;
@@ -72,9 +120,18 @@ core::status shm_segment::create(const std::string& name, std::size_t bytes,
 
 core::status shm_segment::open(const std::string& name, shm_segment& out) noexcept {
   const int fd = shm_open(name.c_str(), O_RDWR, 0);
-  if (fd < 0) return errno == EACCES ? core::status::access : core::status::unreachable;
+  if (fd < 0) {
+    if (errno != EACCES) return core::status::unreachable;
+    EXANET_LOG(warn, core, "refusing segment %s: not ours (open: permission denied)", name.c_str());
+    return core::status::access;
+  }
+  // Checked on the descriptor we map, not on the name, so nothing can be swapped in between.
   struct stat st {};
-  if (fstat(fd, &st) != 0 || st.st_size <= 0) {
+  if (core::status s = check_ours(fd, name, st); !core::ok(s)) {
+    close(fd);
+    return s;
+  }
+  if (st.st_size <= 0) {
     close(fd);
     return core::status::unreachable;
   }
@@ -85,6 +142,8 @@ core::status shm_segment::open(const std::string& name, shm_segment& out) noexce
   out.reset();
   out.data_ = p;
   out.size_ = bytes;
+  out.dev_ = st.st_dev;
+  out.ino_ = st.st_ino;
   try {
     out.name_ = name;
   } catch (...) {
@@ -93,6 +152,73 @@ core::status shm_segment::open(const std::string& name, shm_segment& out) noexce
     return core::status::no_memory;
   }
   return core::status::ok;
+}
+
+namespace {
+
+// The effective uid of pid: proc(5) gives /proc/<pid> the process's effective uid as owner (root
+// for a process that is not dumpable, which is then not ours to trust). False if there is none.
+bool effective_uid_of(pid_t pid, uid_t& out) noexcept {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d", static_cast<int>(pid));
+  struct stat st {};
+  if (stat(path, &st) != 0) return false;
+  out = st.st_uid;
+  return true;
+}
+
+// Whether /proc/<pid>/maps has a mapping of the file (dev, ino). Lines longer than the buffer
+// (long paths) are read on to their end and only their start is parsed.
+bool maps_file(pid_t pid, dev_t dev, ino_t ino) noexcept {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (!f) return false;
+  char line[512];
+  bool at_line_start = true, found = false;
+  while (!found && std::fgets(line, sizeof line, f)) {
+    const bool starts = at_line_start;
+    at_line_start = std::strchr(line, '\n') != nullptr;
+    if (!starts) continue;
+    unsigned maj = 0, min = 0;
+    unsigned long long inode = 0;
+    if (std::sscanf(line, "%*x-%*x %*s %*x %x:%x %llu", &maj, &min, &inode) == 3)
+      found = inode == static_cast<unsigned long long>(ino) && maj == major(dev) &&
+              min == minor(dev);
+  }
+  std::fclose(f);
+  return found;
+}
+
+}  // namespace
+
+core::status shm_segment::check_mapped_by(pid_t pid) const noexcept {
+  uid_t uid = 0;
+  if (pid <= 0 || !effective_uid_of(pid, uid)) {
+    // The usual case is a stale segment of a dead process; nothing suspicious.
+    EXANET_LOG(info, core, "segment %s: owner pid %d is not running; peer unreachable",
+               name_.c_str(), static_cast<int>(pid));
+    return core::status::unreachable;
+  }
+  const char* why = nullptr;
+  if (uid != geteuid())
+    why = "the process belongs to another user";
+  else if (!maps_file(pid, dev_, ino_))
+    why = "the process does not map this segment";
+  if (!why) return core::status::ok;
+  EXANET_LOG(warn, core, "segment %s names owner pid %d, not trusted: %s; peer unreachable",
+             name_.c_str(), static_cast<int>(pid), why);
+  return core::status::unreachable;
+}
+
+void shm_segment::unlink_name() const noexcept {
+  if (name_.empty()) return;
+  const int fd = shm_open(name_.c_str(), O_RDONLY, 0);
+  if (fd < 0) return;
+  struct stat st {};
+  const bool same = fstat(fd, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
+  close(fd);
+  if (same) shm_unlink(name_.c_str());
 }
 
 std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port) {

@@ -1,8 +1,16 @@
 // A POSIX shared-memory segment, owned RAII-style: the mapping is released on destruction and the
 // name unlinked if this object created it. Segments hold mailboxes, notification slots, bounce
 // rings and DMA staging chunks of one emulated endpoint.
+//
+// Between users, isolation is enforced here (issue 12): /dev/shm is world-writable, so any user
+// can create a file under our segment names. A segment is created exclusively with mode 0600
+// (whatever the umask) and its pages reserved, and one is mapped only if it is a regular file
+// that our effective uid owns with mode exactly 0600, so no other user can have written a byte.
 #pragma once
+#include <sys/types.h>
+
 #include <cstddef>
+#include <cstdint>
 #include <string>
 
 #include "core/status.hpp"
@@ -18,15 +26,27 @@ class shm_segment {
   shm_segment& operator=(const shm_segment&) = delete;
   ~shm_segment() { reset(); }
 
-  /// Creates name exclusively (mode 0600) with the given size; status::exists if it is taken.
+  /// Creates name exclusively with mode 0600 and reserves all its bytes in /dev/shm
+  /// (posix_fallocate), so touching any of them later cannot raise SIGBUS. status::exists if the
+  /// name is taken (by anyone), status::no_memory if /dev/shm cannot hold it (logged).
   static core::status create(const std::string& name, std::size_t bytes, shm_segment& out) noexcept;
-  /// Maps an existing segment whole; status::unreachable if there is none.
+  /// Maps an existing segment whole. status::unreachable if there is none; status::access
+  /// (logged, with the reason) if it is not a regular file of our uid with mode 0600.
   static core::status open(const std::string& name, shm_segment& out) noexcept;
 
   void* data() const noexcept { return data_; }
   std::size_t size() const noexcept { return size_; }
   const std::string& name() const noexcept { return name_; }
+  /// The file's identity, as /proc/<pid>/maps shows it for a process that maps it.
+  dev_t file_device() const noexcept { return dev_; }
+  ino_t file_inode() const noexcept { return ino_; }
   explicit operator bool() const noexcept { return data_ != nullptr; }
+  /// Whether pid is a live process of our effective uid that maps this very file (by device and
+  /// inode in /proc/<pid>/maps): the check that lets a pid read from a segment header be used
+  /// for kill(2) and process_vm_writev(2). status::unreachable otherwise, logged with the reason.
+  core::status check_mapped_by(pid_t pid) const noexcept;
+  /// Unlinks the name only while it still names this file: never a file put there since.
+  void unlink_name() const noexcept;
   /// Unmaps; unlinks first if this object created the segment.
   void reset() noexcept;
 
@@ -34,6 +54,8 @@ class shm_segment {
   void* data_ = nullptr;
   std::size_t size_ = 0;
   std::string name_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
   bool owner_ = false;
 };
 

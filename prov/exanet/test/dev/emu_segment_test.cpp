@@ -1,0 +1,256 @@
+// What a segment must be before the emulated device believes it (issue 12 part 2), and what
+// creating one reserves (part 8): geometry_error's bounds field by field; segments with a bad
+// mode, a lying geometry or an owner pid that does not map them are refused at connect without
+// a crash; reclaim never unlinks a file it refuses; the umask cannot weaken a segment's mode;
+// every page of a new segment is allocated. The tests that need another user or a small
+// /dev/shm are real-process programs (fabtests/conformance/segment_users.c, small_shm.c).
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "dev/emu/device.hpp"
+
+namespace exanet::dev::emu {
+namespace {
+
+const pid_t g_test_pid = getpid();
+std::uint32_t test_pdid(std::uint32_t salt) { return 7000 + (g_test_pid % 10000) * 16 + salt; }
+std::uint32_t test_port(std::uint32_t salt) { return 1000 + (g_test_pid % 1000) * 16 + salt; }
+
+params make_params(std::uint32_t pdid) {
+  params p;
+  p.self.pdid = pdid;
+  p.geo.mailbox_slots = 64;
+  p.geo.notify_slots = 64;
+  p.geo.bounce_peers = 4;
+  p.geo.bounce_ring_bytes = 1 << 16;
+  p.geo.staging_chunks = 4;
+  p.geo.staging_chunk_bytes = 4096;
+  p.geo.key_slots = 16;
+  p.geo.event_rings = 2;
+  p.geo.event_ring_entries = 16;
+  return p;
+}
+
+std::string shm_path(const std::string& name) { return "/dev/shm" + name; }
+
+bool file_exists(const std::string& name) {
+  struct stat st {};
+  return stat(shm_path(name).c_str(), &st) == 0;
+}
+
+// A segment made by hand under a's name space at `port`: the header a real endpoint would
+// write (copied from `like`), then changed by `edit`; created with `mode`. The test keeps it
+// mapped, so owner_pid = getpid() is a process that maps it.
+struct handmade {
+  std::string name;
+  void* base = nullptr;
+  std::size_t bytes = 0;
+  ~handmade() {
+    if (base) munmap(base, bytes);
+    if (!name.empty()) shm_unlink(name.c_str());
+  }
+  segment_header& header() { return *static_cast<segment_header*>(base); }
+};
+
+template <class Edit>
+void make_segment(handmade& h, const device& like, std::uint32_t port, mode_t mode, Edit edit) {
+  const address a = like.local_address();
+  h.name = segment_name(getuid(), a.pdid, port);
+  shm_unlink(h.name.c_str());
+  const int fd = shm_open(h.name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0) << h.name;
+  ASSERT_EQ(fchmod(fd, mode), 0);
+  shm_segment own;  // the real endpoint's header, as a template
+  ASSERT_EQ(shm_segment::open(segment_name(getuid(), a.pdid, a.port), own), core::status::ok);
+  h.bytes = own.size();
+  ASSERT_EQ(ftruncate(fd, static_cast<off_t>(h.bytes)), 0);
+  h.base = mmap(nullptr, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  ASSERT_NE(h.base, MAP_FAILED);
+  std::memcpy(h.base, own.data(), h.bytes);
+  h.header().port = port;
+  h.header().owner_pid = getpid();
+  edit(h.header());
+}
+
+address at_port(const device& d, std::uint32_t port) {
+  address a = d.local_address();
+  a.port = port;
+  return a;
+}
+
+TEST(geometry_error, accepts_the_defaults_and_the_bounds) {
+  const geometry g{};
+  EXPECT_EQ(geometry_error(g, offsets_of(g).total), nullptr);
+  geometry small{2, 1, 0, 4096, 1, 1, 1, 0, 1};
+  EXPECT_EQ(geometry_error(small, offsets_of(small).total), nullptr);
+  geometry big{1u << 22, 4096, 1u << 16, 1u << 30, 64, 1u << 30, 1u << 16, 64, 1u << 20};
+  EXPECT_EQ(geometry_error(big, offsets_of(big).total), nullptr);
+  EXPECT_NE(geometry_error(g, offsets_of(g).total - 1), nullptr) << "larger than the mapping";
+  EXPECT_NE(geometry_error(g, 0), nullptr);
+}
+
+TEST(geometry_error, refuses_each_field_out_of_its_bounds) {
+  struct bad_case {
+    const char* what;
+    void (*edit)(geometry&);
+  };
+  const bad_case cases[] = {
+      {"mailbox_slots 0 (mask 2^32-1)", [](geometry& g) { g.mailbox_slots = 0; }},
+      {"mailbox_slots 1", [](geometry& g) { g.mailbox_slots = 1; }},
+      {"mailbox_slots 3", [](geometry& g) { g.mailbox_slots = 3; }},
+      {"mailbox_slots 2^23", [](geometry& g) { g.mailbox_slots = 1u << 23; }},
+      {"mailbox_slots 2^31", [](geometry& g) { g.mailbox_slots = 1u << 31; }},
+      {"notify_slots 0", [](geometry& g) { g.notify_slots = 0; }},
+      {"notify_slots 4097", [](geometry& g) { g.notify_slots = 4097; }},
+      {"notify_slots 2^32-1", [](geometry& g) { g.notify_slots = ~0u; }},
+      {"bounce_peers 2^16+1", [](geometry& g) { g.bounce_peers = (1u << 16) + 1; }},
+      {"bounce_peers 2^32-1", [](geometry& g) { g.bounce_peers = ~0u; }},
+      {"bounce_ring_bytes 0", [](geometry& g) { g.bounce_ring_bytes = 0; }},
+      {"bounce_ring_bytes 2048", [](geometry& g) { g.bounce_ring_bytes = 2048; }},
+      {"bounce_ring_bytes 3*4096", [](geometry& g) { g.bounce_ring_bytes = 3 * 4096; }},
+      {"bounce_ring_bytes 2^31", [](geometry& g) { g.bounce_ring_bytes = 1u << 31; }},
+      {"staging_chunks 0", [](geometry& g) { g.staging_chunks = 0; }},
+      {"staging_chunks 65", [](geometry& g) { g.staging_chunks = 65; }},
+      {"staging_chunk_bytes 0 (a staged write that never advances)",
+       [](geometry& g) { g.staging_chunk_bytes = 0; }},
+      {"staging_chunk_bytes 2^31", [](geometry& g) { g.staging_chunk_bytes = 1u << 31; }},
+      {"key_slots 0", [](geometry& g) { g.key_slots = 0; }},
+      {"key_slots 3", [](geometry& g) { g.key_slots = 3; }},
+      {"key_slots 2^17", [](geometry& g) { g.key_slots = 1u << 17; }},
+      {"event_rings 65", [](geometry& g) { g.event_rings = 65; }},
+      {"event_ring_entries 0", [](geometry& g) { g.event_ring_entries = 0; }},
+      {"event_ring_entries 5", [](geometry& g) { g.event_ring_entries = 5; }},
+      {"event_ring_entries 2^21", [](geometry& g) { g.event_ring_entries = 1u << 21; }},
+  };
+  for (const bad_case& c : cases) {
+    geometry g{};
+    c.edit(g);
+    // Mapped as large as anything could be: only the field's own bound can refuse it.
+    EXPECT_NE(geometry_error(g, ~std::size_t{0}), nullptr) << c.what;
+  }
+}
+
+TEST(emu_segment, a_new_segment_is_mode_0600_whatever_the_umask_and_fully_reserved) {
+  const mode_t old = umask(0277);  // would leave 0400: a segment its own peers cannot map
+  device d;
+  const core::status s = d.open(make_params(test_pdid(1)));
+  umask(old);
+  ASSERT_EQ(s, core::status::ok);
+  const address a = d.local_address();
+  struct stat st {};
+  ASSERT_EQ(stat(shm_path(segment_name(getuid(), a.pdid, a.port)).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  EXPECT_EQ(st.st_uid, geteuid());
+  // Every page allocated now (posix_fallocate): none can raise SIGBUS when first touched.
+  EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, static_cast<std::size_t>(st.st_size));
+  device peer;
+  ASSERT_EQ(peer.open(make_params(test_pdid(1))), core::status::ok);
+  peer_id p;
+  EXPECT_EQ(peer.connect(a, p), core::status::ok);
+}
+
+TEST(emu_segment, a_well_formed_segment_of_ours_is_served) {
+  // The positive control for the refusals below: the same hand-made segment, unchanged.
+  device d;
+  ASSERT_EQ(d.open(make_params(test_pdid(2))), core::status::ok);
+  handmade h;
+  make_segment(h, d, test_port(2), 0600, [](segment_header&) {});
+  peer_id p;
+  ASSERT_EQ(d.connect(at_port(d, test_port(2)), p), core::status::ok);
+  packet pk{};
+  pk[0] = std::byte{1};
+  EXPECT_EQ(d.mailbox_send(p, pk), core::status::ok);
+  const segment_view v = segment_view::of(h.base, h.header().geo);
+  EXPECT_EQ(v.mailbox[0].seq.load(), 1u) << "the packet landed in the hand-made mailbox";
+}
+
+TEST(emu_segment, a_segment_with_another_mode_is_refused) {
+  device d;
+  ASSERT_EQ(d.open(make_params(test_pdid(3))), core::status::ok);
+  for (mode_t mode : {mode_t{0666}, mode_t{0644}, mode_t{0400}, mode_t{0700}}) {
+    handmade h;
+    make_segment(h, d, test_port(3), mode, [](segment_header&) {});
+    peer_id p;
+    EXPECT_EQ(d.connect(at_port(d, test_port(3)), p), core::status::access) << std::oct << mode;
+    const segment_view v = segment_view::of(h.base, h.header().geo);
+    EXPECT_EQ(v.mailbox[0].seq.load(), 0u);
+  }
+}
+
+TEST(emu_segment, a_lying_geometry_is_refused_not_a_crash) {
+  device d;
+  ASSERT_EQ(d.open(make_params(test_pdid(4))), core::status::ok);
+  struct lie {
+    const char* what;
+    void (*edit)(segment_header&);
+  };
+  const lie lies[] = {
+      {"mailbox_slots 0", [](segment_header& h) { h.geo.mailbox_slots = 0; }},
+      {"mailbox_slots 3", [](segment_header& h) { h.geo.mailbox_slots = 3; }},
+      {"staging_chunk_bytes 0", [](segment_header& h) { h.geo.staging_chunk_bytes = 0; }},
+      {"bounce rings past the end", [](segment_header& h) { h.geo.bounce_peers = 1u << 16; }},
+      {"notify_slots 2^32-1", [](segment_header& h) { h.geo.notify_slots = ~0u; }},
+  };
+  for (const lie& l : lies) {
+    handmade h;
+    make_segment(h, d, test_port(4), 0600, l.edit);
+    peer_id p = no_peer;
+    EXPECT_EQ(d.connect(at_port(d, test_port(4)), p), core::status::unreachable) << l.what;
+  }
+}
+
+TEST(emu_segment, an_owner_pid_that_does_not_map_the_segment_is_not_trusted) {
+  device d;
+  ASSERT_EQ(d.open(make_params(test_pdid(5))), core::status::ok);
+  const pid_t other = fork();  // ours, alive, but it never maps the hand-made file
+  ASSERT_GE(other, 0);
+  if (other == 0) {
+    pause();
+    _exit(0);
+  }
+  for (pid_t pid : {other, pid_t{1}, pid_t{0}, pid_t{-5}, pid_t{0x7ffffff0}}) {
+    handmade h;
+    make_segment(h, d, test_port(5), 0600, [](segment_header&) {});
+    h.header().owner_pid = pid;
+    peer_id p = no_peer;
+    EXPECT_EQ(d.connect(at_port(d, test_port(5)), p), core::status::unreachable) << pid;
+  }
+  kill(other, SIGKILL);
+  waitpid(other, nullptr, 0);
+}
+
+TEST(emu_segment, a_chosen_port_taken_by_a_file_not_ours_is_a_clear_error_and_untouched) {
+  device d;
+  ASSERT_EQ(d.open(make_params(test_pdid(6))), core::status::ok);
+  handmade h;
+  make_segment(h, d, test_port(6), 0666, [](segment_header&) {});
+  h.header().owner_pid = 0x7ffffff0;  // "dead": the old code reclaimed the port by unlinking
+  params p = make_params(test_pdid(6));
+  p.self.port = test_port(6);
+  device chosen;
+  EXPECT_EQ(chosen.open(p), core::status::access);
+  EXPECT_TRUE(file_exists(h.name));
+}
+
+TEST(emu_segment, reclaim_never_unlinks_a_file_it_refuses) {
+  device d;
+  ASSERT_EQ(d.open(make_params(test_pdid(7))), core::status::ok);
+  handmade h;
+  make_segment(h, d, test_port(7), 0644, [](segment_header&) {});
+  h.header().owner_pid = 0x7ffffff0;  // looks stale
+  device another;  // open() reclaims stale segments of our uid
+  ASSERT_EQ(another.open(make_params(test_pdid(7))), core::status::ok);
+  EXPECT_TRUE(file_exists(h.name)) << "reclaim unlinked a file that open() refuses to map";
+}
+
+}  // namespace
+}  // namespace exanet::dev::emu
