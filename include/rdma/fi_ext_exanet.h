@@ -68,6 +68,10 @@ struct fi_exanet_counters {
 	uint64_t parked;         /* packets held until an earlier write's notification was taken */
 	uint64_t served_drops;   /* RTS packets dropped because an RTR already served the send */
 	uint64_t rtr_cancels;    /* receive cancels that needed the handshake with the sender */
+	uint64_t psn_window_drops; /* message packets whose psn lay beyond the reorder window, and
+	                              packets refused because their sender's parked queue was full */
+	uint64_t rndv_timeouts;  /* rendezvous receives failed with FI_ETIMEDOUT: the live sender
+	                            wrote nothing for FI_EXANET_RNDV_TIMEOUT_MS */
 };
 
 struct fid_ep;
