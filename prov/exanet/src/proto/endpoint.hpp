@@ -499,6 +499,7 @@ class endpoint {
   std::size_t min_multi_recv_ = 64;
   std::uint32_t progress_calls_ = 0;
   std::uint64_t last_dead_check_ms_ = 0;
+  bool unstick_due_ = false;  // a peer died: watch the mailbox head for a slot it never published
   endpoint_stats stats_{};
   bool open_ = false;
 };

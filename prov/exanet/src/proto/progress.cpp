@@ -132,7 +132,11 @@ void endpoint::check_dead_peers() noexcept {
       settled = true;
     }
     fail_peer(p);
+    unstick_due_ = true;
   }
+  // A peer killed between claiming a slot of our mailbox and publishing it stops the ring for
+  // every sender; the device skips such a slot once it stayed unpublished for a period.
+  if (unstick_due_) unstick_due_ = dev_.mailbox_unstick();
   expire_rendezvous(now);
 }
 
