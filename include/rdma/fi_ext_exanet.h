@@ -80,6 +80,10 @@ struct fi_exanet_counters {
 	uint64_t drop_notify_refused; /* DMA notifications for a slot not armed for them */
 	uint64_t drop_rma_event;    /* RMA events or rma_done packets naming no live registration,
 	                               a right it lacks, or more bytes than it holds */
+	uint64_t psn_window_drops; /* message packets whose psn lay beyond the reorder window, and
+	                              packets refused because their sender's parked queue was full */
+	uint64_t rndv_timeouts;  /* rendezvous receives failed with FI_ETIMEDOUT: the live sender
+	                            wrote nothing for FI_EXANET_RNDV_TIMEOUT_MS */
 };
 
 struct fid_ep;

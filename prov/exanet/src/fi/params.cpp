@@ -95,7 +95,12 @@ void params_define(fi_provider* prov) noexcept {
                   "line are made: auto (default: measured once per process, about a millisecond), "
                   "libc (always memcpy) or loop (always exanet's aligned-store loop)");
   fi_param_define(prov, "dead_peer_check_ms", FI_PARAM_INT,
-                  "Period of the liveness check of peers that transfers wait on (default 200)");
+                  "Period of the liveness check of peers that transfers or posted receives "
+                  "wait on (default 200)");
+  fi_param_define(prov, "rndv_timeout_ms", FI_PARAM_INT,
+                  "A receive matched to a rendezvous fails with FI_ETIMEDOUT when its sender, "
+                  "still alive, has written nothing for this long (default 30000; 0: wait for "
+                  "ever)");
   fi_param_define(prov, "stats", FI_PARAM_STRING,
                   "Print each endpoint's protocol counters when it closes: stderr (or 1), or a "
                   "file name to append one line per endpoint to (default: off)");
@@ -155,6 +160,8 @@ proto::config params_read() noexcept {
   if (fi_param_get_bool(prov, "proto_info", &v) == 0) c.proto_info = v != 0;
   if (fi_param_get_int(prov, "dead_peer_check_ms", &v) == 0 && v > 0)
     c.dead_peer_check_ms = static_cast<unsigned>(v);
+  if (fi_param_get_int(prov, "rndv_timeout_ms", &v) == 0 && v >= 0)
+    c.rndv_timeout_ms = static_cast<unsigned>(v);
   (void)params_protocol(c.protocol);  // an unknown name was refused by fi_getinfo already
   if (char* copy = nullptr; fi_param_get_str(prov, "copy", &copy) == 0 && copy && *copy) {
     if (std::strcmp(copy, "libc") == 0)

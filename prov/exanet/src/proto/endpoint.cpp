@@ -129,6 +129,8 @@ std::uint64_t endpoint::source_of(dev::peer_id p) noexcept {
 // ---- posting ------------------------------------------------------------------------------
 
 core::status endpoint::send(const send_args& a) noexcept {
+  // The psn window's sender side (psn_order.cpp): back-pressure, not a drop at the receiver.
+  if (!dma_backlog_.empty() && !psn_window_open(a.peer)) [[unlikely]] return core::status::again;
   const std::size_t len = core::iov_length(a.iov);
   // An inject takes the send row of its size: the inject limit was checked by fi/ already.
   const size_class& c = protocols_.select(
@@ -215,7 +217,14 @@ core::status endpoint::recv(const recv_args& a) noexcept {
   recv_request* r = make_recv(a, capacity);
   if (!r) return core::status::again;
   if (r->multi) return post_multi_recv(*r);
+  // A source that died can send nothing more (progress.cpp, fail_peer); what it sent before
+  // is still matched below.
+  const bool source_dead = a.peer != dev::no_peer && dev_.peer_forgotten(a.peer);
   if (p == protocol::recv_rtr_only) {
+    if (source_dead) [[unlikely]] {
+      recvs_.release(r);
+      return core::status::peer_dead;
+    }
     const core::status s = optimistic_recv(*r);
     if (!core::ok(s)) recvs_.release(r);
     return s;
@@ -226,6 +235,10 @@ core::status endpoint::recv(const recv_args& a) noexcept {
     take_unexpected(*r, *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(e) -
                                                            offsetof(unexpected_msg, entry)));
     return core::status::ok;
+  }
+  if (source_dead) [[unlikely]] {
+    recvs_.release(r);
+    return core::status::peer_dead;
   }
   try {
     m.post(r->entry);

@@ -128,6 +128,8 @@ struct send_request {
   bool last_segment = false;
   bool ack_wanted = false;  // read variant: after the last write, wait (in wait_cts_) for the ack
   bool data_sent = false;   // read variant: the last segment is written, the ack is due
+  bool psn_in_note = false; // a receiver-initiated write: its notification carries its psn, so
+                            // the receiver parks what follows until it lands (psn_window_open)
 };
 
 /// Where a receive stands in the receiver-initiated rendezvous (rndv_rtr.cpp).
@@ -163,6 +165,8 @@ struct recv_request {
   bool has_cq_data = false;
   std::size_t delivered = 0;  // bytes landed so far
   std::size_t segment_len = 0;  // bytes the outstanding CTS asked for
+  std::uint64_t waiting_since_ms = 0;  // matched to a rendezvous: when it last asked for data
+                                       // (CTS) or matched its RTS (rndv_timeout_ms counts here)
   std::uint32_t notify_slot = no_slot, notify_gen = 0;
   bool ack_wanted = false;  // read variant: acknowledge the rendezvous once complete
   // Receiver-initiated rendezvous.
@@ -389,6 +393,17 @@ class endpoint {
                    std::uint64_t send_id) noexcept;
   /// False: the packet was parked or dropped; true: dispatch it now.
   bool admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept;
+  /// Reorder window: how far past the watermark a message psn may be, and how many packets a
+  /// sender may have parked here; beyond either the packet is dropped (psn_order.cpp says why).
+  std::uint32_t psn_window() const noexcept;
+  std::size_t parked_max() const noexcept;
+  /// Sender side of the window: false while `to` already has a window's worth of messages
+  /// behind a receiver-initiated write of ours that the DMA engine has not finished.
+  bool psn_window_open(dev::peer_id to) noexcept;
+  /// True if a receive of ours waits for a write from `from` (its RTR out): only such a write's
+  /// notification can fill a gap in that sender's psns.
+  bool gap_fillable(dev::peer_id from) noexcept;
+  void drop_out_of_window(dev::peer_id from, const dev::packet& pkt, const char* why) noexcept;
   void park(dev::peer_id from, const dev::packet& pkt) noexcept;
   void drop_served(dev::peer_id from, const dev::packet& pkt) noexcept;
   /// The psn after the watermark was taken by a notification: the packets behind it go now.
@@ -419,8 +434,16 @@ class endpoint {
   // progress.cpp
   std::size_t progress_mailbox() noexcept;
   std::size_t retry_backlog() noexcept;
+  /// True while something waits on a peer: a transfer, a posted receive (directed or not).
+  bool waiting_on_peers() const noexcept;
   void check_dead_peers() noexcept;
+  /// Takes what a peer that just died had already delivered, before its operations fail.
+  void settle_arrivals() noexcept;
   void fail_peer(dev::peer_id p) noexcept;
+  /// Receives posted for p (never matched) fail; any-source receives stay posted.
+  void fail_posted_from(dev::peer_id p) noexcept;
+  /// Rendezvous receives whose live sender wrote nothing for rndv_timeout_ms fail.
+  void expire_rendezvous(std::uint64_t now) noexcept;
 
   // shared helpers (endpoint.cpp)
   void send_control(dev::peer_id to, const dev::packet& pkt) noexcept;
@@ -484,6 +507,7 @@ class endpoint {
   std::size_t min_multi_recv_ = 64;
   std::uint32_t progress_calls_ = 0;
   std::uint64_t last_dead_check_ms_ = 0;
+  bool unstick_due_ = false;  // a peer died: watch the mailbox head for a slot it never published
   endpoint_stats stats_{};
   bool open_ = false;
 };

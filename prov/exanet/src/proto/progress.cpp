@@ -2,11 +2,10 @@
 // nothing blocks. Incoming packets are dispatched through one table indexed by packet type.
 #include <rdma/fi_errno.h>
 
-#include <time.h>
-
 #include <array>
 
 #include "core/log.hpp"
+#include "proto/clock.hpp"
 #include "proto/endpoint.hpp"
 
 namespace exanet::proto {
@@ -37,10 +36,13 @@ constexpr auto g_rx_handlers = protocol_access::table();
 constexpr std::size_t mailbox_budget = 64;
 constexpr std::uint32_t dead_check_every = 256;  // progress calls between clock reads
 
-std::uint64_t now_ms() noexcept {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return std::uint64_t(ts.tv_sec) * 1000 + std::uint64_t(ts.tv_nsec) / 1000000;
+recv_request& recv_of(match::posted_entry& e) noexcept {
+  return *reinterpret_cast<recv_request*>(reinterpret_cast<char*>(&e) -
+                                          offsetof(recv_request, entry));
+}
+unexpected_msg& unexpected_of(match::unexpected_entry& e) noexcept {
+  return *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
+                                            offsetof(unexpected_msg, entry));
 }
 }  // namespace
 
@@ -89,11 +91,20 @@ std::size_t endpoint::progress() noexcept {
   if (!dma_backlog_.empty()) n += retry_dma();          // our writes that met a busy engine
   if (!backlog_.empty()) n += retry_backlog();          // control packets that met a full mailbox
   if (lift_due_) lift_suspended();                       // late RTRs, after this round's matches
-  if (++progress_calls_ % dead_check_every == 0 &&
-      !(wait_notify_.empty() && wait_cts_.empty() && dma_backlog_.empty() && backlog_.empty() &&
-        rma_active_.empty() && wait_ri_.empty()))
-    check_dead_peers();
+  // Liveness and the rendezvous timeout: one coarse clock read (vDSO, no syscall) every
+  // dead_check_every calls, and only while something waits on a peer.
+  if (++progress_calls_ % dead_check_every == 0 && waiting_on_peers()) check_dead_peers();
   return n;
+}
+
+bool endpoint::waiting_on_peers() const noexcept {
+  // Posted receives count, any-source ones too: a survivor whose only business is a receive
+  // (a ping-pong waiting for its next message) must learn that the peer died, and the check
+  // also reclaims dead peers' segments. Its cost is a clock read per dead_check_every calls and
+  // one kill(pid, 0) per peer per dead_peer_check_ms.
+  return !(wait_notify_.empty() && wait_cts_.empty() && dma_backlog_.empty() && backlog_.empty() &&
+           rma_active_.empty() && wait_ri_.empty() && matchers_[0].posted_count() == 0 &&
+           matchers_[1].posted_count() == 0);
 }
 
 std::size_t endpoint::retry_backlog() noexcept {
@@ -109,13 +120,37 @@ std::size_t endpoint::retry_backlog() noexcept {
 }
 
 void endpoint::check_dead_peers() noexcept {
-  const std::uint64_t now = now_ms();
+  const std::uint64_t now = coarse_now_ms();
   if (now - last_dead_check_ms_ < cfg_.dead_peer_check_ms) return;
   last_dead_check_ms_ = now;
   // One kill(pid, 0) per known peer, only while something waits on a peer: cheap, and it also
   // reclaims the segments of peers that died with nothing in flight.
-  for (dev::peer_id p = 0; p < dev_.peer_count(); ++p)
-    if (!dev_.peer_forgotten(p) && !dev_.peer_alive(p)) fail_peer(p);
+  bool settled = false;
+  for (dev::peer_id p = 0; p < dev_.peer_count(); ++p) {
+    if (dev_.peer_forgotten(p) || dev_.peer_alive(p)) continue;
+    if (!settled) {
+      settle_arrivals();
+      settled = true;
+    }
+    fail_peer(p);
+    unstick_due_ = true;
+  }
+  // A peer killed between claiming a slot of our mailbox and publishing it stops the ring for
+  // every sender; the device skips such a slot once it stayed unpublished for a period.
+  if (unstick_due_) unstick_due_ = dev_.mailbox_unstick();
+  expire_rendezvous(now);
+}
+
+void endpoint::settle_arrivals() noexcept {
+  // What the dead process published before it died is still valid: its eager and medium
+  // messages and the writes whose notifications landed complete the receives they match, as
+  // they would have a moment later. Bounded: one mailbox's worth of packets.
+  const std::size_t rounds = cfg_.mailbox_slots / mailbox_budget + 1;
+  for (std::size_t i = 0; i < rounds && progress_mailbox() > 0; ++i) {
+  }
+  dev_.take_notify_bells([this](std::uint32_t slot) { on_ri_bell(slot); });
+  if (ri_deferred_ && !wait_ri_.empty()) poll_ri();
+  if (!wait_notify_.empty()) poll_notifications();
 }
 
 void endpoint::fail_peer(dev::peer_id p) noexcept {
@@ -128,21 +163,21 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
     if (r.notify_slot != recv_request::no_slot) dev_.notify_free(r.notify_slot);
     fail_recv(r, FI_ECONNRESET);
   });
-  // Receives whose RTR went to the dead peer: no write can come any more. One matched to its
-  // RTS fails; a cancel in progress completes; the others stay posted as plain receives.
+  // Receives whose RTR went to the dead peer: no write can come any more, and no message
+  // either (they name that peer as their source), so each fails; a cancel in progress
+  // completes as cancelled.
   wait_ri_.for_each([&](recv_request& r) {
     if (r.entry.source != p) return;
-    if (r.rtr_only) {  // optimistic: it had no other way to a message
+    if (r.rtr_only) {  // optimistic: never posted
       fail_recv(r, r.rtr == rtr_state::cancelling ? FI_ECANCELED : FI_ECONNRESET);
     } else if (r.rtr == rtr_state::waiting_rts) {
       fail_recv(r, FI_ECONNRESET);  // rtr_release takes it off wait_ri_
-    } else if (r.rtr == rtr_state::cancelling) {
-      unpost(r);
-      fail_recv(r, FI_ECANCELED);
     } else {
-      rtr_release(r);
+      unpost(r);
+      fail_recv(r, r.rtr == rtr_state::cancelling ? FI_ECANCELED : FI_ECONNRESET);
     }
   });
+  fail_posted_from(p);
   if (p < seq_.size()) {
     peer_sequence& q = seq_[p];
     while (backlog_packet* b = q.parked.pop_front()) backlog_pool_.release(b);
@@ -169,6 +204,60 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
     backlog_pool_.release(&b);
   });
   dev_.forget_dead_peer(p);
+}
+
+void endpoint::fail_posted_from(dev::peer_id p) noexcept {
+  for (int k = 0; k < 2; ++k) {
+    match::matcher& m = matchers_[k];
+    m.for_each_posted_at(p, [&](match::posted_entry& e) {
+      recv_request& r = recv_of(e);
+      unpost(r);
+      if (r.multi) {
+        r.in_matcher = false;
+        if (r.outstanding > 0) return;  // its last message in flight releases it
+      }
+      fail_recv(r, FI_ECONNRESET);
+    });
+    // An announced rendezvous from the dead peer can never be served: a receive that matched
+    // it later would wait for a write that cannot come. Its eager and medium messages are
+    // complete and stay receivable.
+    m.for_each_unexpected([&](match::unexpected_entry& e) {
+      unexpected_msg& u = unexpected_of(e);
+      if (u.peer != p || u.type != wire::pkt_type::rts) return;
+      m.remove_unexpected(e);
+      unexpected_.release(&u);
+    });
+  }
+}
+
+void endpoint::expire_rendezvous(std::uint64_t now) noexcept {
+  const std::uint64_t limit = cfg_.rndv_timeout_ms;
+  if (limit == 0) return;
+  auto expire = [&](recv_request& r) {
+    ++stats_.rndv_timeouts;
+    if ((stats_.rndv_timeouts & (stats_.rndv_timeouts - 1)) == 0)  // rate-limited: 1, 2, 4...
+      EXANET_LOG(warn, ep_data,
+                 "rendezvous from peer port %u: no data for %llu ms, receive failed "
+                 "(FI_ETIMEDOUT; %llu so far)",
+                 dev_.peer_address(r.peer).port, static_cast<unsigned long long>(limit),
+                 static_cast<unsigned long long>(stats_.rndv_timeouts));
+    fail_recv(r, FI_ETIMEDOUT);
+  };
+  // Data asked for by a CTS. A receive still looking for a free notification slot waits on
+  // this endpoint, not on its sender, and is left alone.
+  wait_notify_.for_each([&](recv_request& r) {
+    if (r.notify_slot == recv_request::no_slot || now - r.waiting_since_ms < limit) return;
+    wait_notify_.remove(r);
+    dev_.notify_free(r.notify_slot);  // disarmed: a late write finds no slot of this generation
+    r.notify_slot = recv_request::no_slot;
+    expire(r);
+  });
+  // An RTS matched a receive whose RTR was out: only the sender's write (or a NACK) ends it.
+  // Receives merely posted with an RTR out wait for a send that may come any time: not these.
+  wait_ri_.for_each([&](recv_request& r) {
+    if (r.rtr != rtr_state::waiting_rts || r.rtr_only || now - r.waiting_since_ms < limit) return;
+    expire(r);  // rtr_release disarms the slot
+  });
 }
 
 }  // namespace exanet::proto

@@ -270,6 +270,7 @@ core::status endpoint::ri_send(const send_args& a, std::size_t len, stored_rtr& 
 
 void endpoint::ri_write(send_request& s, const wire::rtr& m, bool rtr_first) noexcept {
   s.cts_seen = true;
+  s.psn_in_note = true;
   const wire::ri_record rec{s.tag, s.len};
   dev::notification raw;
   std::memcpy(raw.data(), &rec, sizeof rec);

@@ -580,5 +580,33 @@ TEST(emu_device, a_live_endpoint_keeps_its_chosen_port) {
   EXPECT_EQ(b.open(p), core::status::ok);
 }
 
+// A producer that died between claiming a slot and publishing it (issue 12, found by the
+// peer-death matrix: the survivor's own loopback stopped): the slot is skipped once it stayed
+// unpublished over two calls, and the packets behind it flow again.
+TEST(emu_device, slot_claimed_by_a_dead_producer_is_skipped) {
+  device dead, live, b;
+  ASSERT_EQ(dead.open(make_params(test_pdid(15))), core::status::ok);
+  ASSERT_EQ(live.open(make_params(test_pdid(15))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(15))), core::status::ok);
+  peer_id db, lb;
+  ASSERT_EQ(dead.connect(b.local_address(), db), core::status::ok);
+  ASSERT_EQ(live.connect(b.local_address(), lb), core::status::ok);
+  auto count = [&] { return b.poll_mailbox(8, [](peer_id, const packet&) {}); };
+  ASSERT_EQ(live.mailbox_send(lb, numbered(1, 0, 1)), core::status::ok);
+  mailbox_reservation never_published;
+  ASSERT_EQ(dead.mailbox_reserve(db, never_published), core::status::ok);
+  ASSERT_EQ(live.mailbox_send(lb, numbered(1, 0, 2)), core::status::ok);
+  EXPECT_EQ(count(), 1u);                 // the packet before the claimed slot
+  EXPECT_EQ(count(), 0u);                 // stopped at the claimed slot
+  EXPECT_TRUE(b.mailbox_unstick());       // first look: watched, not skipped
+  EXPECT_EQ(count(), 0u);
+  EXPECT_TRUE(b.mailbox_unstick());       // still unpublished: skipped
+  EXPECT_EQ(b.stuck_slots_skipped(), 1u);
+  EXPECT_EQ(count(), 1u);                 // the packet behind it
+  EXPECT_FALSE(b.mailbox_unstick());      // empty: nothing more to watch
+  ASSERT_EQ(live.mailbox_send(lb, numbered(1, 0, 3)), core::status::ok);
+  EXPECT_EQ(count(), 1u);                 // the ring works on
+}
+
 }  // namespace
 }  // namespace exanet::dev::emu

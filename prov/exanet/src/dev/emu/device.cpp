@@ -591,6 +591,32 @@ void device::on_device_packet(const mailbox_slot& s) noexcept {
   }
 }
 
+bool device::mailbox_unstick() noexcept {
+  const std::uint64_t tail = local_.mbox_ctl->tail.load(std::memory_order_acquire);
+  mailbox_slot& s = local_.mailbox[mb_head_ & (geo_.mailbox_slots - 1)];
+  if (tail == mb_head_) {
+    stuck_head_ = ~0ull;  // empty: every claimed slot was published and taken
+    return false;
+  }
+  if (s.seq.load(std::memory_order_acquire) == mb_head_ + 1) {
+    stuck_head_ = ~0ull;  // the head packet is there; a stuck slot may still be behind it
+    return true;
+  }
+  if (stuck_head_ != mb_head_) {
+    stuck_head_ = mb_head_;  // claimed, not published: look again one period later
+    return true;
+  }
+  // Still unpublished a whole period later: its producer is the one that died (a live one
+  // publishes a few stores after its claim). Consume the slot unread.
+  EXANET_LOG(warn, core, "mailbox slot %llu claimed by a dead producer skipped",
+             static_cast<unsigned long long>(mb_head_ & (geo_.mailbox_slots - 1)));
+  s.seq.store(mb_head_ + geo_.mailbox_slots, std::memory_order_release);
+  ++mb_head_;
+  ++stuck_skipped_;
+  stuck_head_ = ~0ull;
+  return true;
+}
+
 bool device::peer_alive(peer_id p) noexcept {
   peer& pr = peers_[p];
   if (pr.dead) return false;

@@ -224,6 +224,12 @@ class device {
 
   const drop_counts& drops() const noexcept { return drops_; }
   std::uint64_t foreign_pdid_drops() const noexcept { return drops_.foreign_pdid; }
+  /// After a peer died (issue 12): a producer killed between claiming a slot of this mailbox
+  /// and publishing it would stop the ring for every sender. Called once per liveness period
+  /// while a death is recent: a head slot found claimed but unpublished on two calls in a row
+  /// is skipped. False once the mailbox was seen empty (every claimed slot was published).
+  bool mailbox_unstick() noexcept;
+  std::uint64_t stuck_slots_skipped() const noexcept { return stuck_skipped_; }
   std::uint64_t mailbox_full_events() const noexcept { return mailbox_full_; }
 
  private:
@@ -278,6 +284,8 @@ class device {
   shm_segment seg_;
   segment_view local_{};
   std::uint64_t mb_head_ = 0;  // consumer position: private to this endpoint
+  std::uint64_t stuck_head_ = ~0ull;  // mailbox_unstick: the head position seen unpublished
+  std::uint64_t stuck_skipped_ = 0;
   bool use_cma_ = true;
   std::vector<peer> peers_;
   std::unordered_map<std::uint64_t, peer_id> peer_index_;
