@@ -68,6 +68,9 @@ struct fi_exanet_counters {
 	uint64_t parked;         /* packets held until an earlier write's notification was taken */
 	uint64_t served_drops;   /* RTS packets dropped because an RTR already served the send */
 	uint64_t rtr_cancels;    /* receive cancels that needed the handshake with the sender */
+	/* Resource bounds (fi_exanet(7), RESOURCE MANAGEMENT). */
+	uint64_t intake_held;    /* packets held at the unexpected-message bound until a receive
+	                            made room (back-pressure, never loss) */
 };
 
 struct fid_ep;

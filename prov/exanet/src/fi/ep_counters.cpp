@@ -49,6 +49,7 @@ constexpr named_counter g_counters[] = {
     {"parked", &fi_exanet_counters::parked},
     {"served_drops", &fi_exanet_counters::served_drops},
     {"rtr_cancels", &fi_exanet_counters::rtr_cancels},
+    {"intake_held", &fi_exanet_counters::intake_held},
 };
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),
               "every counter has a name in the report");
