@@ -29,7 +29,11 @@
 // receive consumes one, which frees room, and progress then takes the held ones in order).
 // What can still stall: an application that never receives the unexpected messages it was sent
 // while it waits for a message held behind them, which MPI calls an unsafe program (it relies on
-// buffering); fi_exanet(7) says so and names the parameters that raise the bounds.
+// buffering); fi_exanet(7) says so and names the parameters that raise the bounds. And, until
+// senders stop sending message packets to a receiver that holds (a word in the receiver's
+// segment that mailbox senders read: a device change), the staged DMA engine: its writes travel
+// through this mailbox, so a receive whose data is behind a flood that filled the held array
+// waits too, even when the application receives in order (fabtests bounded_queues uses CMA).
 #include <cstdlib>
 
 #include "core/log.hpp"
