@@ -84,6 +84,9 @@ struct fi_exanet_counters {
 	                              packets refused because their sender's parked queue was full */
 	uint64_t rndv_timeouts;  /* rendezvous receives failed with FI_ETIMEDOUT: the live sender
 	                            wrote nothing for FI_EXANET_RNDV_TIMEOUT_MS */
+	/* Resource bounds (fi_exanet(7), RESOURCE MANAGEMENT). */
+	uint64_t intake_held;    /* packets held at the unexpected-message bound until a receive
+	                            made room (back-pressure, never loss) */
 };
 
 struct fid_ep;

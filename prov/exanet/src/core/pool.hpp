@@ -1,7 +1,11 @@
 // Fixed-address object pool: requests and unexpected records are acquired and released on the
 // data path without touching the heap; the pool grows by whole chunks in a cold function, and
-// objects never move, so wire ids (index + generation) stay valid while in use.
+// objects never move, so wire ids (index + generation) stay valid while in use. A pool of things
+// that peers' packets create has a limit (set from the endpoint's attributes): it grows on
+// demand up to the limit and no further, so memory is paid only for what is used and never
+// exceeds the bound (issue 12 part 5).
 #pragma once
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -13,12 +17,15 @@ namespace exanet::core {
 template <class T>
 class pool {
  public:
-  explicit pool(std::size_t chunk = 256) : chunk_(chunk ? chunk : 1) {}
+  explicit pool(std::size_t chunk = 256, std::size_t limit = unlimited)
+      : chunk_(chunk ? chunk : 1), limit_(limit) {}
+  static constexpr std::size_t unlimited = ~std::size_t{0};
   pool(const pool&) = delete;
   pool& operator=(const pool&) = delete;
   ~pool() = default;
 
-  /// Returns a default-constructed T, or nullptr when memory is exhausted.
+  /// Returns a default-constructed T, or nullptr when memory is exhausted or limit() objects are
+  /// in use.
   T* acquire() noexcept {
     if (free_.empty() && !grow()) return nullptr;
     slot* s = free_.back();
@@ -55,6 +62,11 @@ class pool {
   }
 
   std::size_t in_use() const noexcept { return in_use_; }
+  /// Objects ever constructed storage for (what the pool costs in memory).
+  std::size_t capacity() const noexcept { return slots_.size(); }
+  std::size_t limit() const noexcept { return limit_; }
+  /// At most n objects in use at once. Cold: called at open, before any acquire.
+  void set_limit(std::size_t n) noexcept { limit_ = n; }
 
  private:
   struct slot {
@@ -66,14 +78,16 @@ class pool {
   };
 
   [[gnu::cold, gnu::noinline]] bool grow() noexcept try {
-    auto chunk = std::make_unique<slot[]>(chunk_);
-    slots_.reserve(slots_.size() + chunk_);
-    free_.reserve(slots_.size() + chunk_);
-    for (std::size_t i = 0; i < chunk_; ++i) {
+    if (slots_.size() >= limit_) return false;
+    const std::size_t n = std::min(chunk_, limit_ - slots_.size());  // the last chunk may be short
+    auto chunk = std::make_unique<slot[]>(n);
+    slots_.reserve(slots_.size() + n);
+    free_.reserve(slots_.size() + n);
+    for (std::size_t i = 0; i < n; ++i) {
       chunk[i].index = static_cast<std::uint32_t>(slots_.size());
       slots_.push_back(&chunk[i]);
     }
-    for (std::size_t i = chunk_; i-- > 0;) free_.push_back(&chunk[i]);
+    for (std::size_t i = n; i-- > 0;) free_.push_back(&chunk[i]);
     chunks_.push_back(std::move(chunk));
     return true;
   } catch (...) {
@@ -81,6 +95,7 @@ class pool {
   }
 
   std::size_t chunk_;
+  std::size_t limit_;
   std::size_t in_use_ = 0;
   std::vector<std::unique_ptr<slot[]>> chunks_;
   std::vector<slot*> slots_;

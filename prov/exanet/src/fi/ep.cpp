@@ -15,6 +15,7 @@
 
 #include "core/log.hpp"
 #include "fi/addr_format.hpp"
+#include "fi/attr.hpp"
 #include "fi/av.hpp"
 #include "fi/cntr.hpp"
 #include "fi/common.hpp"
@@ -394,7 +395,12 @@ int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context
       return -FI_EADDRNOTAVAIL;
     }
   }
-  if (core::status s = ep->proto.open(domain_config(domain), src); !core::ok(s)) {
+  // The queue sizes the application was granted size the pools peers' packets draw from
+  // (fi_getinfo refused anything above max_queue_size).
+  proto::config cfg = domain_config(domain);
+  if (info->tx_attr && info->tx_attr->size) cfg.tx_size = std::min(info->tx_attr->size, max_queue_size);
+  if (info->rx_attr && info->rx_attr->size) cfg.rx_size = std::min(info->rx_attr->size, max_queue_size);
+  if (core::status s = ep->proto.open(cfg, src); !core::ok(s)) {
     delete ep;
     return s == core::status::exists ? -FI_EADDRINUSE : core::to_int(s);
   }

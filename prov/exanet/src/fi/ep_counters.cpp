@@ -57,6 +57,7 @@ constexpr named_counter g_counters[] = {
     {"drop_rma_event", &fi_exanet_counters::drop_rma_event},
     {"psn_window_drops", &fi_exanet_counters::psn_window_drops},
     {"rndv_timeouts", &fi_exanet_counters::rndv_timeouts},
+    {"intake_held", &fi_exanet_counters::intake_held},
 };
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),
               "every counter has a name in the report");

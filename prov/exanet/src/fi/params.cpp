@@ -48,6 +48,15 @@ constexpr size_param g_size_params[] = {
      &proto::config::tx_size},
     {"rx_size", "Receive queue size reported to applications (default 1024)",
      &proto::config::rx_size},
+    {"unexpected_max", "Unexpected messages one endpoint holds at once; at the bound it takes no "
+                       "more message packets until the application receives (default 16 x "
+                       "rx_attr->size)", &proto::config::unexpected_max},
+    {"unexpected_bytes", "Bytes of unexpected medium payload one endpoint holds at once; at the "
+                         "bound, as unexpected_max (default rx_attr->size x medium_max, at most "
+                         "64 MiB)", &proto::config::unexpected_bytes},
+    {"stored_rtr_max", "RTRs one endpoint holds for sends not posted yet; beyond it an RTR is "
+                       "refused and its receive goes sender-initiated (default 4 x "
+                       "tx_attr->size)", &proto::config::stored_rtr_max},
     {"iov_limit", "Iovecs per operation and remote ranges per RMA operation (iov_limit and "
                   "rma_iov_limit; default 8, at most 8)",
      &proto::config::iov_limit},

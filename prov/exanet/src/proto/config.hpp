@@ -32,6 +32,12 @@ struct config {
   std::size_t tx_size = 1024;              // outstanding sends per endpoint
   std::size_t rx_size = 1024;              // posted receives per endpoint
   std::size_t iov_limit = 8;               // iovecs per operation, remote ranges per RMA (<= 8)
+  // Bounds of the queues that peers' packets fill (resolve_queue_bounds; fi_exanet(7), RESOURCE
+  // MANAGEMENT). 0: derived from the attributes.
+  std::size_t unexpected_max = 0;          // unexpected messages held at once (16 x rx_size)
+  std::size_t unexpected_bytes = 0;        // medium payload they hold (rx_size x medium_max,
+                                           // at most 64 MiB)
+  std::size_t stored_rtr_max = 0;          // RTRs held for sends not yet posted (4 x tx_size)
   std::uint32_t pdid = 1;                  // protection domain of this job
   std::uint16_t node = 0;                  // node id of this host
   protocol_family protocol = protocol_family::write;
@@ -48,5 +54,25 @@ struct config {
   bool proto_info = false;                 // FI_EXANET_PROTO_INFO: each endpoint prints its
                                            // protocol table at open (protocol_select.hpp)
 };
+
+/// Fills the queue bounds left at 0 from the endpoint's attributes (rx_size and tx_size as the
+/// application was granted them, medium_max as the protocol table clamped it).
+///
+/// Why these numbers. An unexpected message mirrors a receive the application has not posted
+/// yet, so the bounds scale with rx_size. Records are small (about 200 bytes) and MPI needs many
+/// (MPICH's tests expect 100 unexpected messages per source; libfabric's shm raised its rx size
+/// from 1024 to 16384 after running out of command contexts): 16 per receive. Medium payload is
+/// the large part: one full medium message per receive, capped so that a raised medium_max does
+/// not make the bound meaningless. A stored RTR costs its sender nothing when refused (the
+/// receive goes sender-initiated), so a modest 4 per send suffices.
+constexpr void resolve_queue_bounds(config& c) noexcept {
+  constexpr std::size_t payload_cap = std::size_t{64} << 20;
+  if (c.unexpected_max == 0) c.unexpected_max = 16 * (c.rx_size ? c.rx_size : 1);
+  if (c.unexpected_bytes == 0) {
+    const std::size_t m = (c.rx_size ? c.rx_size : 1) * c.medium_max;
+    c.unexpected_bytes = m < payload_cap ? m : payload_cap;
+  }
+  if (c.stored_rtr_max == 0) c.stored_rtr_max = 4 * (c.tx_size ? c.tx_size : 1);
+}
 
 }  // namespace exanet::proto

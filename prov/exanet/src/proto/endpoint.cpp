@@ -66,6 +66,7 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
   p.use_cma = cfg.use_cma;
   protocols_ = protocol_table::build(selection_inputs::from(cfg, p.geo.bounce_ring_bytes));
   cfg_.medium_max = protocols_.medium_max();  // as the table clamped it
+  if (core::status s = open_intake(); !core::ok(s)) return s;
   if (core::status s = dev_.open(p); !core::ok(s)) return s;
   try {
     ri_by_slot_.assign(p.geo.notify_slots, nullptr);
@@ -82,14 +83,13 @@ void endpoint::close() noexcept {
   if (!open_) return;
   open_ = false;
   dev_.close();
-  matchers_[0].for_each_unexpected([](match::unexpected_entry& e) {
-    std::free(reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
-                                                offsetof(unexpected_msg, entry))->payload);
-  });
-  matchers_[1].for_each_unexpected([](match::unexpected_entry& e) {
-    std::free(reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
-                                                offsetof(unexpected_msg, entry))->payload);
-  });
+  for (match::matcher& m : matchers_)
+    m.for_each_unexpected([&](match::unexpected_entry& e) {
+      m.remove_unexpected(e);
+      free_unexpected(*reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
+                                                         offsetof(unexpected_msg, entry)));
+    });
+  held_count_ = 0;
   auto free_owned = [](send_request& s) { std::free(s.owned); s.owned = nullptr; };
   wait_cts_.for_each(free_owned);
   dma_backlog_.for_each(free_owned);
@@ -199,9 +199,8 @@ void endpoint::take_unexpected(recv_request& r, unexpected_msg& u) noexcept {
   } else {
     const std::byte* data = u.payload ? u.payload : u.inline_payload;
     deliver_recv(r, u.peer, u.tag, u.cq_data, u.has_cq_data, data, u.len);
-    std::free(u.payload);
   }
-  unexpected_.release(&u);
+  free_unexpected(u);  // room for a held packet: the next progress takes it (intake.cpp)
 }
 
 core::status endpoint::recv(const recv_args& a) noexcept {
@@ -373,8 +372,7 @@ bool endpoint::add_unexpected(queue_kind k, unexpected_msg& u) noexcept {
   u.entry.tag = k == queue_kind::tagged ? u.tag : 0;
   if (!matcher_for(k).add_unexpected(u.entry)) {
     EXANET_LOG(warn, ep_data, "out of memory: unexpected message dropped");
-    std::free(u.payload);
-    unexpected_.release(&u);
+    free_unexpected(u);
     return false;
   }
   const std::size_t depth = matchers_[0].unexpected_count() + matchers_[1].unexpected_count();

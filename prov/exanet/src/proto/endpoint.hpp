@@ -188,8 +188,16 @@ struct unexpected_msg {
   std::uint64_t tag = 0, cq_data = 0, len = 0, send_id = 0;
   bool has_cq_data = false;
   bool ack_wanted = false;  // an RTS of the read variant
-  std::byte* payload = nullptr;  // medium: malloc'ed copy out of the bounce ring
+  std::byte* payload = nullptr;  // medium: malloc'ed copy out of the bounce ring, counted in
+                                 // the endpoint's unexpected_bytes_ (intake.cpp)
   std::byte inline_payload[wire::eager_payload_max];
+};
+
+/// A mailbox packet taken out of the ring but not yet dispatched: held at the unexpected bound
+/// (intake.cpp). To the protocol it is still in the mailbox.
+struct held_packet {
+  dev::peer_id peer = dev::no_peer;
+  dev::packet pkt{};
 };
 
 /// A control packet that met a full mailbox, retried in order by progress.
@@ -309,6 +317,11 @@ class endpoint {
     s.drop_notify_refused = d.notify_refused;
     return s;
   }
+  /// What peers' packets make this endpoint hold now (intake.cpp; tests and exanet-stats).
+  std::size_t unexpected_in_use() const noexcept { return unexpected_.in_use(); }
+  std::size_t unexpected_bytes() const noexcept { return unexpected_bytes_; }
+  std::size_t stored_rtrs() const noexcept { return stored_.size(); }
+  std::size_t held_packets() const noexcept { return held_count_; }
   /// Testing (FI_EXANET_TESTING_OPS): while held, no packet is taken from the mailbox.
   void hold_mailbox(bool hold) noexcept { mailbox_held_ = hold; }
 
@@ -431,6 +444,25 @@ class endpoint {
   rma_request* rma_reply_to(dev::peer_id from, std::uint32_t slot, std::uint32_t gen) noexcept;
   void rma_finish(rma_request& r, int err) noexcept;
   std::size_t progress_rma() noexcept;
+  // intake.cpp: the bounds of what peers' packets make this endpoint keep
+  /// Sizes the pools from cfg_ (resolve_queue_bounds) and allocates the held queue.
+  core::status open_intake() noexcept;
+  /// A packet polled from the mailbox: dispatched (on_packet), or held at the bound.
+  void intake(dev::peer_id from, const dev::packet& pkt) noexcept;
+  /// Dispatches held packets, in order, while there is room for them.
+  std::size_t release_held() noexcept;
+  /// How many packets the next poll may take: the intake can hold each of them.
+  std::size_t intake_room() const noexcept { return held_.size() - held_count_; }
+  /// True: a message packet no posted receive takes, while the unexpected budget is spent.
+  bool needs_room(dev::peer_id from, const dev::packet& pkt) noexcept;
+  std::uint32_t* held_count_of(dev::peer_id p) noexcept;
+  /// A dead peer's held packets are dropped, like its parked ones.
+  void forget_held(dev::peer_id p) noexcept;
+  /// Copies an unexpected medium payload out of the bounce ring into u; false without memory.
+  [[nodiscard]] bool keep_unexpected_payload(unexpected_msg& u, const std::byte* data,
+                                             std::size_t len) noexcept;
+  /// Frees an unexpected record (already out of the matcher) and its payload.
+  void free_unexpected(unexpected_msg& u) noexcept;
   // progress.cpp
   std::size_t progress_mailbox() noexcept;
   std::size_t retry_backlog() noexcept;
@@ -501,6 +533,13 @@ class endpoint {
   bool refusal_warned_ = false;  // optimistic_refuse said why once
   bool mailbox_held_ = false;
   core::intrusive_list<backlog_packet, &backlog_packet::hook> backlog_;
+  // intake.cpp: held packets (a ring of mailbox_slots entries), per sender counts.
+  std::vector<held_packet> held_;
+  std::size_t held_head_ = 0, held_count_ = 0;
+  std::vector<std::uint32_t> held_by_peer_;
+  std::uint32_t held_unknown_ = 0;  // from senders the device could not identify
+  std::size_t unexpected_bytes_ = 0;  // medium payload held by unexpected records
+  bool bound_warned_ = false;
   core::pool<rma_request> rmas_{64};
   core::intrusive_list<rma_request, &rma_request::hook> rma_active_;
   std::vector<std::uint64_t> source_cache_;  // peer -> fi_addr; unknown_source + 1 = unresolved

@@ -66,16 +66,14 @@ void endpoint::on_medium(dev::peer_id from, const dev::packet& pkt) noexcept {
     return;
   }
   // Unexpected: copy out now so the sender's credit comes back without waiting for a receive.
+  // The intake admitted it within the unexpected budget (intake.cpp).
   unexpected_msg* u = unexpected_.acquire();
-  // The unexpected path is already the slow path: one exact-size allocation per message.
-  auto* buf = u ? static_cast<std::byte*>(std::malloc(len ? len : 1)) : nullptr;
-  if (!buf) {
+  if (!u || !keep_unexpected_payload(*u, data, len)) {
     if (u) unexpected_.release(u);
     EXANET_LOG(warn, ep_data, "out of memory: unexpected medium message dropped");
     dev_.bounce_consume(p.ring, p.ring_offset + len);
     return;
   }
-  core::copy_bytes(buf, data, len);
   dev_.bounce_consume(p.ring, p.ring_offset + len);
   u->type = wire::pkt_type::medium;
   u->peer = from;
@@ -83,7 +81,6 @@ void endpoint::on_medium(dev::peer_id from, const dev::packet& pkt) noexcept {
   u->cq_data = p.cq_data;
   u->has_cq_data = has_data;
   u->len = len;
-  u->payload = buf;
   (void)add_unexpected(kind, *u);  // on failure it logged and freed the record
 }
 

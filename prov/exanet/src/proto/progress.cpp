@@ -70,8 +70,13 @@ void endpoint::on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept {
 
 std::size_t endpoint::progress_mailbox() noexcept {
   if (mailbox_held_) [[unlikely]] return 0;
-  return dev_.poll_mailbox(
-      mailbox_budget, [this](dev::peer_id from, const dev::packet& pkt) { on_packet(from, pkt); });
+  // Packets held at the unexpected bound go first, while receives have made room for them; then
+  // no more new ones than the intake can hold (intake.cpp: back-pressure without deadlock).
+  std::size_t n = held_count_ ? release_held() : 0;
+  const std::size_t budget = std::min(mailbox_budget, intake_room());
+  if (budget == 0) [[unlikely]] return n;  // the mailbox fills: senders see -FI_EAGAIN
+  return n + dev_.poll_mailbox(
+                 budget, [this](dev::peer_id from, const dev::packet& pkt) { intake(from, pkt); });
 }
 
 std::size_t endpoint::progress() noexcept {
@@ -183,6 +188,7 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
     while (backlog_packet* b = q.parked.pop_front()) backlog_pool_.release(b);
   }
   stored_.drop_peer(p);
+  forget_held(p);
   auto fail_sends = [&](auto& list) {
     list.for_each([&](send_request& s) {
       if (s.peer != p) return;

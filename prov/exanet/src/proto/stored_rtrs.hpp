@@ -3,7 +3,8 @@
 // pre-posted: an RTR without ignore bits sits in the bucket of (peer, queue, tag), one with ignore
 // bits in its peer's short list of wide RTRs. Every RTR also sits in its peer's list in arrival
 // order, for cancel and peer death. Adding and removing never touch the heap once the pool and
-// the peer table have grown.
+// the peer table have grown. The pool has a limit (set_limit): peers cannot make it grow past
+// what the endpoint's attributes allow.
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -35,8 +36,14 @@ class stored_rtr_index {
   stored_rtr_index() : buckets_(bucket_count) {}
 
   bool empty(dev::peer_id p) const noexcept { return p >= peers_.size() || peers_[p].all.empty(); }
+  /// At most n RTRs held at once (cfg.stored_rtr_max): add refuses beyond, and the caller
+  /// answers NACK, so the receive goes sender-initiated (nothing is lost, nothing grows).
+  void set_limit(std::size_t n) noexcept { pool_.set_limit(n); }
+  std::size_t size() const noexcept { return pool_.in_use(); }
+  /// Memory held: records ever allocated (the pool never shrinks).
+  std::size_t capacity() const noexcept { return pool_.capacity(); }
 
-  /// Keeps m from peer p; nullptr when out of memory.
+  /// Keeps m from peer p; nullptr at the limit or when out of memory.
   stored_rtr* add(dev::peer_id p, const wire::rtr& m, std::uint32_t remaining) noexcept {
     if (p >= peers_.size()) {
       try {
