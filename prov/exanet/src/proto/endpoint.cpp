@@ -131,6 +131,9 @@ std::uint64_t endpoint::source_of(dev::peer_id p) noexcept {
 core::status endpoint::send(const send_args& a) noexcept {
   // The psn window's sender side (psn_order.cpp): back-pressure, not a drop at the receiver.
   if (!dma_backlog_.empty() && !psn_window_open(a.peer)) [[unlikely]] return core::status::again;
+  // The receiver holds message packets at its unexpected bound (intake.cpp): wait until it
+  // receives, so its mailbox keeps carrying what needs no room, staged DMA data among it.
+  if (dev_.peer_intake_held(a.peer)) [[unlikely]] return core::status::again;
   const std::size_t len = core::iov_length(a.iov);
   // An inject takes the send row of its size: the inject limit was checked by fi/ already.
   const size_class& c = protocols_.select(

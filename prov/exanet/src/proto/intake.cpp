@@ -27,13 +27,13 @@
 // that array is full does it stop polling altogether: the mailbox then fills and senders see
 // -FI_EAGAIN. A held message waits for the application to take an unexpected message (a posted
 // receive consumes one, which frees room, and progress then takes the held ones in order).
+// While anything is held the endpoint says so in its segment (device set_intake_held) and senders
+// send it no new message packets (-FI_EAGAIN, endpoint::send): the held array then absorbs what
+// was already in flight and the mailbox keeps draining, so staged DMA data (which travels through
+// the mailbox) and control packets never wait behind a flood.
 // What can still stall: an application that never receives the unexpected messages it was sent
 // while it waits for a message held behind them, which MPI calls an unsafe program (it relies on
-// buffering); fi_exanet(7) says so and names the parameters that raise the bounds. And, until
-// senders stop sending message packets to a receiver that holds (a word in the receiver's
-// segment that mailbox senders read: a device change), the staged DMA engine: its writes travel
-// through this mailbox, so a receive whose data is behind a flood that filled the held array
-// waits too, even when the application receives in order (fabtests bounded_queues uses CMA).
+// buffering); fi_exanet(7) says so and names the parameters that raise the bounds.
 #include <cstdlib>
 
 #include "core/log.hpp"
@@ -123,7 +123,7 @@ void endpoint::intake(dev::peer_id from, const dev::packet& pkt) noexcept {
     if (held && (*held > 0 || needs_room(from, pkt))) {
       // progress_mailbox polls no more packets than there is room for here.
       held_[(held_head_ + held_count_) % held_.size()] = {from, pkt};
-      ++held_count_;
+      if (held_count_++ == 0) dev_.set_intake_held(true);
       ++*held;
       ++stats_.intake_held;
       if (!bound_warned_) {
@@ -150,6 +150,7 @@ std::size_t endpoint::release_held() noexcept {
     on_packet(h.peer, h.pkt);
     ++n;
   }
+  if (n > 0 && held_count_ == 0) dev_.set_intake_held(false);
   return n;
 }
 
@@ -164,6 +165,7 @@ void endpoint::forget_held(dev::peer_id p) noexcept {
     held_[(held_head_ + kept++) % held_.size()] = h;
   }
   held_count_ = kept;
+  if (held_count_ == 0) dev_.set_intake_held(false);
   if (std::uint32_t* c = held_count_of(p)) *c = 0;
 }
 

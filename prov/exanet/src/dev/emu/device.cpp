@@ -98,6 +98,7 @@ core::status device::open(const params& p) noexcept {
   h.node = self_.node;
   h.geo = geo_;
   h.closed.store(0, std::memory_order_relaxed);
+  h.intake_held.store(0, std::memory_order_relaxed);
   local_.mbox_ctl->tail.store(0, std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < geo_.mailbox_slots; ++i)
     local_.mailbox[i].seq.store(i, std::memory_order_relaxed);

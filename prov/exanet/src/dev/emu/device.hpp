@@ -223,6 +223,14 @@ class device {
   void forget_dead_peer(peer_id p) noexcept;
 
   const drop_counts& drops() const noexcept { return drops_; }
+  /// Receiver: tells senders to hold back message packets (layout.hpp, intake_held).
+  void set_intake_held(bool held) noexcept {
+    local_.header->intake_held.store(held ? 1 : 0, std::memory_order_release);
+  }
+  /// Sender: p asks for no new message packets now.
+  bool peer_intake_held(peer_id p) const noexcept {
+    return peers_[p].view.header->intake_held.load(std::memory_order_relaxed) != 0;
+  }
   std::uint64_t foreign_pdid_drops() const noexcept { return drops_.foreign_pdid; }
   /// After a peer died (issue 12): a producer killed between claiming a slot of this mailbox
   /// and publishing it would stop the ring for every sender. Called once per liveness period

@@ -55,6 +55,11 @@ struct alignas(cache_line) segment_header {
   geometry geo;
   std::atomic<std::uint32_t> ready;   // released last by the creator: the rest is initialised
   std::atomic<std::uint32_t> closed;  // set by the owner's close: senders stop, waiters fail
+  // Set while the owner holds message packets at its unexpected bound: senders send no new
+  // message packets (they see -FI_EAGAIN), so the mailbox keeps carrying what needs no room
+  // (control packets, staged DMA data) and the owner never has to stop reading it. On the line
+  // senders read for `closed` anyway.
+  std::atomic<std::uint32_t> intake_held;
 };
 
 struct alignas(cache_line) mailbox_control {
