@@ -86,7 +86,7 @@ int main(void)
 	/* The default staged DMA engine: its writes travel through the receiver's mailbox, and
 	 * must not wait behind the flood (senders stop sending message packets while a receiver
 	 * holds). BOUNDED_QUEUES_CMA=1 runs the same with cross-memory attach. */
-	if (getenv("BOUNDED_QUEUES_CMA"))
+	if (getenv("BOUNDED_QUEUES_CMA") && atoi(getenv("BOUNDED_QUEUES_CMA")) == 1)
 		setenv("FI_EXANET_USE_CMA", "1", 1);
 	/* fi_getinfo grants at least the provider's default queue size; this lowers it. */
 	setenv("FI_EXANET_RX_SIZE", "64", 1);

@@ -90,6 +90,7 @@ void endpoint::close() noexcept {
                                                          offsetof(unexpected_msg, entry)));
     });
   held_count_ = 0;
+  intake_signalled_ = false;
   auto free_owned = [](send_request& s) { std::free(s.owned); s.owned = nullptr; };
   wait_cts_.for_each(free_owned);
   dma_backlog_.for_each(free_owned);

@@ -536,6 +536,9 @@ class endpoint {
   // intake.cpp: held packets (a ring of mailbox_slots entries), per sender counts.
   std::vector<held_packet> held_;
   std::size_t held_head_ = 0, held_count_ = 0;
+  bool intake_signalled_ = false;  // senders were told to hold back (device set_intake_held)
+  /// Held packets at which senders are told to stop: one mailbox's worth (intake.cpp).
+  std::size_t hold_signal_at() const noexcept { return cfg_.mailbox_slots; }
   std::vector<std::uint32_t> held_by_peer_;
   std::uint32_t held_unknown_ = 0;  // from senders the device could not identify
   std::size_t unexpected_bytes_ = 0;  // medium payload held by unexpected records

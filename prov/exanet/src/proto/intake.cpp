@@ -27,10 +27,13 @@
 // that array is full does it stop polling altogether: the mailbox then fills and senders see
 // -FI_EAGAIN. A held message waits for the application to take an unexpected message (a posted
 // receive consumes one, which frees room, and progress then takes the held ones in order).
-// While anything is held the endpoint says so in its segment (device set_intake_held) and senders
-// send it no new message packets (-FI_EAGAIN, endpoint::send): the held array then absorbs what
-// was already in flight and the mailbox keeps draining, so staged DMA data (which travels through
-// the mailbox) and control packets never wait behind a flood.
+// Once a mailbox's worth is held the endpoint says so in its segment (device set_intake_held) and
+// senders send it no new message packets (-FI_EAGAIN, endpoint::send): the held array, twice the
+// mailbox, then absorbs what was already in flight and the mailbox keeps draining, so staged DMA
+// data (which travels through the mailbox) and control packets never wait behind a flood. Not at
+// the first held packet: a sender that floods must not stop every other sender early, since the
+// application may be waiting for another sender's message before it receives the flood (MPI's
+// progress rule); until the signal, other senders' packets that need no room pass as before.
 // What can still stall: an application that never receives the unexpected messages it was sent
 // while it waits for a message held behind them, which MPI calls an unsafe program (it relies on
 // buffering); fi_exanet(7) says so and names the parameters that raise the bounds.
@@ -66,7 +69,9 @@ core::status endpoint::open_intake() noexcept {
   unexpected_.set_limit(cfg_.unexpected_max + cfg_.mailbox_slots);
   stored_.set_limit(cfg_.stored_rtr_max);
   try {
-    held_.assign(cfg_.mailbox_slots, held_packet{});
+    // Twice the mailbox: senders are told to stop at one mailbox's worth (hold_signal_at), and
+    // what was in flight then (at most a mailbox) still fits.
+    held_.assign(2 * std::size_t{cfg_.mailbox_slots}, held_packet{});
   } catch (...) {
     return core::status::no_memory;
   }
@@ -123,7 +128,10 @@ void endpoint::intake(dev::peer_id from, const dev::packet& pkt) noexcept {
     if (held && (*held > 0 || needs_room(from, pkt))) {
       // progress_mailbox polls no more packets than there is room for here.
       held_[(held_head_ + held_count_) % held_.size()] = {from, pkt};
-      if (held_count_++ == 0) dev_.set_intake_held(true);
+      if (++held_count_ >= hold_signal_at() && !intake_signalled_) {
+        intake_signalled_ = true;
+        dev_.set_intake_held(true);
+      }
       ++*held;
       ++stats_.intake_held;
       if (!bound_warned_) {
@@ -150,7 +158,10 @@ std::size_t endpoint::release_held() noexcept {
     on_packet(h.peer, h.pkt);
     ++n;
   }
-  if (n > 0 && held_count_ == 0) dev_.set_intake_held(false);
+  if (intake_signalled_ && held_count_ <= hold_signal_at() / 2) {
+    intake_signalled_ = false;  // with hysteresis: not a flag flip per message
+    dev_.set_intake_held(false);
+  }
   return n;
 }
 
@@ -165,7 +176,10 @@ void endpoint::forget_held(dev::peer_id p) noexcept {
     held_[(held_head_ + kept++) % held_.size()] = h;
   }
   held_count_ = kept;
-  if (held_count_ == 0) dev_.set_intake_held(false);
+  if (intake_signalled_ && held_count_ <= hold_signal_at() / 2) {
+    intake_signalled_ = false;
+    dev_.set_intake_held(false);
+  }
   if (std::uint32_t* c = held_count_of(p)) *c = 0;
 }
 

@@ -29,7 +29,7 @@ class intake_test : public ::testing::Test, protected testing_pair::endpoint_pai
     cfg.rx_size = rx_size;
     cfg.tx_size = tx_size;
     cfg.notify_slots = 4096;
-    // A small mailbox (and so a small held queue, which is as large): the sender meets
+    // A small mailbox (and so a small held queue, twice as large): the sender meets
     // -FI_EAGAIN after a few hundred packets rather than a few thousand.
     cfg.mailbox_slots = 128;
     open_pair();
@@ -79,10 +79,10 @@ TEST_F(intake_test, an_unexpected_flood_stops_at_the_budget_and_nothing_is_lost)
       b.progress();
     }
   };
-  // Until the receiver holds packets at its bound; from then on the sender's sends are refused
-  // (the receiver's intake_held word), so the held queue only absorbs what was in flight.
-  flood([&] { return b.held_packets() >= 1; });
-  ASSERT_GE(b.held_packets(), 1u);
+  // Until the receiver holds a mailbox's worth at its bound; from then on the sender's sends are
+  // refused (the receiver's intake_held word), so the held queue only absorbs what was in flight.
+  flood([&] { return b.held_packets() >= 128; });
+  ASSERT_GE(b.held_packets(), 128u);
   const std::size_t sent_at_hold = sent;
   for (int i = 0; i < 100; ++i) {
     iovec v{data[sent].data(), len};
