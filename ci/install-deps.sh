@@ -13,6 +13,7 @@ packages=(
   gnuplot-nox                          # plots of the benchmarks in fabtests/bench
   spin                                 # the protocol models in shared/model
   autoconf automake libtool            # upstream fabtests, built from ../shared/upstream
+  clang libclang-rt-14-dev             # libFuzzer targets (ci/fuzz.sh)
 )
 missing=()
 for p in "${packages[@]}"; do

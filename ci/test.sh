@@ -20,3 +20,7 @@ ctest --test-dir "$root/build" --output-on-failure -j2 --timeout 1800
 bash "$root/ci/build.sh" "$root/build-asan" -DEXANET_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir "$root/build-asan" --output-on-failure -j2 --timeout 600 -E '^app\.lammps'
+
+# The receive path under libFuzzer (clang, ASan, UBSan) for a minute, from the corpus in the
+# repository: prov/exanet/test/fuzz.
+bash "$root/ci/fuzz.sh"

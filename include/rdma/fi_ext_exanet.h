@@ -82,11 +82,15 @@ struct fi_exanet_counters {
 	                               a right it lacks, or more bytes than it holds */
 	uint64_t psn_window_drops; /* message packets whose psn lay beyond the reorder window, and
 	                              packets refused because their sender's parked queue was full */
-	uint64_t rndv_timeouts;  /* rendezvous receives failed with FI_ETIMEDOUT: the live sender
-	                            wrote nothing for FI_EXANET_RNDV_TIMEOUT_MS */
+	uint64_t rndv_timeouts;  /* probes sent for rendezvous receives whose data had not come for
+	                            FI_EXANET_RNDV_TIMEOUT_MS (the sender is asked whether the
+	                            send exists; a receive fails only if it does not) */
 	/* Resource bounds (fi_exanet(7), RESOURCE MANAGEMENT). */
 	uint64_t intake_held;    /* packets held at the unexpected-message bound until a receive
 	                            made room (back-pressure, never loss) */
+	uint64_t drop_backlog;      /* control packets (answers to a peer's requests) dropped
+	                               because that peer left more than 2 x notify_slots + tx_size of
+	                               them waiting in its full mailbox: it does not drain it */
 };
 
 struct fid_ep;

@@ -58,6 +58,7 @@ constexpr named_counter g_counters[] = {
     {"psn_window_drops", &fi_exanet_counters::psn_window_drops},
     {"rndv_timeouts", &fi_exanet_counters::rndv_timeouts},
     {"intake_held", &fi_exanet_counters::intake_held},
+    {"drop_backlog", &fi_exanet_counters::drop_backlog},
 };
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),
               "every counter has a name in the report");

@@ -107,9 +107,9 @@ void params_define(fi_provider* prov) noexcept {
                   "Period of the liveness check of peers that transfers or posted receives "
                   "wait on (default 200)");
   fi_param_define(prov, "rndv_timeout_ms", FI_PARAM_INT,
-                  "A receive matched to a rendezvous fails with FI_ETIMEDOUT when its sender, "
-                  "still alive, has written nothing for this long (default 30000; 0: wait for "
-                  "ever)");
+                  "A receive matched to a rendezvous whose data has not come for this long asks "
+                  "its sender whether the send exists, and fails with FI_EIO if it does not "
+                  "(default 30000; 0: never ask)");
   fi_param_define(prov, "stats", FI_PARAM_STRING,
                   "Print each endpoint's protocol counters when it closes: stderr (or 1), or a "
                   "file name to append one line per endpoint to (default: off)");

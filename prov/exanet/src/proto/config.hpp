@@ -49,8 +49,8 @@ struct config {
   core::copy_policy copy = core::copy_policy::automatic;  // FI_EXANET_COPY: misaligned copies
   unsigned dead_peer_check_ms = 200;       // liveness check period while waiting on a peer
   unsigned rndv_timeout_ms = 30000;        // FI_EXANET_RNDV_TIMEOUT_MS: a receive matched to a
-                                           // rendezvous fails with FI_ETIMEDOUT when its sender,
-                                           // alive, writes nothing for this long; 0: never
+                                           // rendezvous whose data has not come for this long
+                                           // probes its sender (rndv_probe.cpp); 0: never
   bool proto_info = false;                 // FI_EXANET_PROTO_INFO: each endpoint prints its
                                            // protocol table at open (protocol_select.hpp)
 };

@@ -477,11 +477,29 @@ void endpoint::release_send(send_request& s) noexcept {
 // ---- control packets ------------------------------------------------------------------------
 
 void endpoint::send_control(dev::peer_id to, const dev::packet& pkt) noexcept {
-  if (backlog_.empty()) {
+  if (to >= control_queues_.size()) {
+    try {
+      control_queues_.resize(std::size_t{to} + 1);  // cold: the first control packet to a peer
+    } catch (...) {
+      EXANET_LOG(warn, ep_data, "out of memory queueing a control packet; peer %u", to);
+      return;
+    }
+  }
+  control_queue& q = control_queues_[to];
+  if (q.queued == 0) {
     core::status s = dev_.mailbox_send(to, pkt);
     if (core::ok(s)) return;
     if (s != core::status::again) return;  // dead peer: its waiters fail by the liveness check
     ++stats_.mailbox_full;
+  }
+  // A correct peer cannot have more control packets owed to it than this: each answers one of
+  // its notification slots (RTR, read, cancel) or one of ours, or one of our sends (issue 12:
+  // a peer that sends requests and never drains its mailbox must not grow this endpoint).
+  if (q.queued >= control_queue_cap()) {
+    ++stats_.drop_backlog;
+    EXANET_LOG_ONCE(warn, ep_data, "peer %u does not drain its mailbox: %u control packets wait "
+                    "for it; this one is dropped", to, q.queued);
+    return;
   }
   backlog_packet* b = backlog_pool_.acquire();
   if (!b) {
@@ -491,6 +509,7 @@ void endpoint::send_control(dev::peer_id to, const dev::packet& pkt) noexcept {
   b->peer = to;
   b->pkt = pkt;
   backlog_.push_back(*b);
+  ++q.queued;
 }
 
 }  // namespace exanet::proto

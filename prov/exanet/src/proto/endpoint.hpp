@@ -346,6 +346,9 @@ class endpoint {
   void on_rts(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_cts(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_rndv_ack(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_rndv_probe(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_rndv_probe_reply(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void rndv_probe_send(recv_request& r) noexcept;
   void rndv_recv_start(recv_request& r, dev::peer_id from, const wire::rts& m) noexcept;
   void rndv_recv_next_segment(recv_request& r) noexcept;
   bool rndv_send_segment(send_request& s) noexcept;  // false: blocked, queued for retry
@@ -479,6 +482,12 @@ class endpoint {
 
   // shared helpers (endpoint.cpp)
   void send_control(dev::peer_id to, const dev::packet& pkt) noexcept;
+  /// Control packets waiting for one peer's mailbox (send_control, retry_backlog).
+  struct control_queue {
+    std::uint32_t queued = 0;
+    std::uint32_t blocked_pass = 0;  // the retry pass that found its mailbox full
+  };
+  std::size_t control_queue_cap() const noexcept { return 2 * cfg_.notify_slots + cfg_.tx_size; }
   std::uint64_t source_of(dev::peer_id p) noexcept;
   match::matcher& matcher_for(queue_kind k) noexcept { return matchers_[static_cast<int>(k)]; }
   /// The receive a message of msg_len bytes goes to (removed from matching), or nullptr. For a
@@ -533,6 +542,8 @@ class endpoint {
   bool refusal_warned_ = false;  // optimistic_refuse said why once
   bool mailbox_held_ = false;
   core::intrusive_list<backlog_packet, &backlog_packet::hook> backlog_;
+  std::vector<control_queue> control_queues_;  // by peer
+  std::uint32_t backlog_pass_ = 0;
   // intake.cpp: held packets (a ring of mailbox_slots entries), per sender counts.
   std::vector<held_packet> held_;
   std::size_t held_head_ = 0, held_count_ = 0;

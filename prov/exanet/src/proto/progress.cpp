@@ -27,6 +27,8 @@ struct protocol_access {
     t[static_cast<std::size_t>(wire::pkt_type::rtr_nack)] = &endpoint::on_rtr_nack;
     t[static_cast<std::size_t>(wire::pkt_type::rtr_cancel)] = &endpoint::on_rtr_cancel;
     t[static_cast<std::size_t>(wire::pkt_type::rtr_cancel_reply)] = &endpoint::on_rtr_cancel_reply;
+    t[static_cast<std::size_t>(wire::pkt_type::rndv_probe)] = &endpoint::on_rndv_probe;
+    t[static_cast<std::size_t>(wire::pkt_type::rndv_probe_reply)] = &endpoint::on_rndv_probe_reply;
     return t;
   }
 };
@@ -113,14 +115,23 @@ bool endpoint::waiting_on_peers() const noexcept {
 }
 
 std::size_t endpoint::retry_backlog() noexcept {
+  // In order per peer: a packet to a peer whose mailbox is still full keeps every later packet
+  // to that peer behind it, and only those (a peer that never drains must not hold back the
+  // answers to everybody else).
   std::size_t n = 0;
-  while (backlog_packet* b = backlog_.front()) {
-    const core::status s = dev_.mailbox_send(b->peer, b->pkt);
-    if (s == core::status::again) break;  // in order: later packets wait behind this one
-    backlog_.remove(*b);
-    backlog_pool_.release(b);
+  ++backlog_pass_;
+  backlog_.for_each([&](backlog_packet& b) {
+    control_queue& q = control_queues_[b.peer];
+    if (q.blocked_pass == backlog_pass_) return;
+    if (dev_.mailbox_send(b.peer, b.pkt) == core::status::again) {
+      q.blocked_pass = backlog_pass_;
+      return;
+    }
+    backlog_.remove(b);
+    backlog_pool_.release(&b);
+    --q.queued;
     ++n;
-  }
+  });
   return n;
 }
 
@@ -209,6 +220,7 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
     backlog_.remove(b);
     backlog_pool_.release(&b);
   });
+  if (p < control_queues_.size()) control_queues_[p].queued = 0;
   dev_.forget_dead_peer(p);
 }
 
@@ -237,32 +249,27 @@ void endpoint::fail_posted_from(dev::peer_id p) noexcept {
 }
 
 void endpoint::expire_rendezvous(std::uint64_t now) noexcept {
+  // A receive matched to a rendezvous whose data has not come for rndv_timeout_ms asks its
+  // sender whether the send exists (rndv_probe.cpp), and again every period. A live sender that
+  // simply has not progressed (an MPI rank computing between Isend and Wait) is waited for; a
+  // send it does not have (a forged or stale RTS) fails the receive.
   const std::uint64_t limit = cfg_.rndv_timeout_ms;
   if (limit == 0) return;
-  auto expire = [&](recv_request& r) {
-    ++stats_.rndv_timeouts;
-    if ((stats_.rndv_timeouts & (stats_.rndv_timeouts - 1)) == 0)  // rate-limited: 1, 2, 4...
-      EXANET_LOG(warn, ep_data,
-                 "rendezvous from peer port %u: no data for %llu ms, receive failed "
-                 "(FI_ETIMEDOUT; %llu so far)",
-                 dev_.peer_address(r.peer).port, static_cast<unsigned long long>(limit),
-                 static_cast<unsigned long long>(stats_.rndv_timeouts));
-    fail_recv(r, FI_ETIMEDOUT);
+  auto probe = [&](recv_request& r) {
+    r.waiting_since_ms = now;
+    rndv_probe_send(r);
   };
   // Data asked for by a CTS. A receive still looking for a free notification slot waits on
   // this endpoint, not on its sender, and is left alone.
   wait_notify_.for_each([&](recv_request& r) {
     if (r.notify_slot == recv_request::no_slot || now - r.waiting_since_ms < limit) return;
-    wait_notify_.remove(r);
-    dev_.notify_free(r.notify_slot);  // disarmed: a late write finds no slot of this generation
-    r.notify_slot = recv_request::no_slot;
-    expire(r);
+    probe(r);
   });
   // An RTS matched a receive whose RTR was out: only the sender's write (or a NACK) ends it.
   // Receives merely posted with an RTR out wait for a send that may come any time: not these.
   wait_ri_.for_each([&](recv_request& r) {
     if (r.rtr != rtr_state::waiting_rts || r.rtr_only || now - r.waiting_since_ms < limit) return;
-    expire(r);  // rtr_release disarms the slot
+    probe(r);
   });
 }
 

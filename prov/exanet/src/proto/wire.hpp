@@ -26,7 +26,9 @@ enum class pkt_type : std::uint8_t {
   rtr_nack = 10,     // the sender cannot serve an RTR: the receive goes sender-initiated      (rndv_rtr.cpp)
   rtr_cancel = 11,   // the receiver wants its RTR back (fi_cancel)                            (rndv_rtr.cpp)
   rtr_cancel_reply = 12,  // the sender's answer: withdrawn, or already written            (rndv_rtr.cpp)
-  count = 13,
+  rndv_probe = 13,        // a receiver heard nothing for a while: "is this send yours?"     (rndv_probe.cpp)
+  rndv_probe_reply = 14,  // the sender's answer: it has no such send                         (rndv_probe.cpp)
+  count = 15,
 };
 static_assert(static_cast<std::uint8_t>(pkt_type::count) < dev::first_device_packet_type);
 
@@ -148,6 +150,15 @@ struct rndv_ack {
   std::uint8_t pad[48];
 };
 
+/// rndv_probe and rndv_probe_reply: a receive matched to the RTS that named send_id has waited
+/// FI_EXANET_RNDV_TIMEOUT_MS for its data; the sender answers only if it has no such send.
+struct rndv_probe {
+  header hdr;
+  std::uint64_t send_id;
+  std::uint64_t recv_id;  // echoed in the reply
+  std::uint8_t pad[40];
+};
+
 /// The 16 bytes the DMA engine posts after a rendezvous segment lands.
 struct rndv_notification {
   std::uint64_t bytes;  // bytes written by this segment
@@ -216,7 +227,8 @@ inline constexpr bool is_packet = sizeof(P) == dev::packet_bytes &&
                                   std::is_trivially_copyable_v<P> && std::is_standard_layout_v<P>;
 static_assert(is_packet<env_data> && is_packet<medium> && is_packet<rts> && is_packet<cts> &&
               is_packet<rma_read_req> && is_packet<rma_done> && is_packet<rma_write_inline> &&
-              is_packet<rndv_ack> && is_packet<rtr> && is_packet<rtr_answer>);
+              is_packet<rndv_ack> && is_packet<rtr> && is_packet<rtr_answer> &&
+              is_packet<rndv_probe>);
 static_assert(offsetof(env_data, hdr) == 0 && offsetof(rts, hdr) == 0 && offsetof(cts, hdr) == 0);
 inline constexpr std::size_t psn_offset = 24;
 static_assert(offsetof(env_data, psn) == psn_offset && offsetof(medium, psn) == psn_offset &&

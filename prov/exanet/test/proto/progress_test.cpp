@@ -1,12 +1,17 @@
-// The rendezvous timeout (progress.cpp, issue 12 part 4): a receive matched to an RTS whose
-// sender, alive, never writes fails with FI_ETIMEDOUT after rndv_timeout_ms instead of waiting
-// for ever, whether it answered with a CTS or its RTR was out when the RTS came; 0 disables it.
-// The "sender" is a forger on the device that announces and then does nothing.
+// The rendezvous probe (progress.cpp expire_rendezvous, rndv_probe.cpp; issue 12 part 4): a
+// receive matched to an RTS whose data has not come for rndv_timeout_ms asks the sender whether
+// the send exists, every period. A sender that does not answer (alive, not progressing: an MPI
+// rank computing between Isend and Wait) is waited for; one that answers "no such send" (a forged
+// or stale RTS) fails the receive with FI_EIO; 0 disables the probes. Both matches: a CTS sent,
+// or the receive's RTR out when the RTS came. The silent "sender" is a forger on the device; the
+// answering one is the real endpoint a, whose identity a forged RTS claims.
 #include <gtest/gtest.h>
 #include <rdma/fi_errno.h>
 #include <unistd.h>
 
 #include <vector>
+
+#include "dev/emu/segment.hpp"
 
 #include "endpoint_pair.hpp"
 #include "forger.hpp"
@@ -51,29 +56,89 @@ class rndv_timeout_test : public ::testing::TestWithParam<unsigned>,
     }
     return -1;
   }
-  void expect_timeout() {
+  // Takes what b sent the forger; true if a probe for the RTS's send was among it.
+  bool forger_got_probe() {
+    bool seen = false;
+    f.dev.poll_mailbox(64, [&](dev::peer_id, const dev::packet& p) {
+      if (static_cast<wire::pkt_type>(p[0]) == wire::pkt_type::rndv_probe &&
+          wire::read<wire::rndv_probe>(p).send_id == 12345)
+        seen = true;
+    });
+    return seen;
+  }
+  void expect_probe_and_wait() {
+    EXPECT_EQ(outcome_within(GetParam() == 0 ? 1000 : 3 * GetParam()), -1)
+        << "a silent sender is waited for, not failed";
     if (GetParam() == 0) {
-      EXPECT_EQ(outcome_within(1000), -1) << "disabled: the receive keeps waiting";
       EXPECT_EQ(b.stats().rndv_timeouts, 0u);
+      EXPECT_FALSE(forger_got_probe());
       return;
     }
-    EXPECT_EQ(outcome_within(100), -1) << "failed before the timeout";
-    EXPECT_EQ(outcome_within(5000), FI_ETIMEDOUT);
-    EXPECT_EQ(b.stats().rndv_timeouts, 1u);
+    EXPECT_GE(b.stats().rndv_timeouts, 2u) << "a probe every period";
+    EXPECT_TRUE(forger_got_probe());
+    // The forger now answers as a sender without that send would: the receive fails.
+    wire::rndv_probe reply{};
+    reply.hdr = wire::make_header(wire::pkt_type::rndv_probe_reply, 0);
+    reply.send_id = 12345;
+    reply.recv_id = last_probe_recv_id();
+    f.send(reply, b);
+    EXPECT_EQ(outcome_within(2000), FI_EIO);
+  }
+  std::uint64_t last_probe_recv_id() {
+    // Wait for the next probe and take its receive id.
+    std::uint64_t id = 0;
+    for (int i = 0; i < 200 && id == 0; ++i) {
+      outcome_within(GetParam() / 4 + 1);
+      f.dev.poll_mailbox(64, [&](dev::peer_id, const dev::packet& p) {
+        if (static_cast<wire::pkt_type>(p[0]) == wire::pkt_type::rndv_probe)
+          id = wire::read<wire::rndv_probe>(p).recv_id;
+      });
+    }
+    return id;
   }
 };
 
 TEST_P(rndv_timeout_test, cts_answered_but_no_write) {
   post(dev::no_peer);  // any source: no RTR, so the RTS gets a CTS
   f.send(forger::rts(1, 7, buf.size()), b);
-  expect_timeout();
+  expect_probe_and_wait();
 }
 
 TEST_P(rndv_timeout_test, rtr_out_rts_matched_but_no_write) {
   post(b_to_f);  // directed: its RTR goes to f, which never answers it
   ASSERT_EQ(b.stats().rtr_sent, 1u);
   f.send(forger::rts(1, 7, buf.size()), b);
-  expect_timeout();
+  expect_probe_and_wait();
+}
+
+// A forged RTS that claims to come from a (a real endpoint that progresses): a has no such send
+// and says so; the receive fails with FI_EIO.
+TEST_P(rndv_timeout_test, a_real_sender_disowns_a_forged_rts) {
+  if (GetParam() == 0) GTEST_SKIP() << "probes disabled";
+  post(dev::no_peer);
+  // Published into b's mailbox with a's identity, as any process of the user could.
+  const dev::address& ba = b.address();
+  dev::emu::shm_segment seg;
+  ASSERT_EQ(dev::emu::shm_segment::open(dev::emu::segment_name(getuid(), ba.pdid, ba.port), seg),
+            core::status::ok);
+  const auto v = dev::emu::segment_view::of(seg.data(), static_cast<dev::emu::segment_header*>(seg.data())->geo);
+  const std::uint64_t pos = v.mbox_ctl->tail.fetch_add(1);
+  dev::emu::mailbox_slot& slot = v.mailbox[pos & (v.header->geo.mailbox_slots - 1)];
+  ASSERT_EQ(slot.seq.load(), pos);
+  wire::write(slot.data.data(), forger::rts(1, 7, buf.size()));  // a has sent b nothing yet
+  slot.pdid = a.address().pdid;
+  slot.src_port = a.address().port;
+  slot.src_node = a.address().node;
+  slot.seq.store(pos + 1, std::memory_order_release);
+  int err = -1;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (err == -1 && std::chrono::steady_clock::now() < until) {
+    a.progress();
+    b.progress();
+    for (const completion& c : b_rx.entries)
+      if (c.context == &ctx) err = c.err;
+  }
+  EXPECT_EQ(err, FI_EIO);
 }
 
 INSTANTIATE_TEST_SUITE_P(timeout_ms, rndv_timeout_test, ::testing::Values(400u, 0u));

@@ -25,7 +25,8 @@ constexpr std::uint64_t peer_key(std::uint16_t node, std::uint32_t port) noexcep
 
 bool process_alive(pid_t pid) noexcept {
   if (pid <= 0) return false;
-  return kill(pid, 0) == 0 || errno == EPERM;
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  return !process_exited(pid);  // a zombie is dead: its mailbox is never read again
 }
 
 std::atomic<std::uint32_t> g_next_auto_port{0};
@@ -223,8 +224,11 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
   // the header lies; either way the peer cannot be served.
   if (a.port == self_.port)
     pr.pid = getpid();
-  else if (core::status s = pr.seg.check_mapped_by(pr.pid); !core::ok(s))
+  else if (core::status s = pr.seg.check_mapped_by(pr.pid); !core::ok(s)) {
+    // A dead owner's segment: nobody else will unlink it (the name still names the file checked).
+    if (s == core::status::peer_dead) pr.seg.unlink_name();
     return s;
+  }
   pr.view = segment_view::of(pr.seg.data(), pr.geo);
   try {
     peers_.push_back(std::move(pr));

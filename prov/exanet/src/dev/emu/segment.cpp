@@ -194,11 +194,13 @@ bool maps_file(pid_t pid, dev_t dev, ino_t ino) noexcept {
 
 core::status shm_segment::check_mapped_by(pid_t pid) const noexcept {
   uid_t uid = 0;
-  if (pid <= 0 || !effective_uid_of(pid, uid)) {
-    // The usual case is a stale segment of a dead process; nothing suspicious.
-    EXANET_LOG(info, core, "segment %s: owner pid %d is not running; peer unreachable",
+  if (pid <= 0) return core::status::unreachable;
+  if (!effective_uid_of(pid, uid) || process_exited(pid)) {
+    // The usual case is a stale segment of a process that died (or is dying: not reaped yet,
+    // its mappings gone): the peer is dead, as a send to it would have found a moment later.
+    EXANET_LOG(info, core, "segment %s: owner pid %d is not running; peer dead",
                name_.c_str(), static_cast<int>(pid));
-    return core::status::unreachable;
+    return core::status::peer_dead;
   }
   const char* why = nullptr;
   if (uid != geteuid())
@@ -225,6 +227,20 @@ std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "/exanet.%u.%u.%u", uid, pdid, port);
   return buf;
+}
+
+// Whether pid has exited and waits to be reaped (state Z or X in /proc/<pid>/stat).
+bool process_exited(pid_t pid) noexcept {
+  char path[32];
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  FILE* f = std::fopen(path, "re");
+  if (!f) return true;  // gone between the two looks
+  char line[512];
+  const bool read = std::fgets(line, sizeof line, f) != nullptr;
+  std::fclose(f);
+  if (!read) return true;
+  const char* close = std::strrchr(line, ')');  // the command name may hold anything
+  return close && close[1] == ' ' && (close[2] == 'Z' || close[2] == 'X');
 }
 
 }  // namespace exanet::dev::emu

@@ -63,4 +63,7 @@ class shm_segment {
 /// the PDID keeps jobs apart, the port names the endpoint.
 std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port);
 
+/// True once pid has exited, even before its parent reaps it (a zombie answers kill(pid, 0)).
+bool process_exited(pid_t pid) noexcept;
+
 }  // namespace exanet::dev::emu

@@ -1,0 +1,66 @@
+// Control packets owed to a peer whose mailbox is full (endpoint::send_control, issue 12 part 5):
+// a peer that floods requests (here rtr_cancel, each answered) and never drains its mailbox gets
+// at most 2 x notify_slots + tx_size answers queued, the rest dropped and counted; and it holds
+// back only its own answers, not the ones other peers are waiting for.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <vector>
+
+#include "endpoint_pair.hpp"
+#include "forger.hpp"
+
+namespace exanet::proto {
+namespace {
+
+using testing_pair::forger;
+
+class control_queue_test : public ::testing::Test, protected testing_pair::endpoint_pair {
+ protected:
+  forger f;  // never polls its mailbox
+  void SetUp() override {
+    cfg.pdid = 3900 + static_cast<std::uint32_t>(getpid() % 1000);
+    cfg.mailbox_slots = 64;
+    cfg.notify_slots = 64;
+    cfg.tx_size = 64;
+    open_pair();
+    f.open(cfg.pdid, b.address());  // its mailbox has 64 slots
+  }
+};
+
+TEST_F(control_queue_test, a_peer_that_never_drains_gets_a_bounded_queue_and_blocks_nobody) {
+  const std::size_t cap = 2 * cfg.notify_slots + cfg.tx_size;
+  const std::size_t flood = 64 + cap + 500;  // its mailbox, the cap, and more
+  wire::rtr_answer cancel{};
+  cancel.hdr = wire::make_header(wire::pkt_type::rtr_cancel, 0);
+  for (std::size_t i = 0; i < flood; ++i) {
+    cancel.recv_id = 1000 + i;
+    f.send(cancel, b);
+    b.progress();
+  }
+  for (int i = 0; i < 100; ++i) b.progress();
+  const endpoint_stats s = b.stats();
+  EXPECT_EQ(s.drop_backlog, flood - 64 - cap) << "what did not fit its mailbox or the cap";
+  EXPECT_GT(s.mailbox_full, 0u);
+
+  // The honest peer still gets its answers: a receive posted at b sends an RTR to a (a control
+  // packet queued behind nothing of a's), and a's rendezvous send completes through it.
+  std::vector<std::byte> out(1 << 20, std::byte{7}), in(1 << 20);
+  iovec ov{out.data(), out.size()}, iv{in.data(), in.size()};
+  recv_args r;
+  r.iov = {&iv, 1};
+  r.tag = 9;
+  r.peer = b_to_a;
+  ASSERT_EQ(b.recv(r), core::status::ok);
+  send_args sa;
+  sa.iov = {&ov, 1};
+  sa.tag = 9;
+  sa.peer = a_to_b;
+  ASSERT_EQ(a.send(sa), core::status::ok);
+  pump_until([&] { return !a_tx.entries.empty() && !b_rx.entries.empty(); });
+  EXPECT_EQ(b_rx.entries.front().err, 0);
+  EXPECT_EQ(in, out);
+}
+
+}  // namespace
+}  // namespace exanet::proto
