@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The test command (README, second line; .ci/run calls it): installs what is needed, builds,
 # and runs every test, first in a normal build and then under AddressSanitizer and
-# UndefinedBehaviorSanitizer.
+# UndefinedBehaviorSanitizer; last, the tests that call exanet from several threads run under
+# ThreadSanitizer.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/ci/install-deps.sh"
@@ -20,6 +21,15 @@ ctest --test-dir "$root/build" --output-on-failure -j2 --timeout 1800
 bash "$root/ci/build.sh" "$root/build-asan" -DEXANET_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
   ctest --test-dir "$root/build-asan" --output-on-failure -j2 --timeout 600 -E '^app\.lammps'
+
+# ThreadSanitizer (a third tree: it excludes ASan) on the tests labelled "threads". Only what they
+# need is built; a test added to the label without its program here fails as "not found". Our
+# programs are instrumented; TSAN_OPTIONS (halt_on_error, ci/tsan.supp) and the libtsan preload
+# for uninstrumented ones come with the tests' environment (CMakeLists.txt, fabtests/).
+cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEXANET_TSAN=ON >/dev/null
+cmake --build "$root/build-tsan" -j"$(nproc)" \
+  --target exanet-fi thread_safe objects_basic wait_threads core_test
+ctest --test-dir "$root/build-tsan" --output-on-failure -j2 --timeout 600 -L threads
 
 # The receive path under libFuzzer (clang, ASan, UBSan) for a minute, from the corpus in the
 # repository: prov/exanet/test/fuzz.

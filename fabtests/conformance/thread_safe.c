@@ -3,6 +3,8 @@
  * endpoint of the same process while two threads post receives and a fifth reads both CQs, all
  * at once. Every message arrives exactly once, intact. Then a flood against a receiver that does
  * not progress turns into -FI_EAGAIN, not loss, and drains completely once it does.
+ * THREAD_SAFE_MESSAGES=N (at most 20000) sends fewer per thread: the TSan stage of ci/test.sh
+ * uses it, where every access costs ten times more and a race shows in the first thousands.
  */
 #include "xt.h"
 
@@ -13,6 +15,7 @@
 #define PER_THREAD 20000
 #define SENDERS 2
 
+static int per_thread = PER_THREAD;
 static struct xt_ep a, b;
 static fi_addr_t a_to_b;
 static atomic_int sends_done, recvs_done;
@@ -24,7 +27,7 @@ static size_t size_of(int i) { return i % 3 == 0 ? 8 : (i % 3 == 1 ? 4096 : 6553
 static void *sender(void *arg)
 {
 	int t = (int)(intptr_t)arg;
-	for (int i = 0; i < PER_THREAD; i++) {
+	for (int i = 0; i < per_thread; i++) {
 		/* payload[t][k] never changes, so a rendezvous send may read it at any time */
 		ssize_t rc;
 		while ((rc = fi_tsend(a.ep, payload[t][i % 3], size_of(i), NULL, a_to_b,
@@ -40,7 +43,7 @@ static atomic_int completed[SENDERS];
 static void *receiver(void *arg)
 {
 	int t = (int)(intptr_t)arg;
-	for (int i = 0; i < PER_THREAD; i++) {
+	for (int i = 0; i < per_thread; i++) {
 		/* at most 64 receives of this thread in flight; the reaper frees each buffer */
 		while (i - atomic_load(&completed[t]) >= 64)
 			;
@@ -59,11 +62,11 @@ static void *reaper(void *arg)
 {
 	(void)arg;
 	struct fi_cq_tagged_entry e[16];
-	while (atomic_load(&recvs_done) < SENDERS * PER_THREAD || atomic_load(&sends_done) < SENDERS * PER_THREAD) {
+	while (atomic_load(&recvs_done) < SENDERS * per_thread || atomic_load(&sends_done) < SENDERS * per_thread) {
 		ssize_t n = fi_cq_read(b.rxcq, e, 16);
 		for (ssize_t k = 0; k < n; k++) {
 			int t = (int)(e[k].tag >> 32), i = (int)(e[k].tag & 0xffffffff);
-			XT_CHECK(t < SENDERS && i < PER_THREAD, "tag");
+			XT_CHECK(t < SENDERS && i < per_thread, "tag");
 			XT_CHECK(e[k].len == size_of(i), "len %zu for message %d", e[k].len, i);
 			XT_CHECK(!memcmp(e[k].op_context, payload[t][i % 3], size_of(i)), "payload %d/%d", t, i);
 			XT_CHECK(atomic_fetch_add(&seen[t][i], 1) == 0, "message %d/%d twice", t, i);
@@ -83,6 +86,11 @@ static void *reaper(void *arg)
 int main(void)
 {
 	xt_init(150);
+	const char *n = getenv("THREAD_SAFE_MESSAGES");
+	if (n) {
+		per_thread = atoi(n);
+		XT_CHECK(per_thread > 0 && per_thread <= PER_THREAD, "THREAD_SAFE_MESSAGES=%s", n);
+	}
 	struct fi_info *h = xt_hints();
 	h->domain_attr->threading = FI_THREAD_SAFE;
 	xt_open(&a, h, 0);
@@ -103,7 +111,7 @@ int main(void)
 	for (int i = 0; i < 5; i++)
 		pthread_join(th[i], NULL);
 	for (int t = 0; t < SENDERS; t++)
-		for (int i = 0; i < PER_THREAD; i++)
+		for (int i = 0; i < per_thread; i++)
 			XT_CHECK(seen[t][i] == 1, "message %d/%d seen %d times", t, i, seen[t][i]);
 	xt_pass("FI_THREAD_SAFE: 2 senders, 2 receivers and a CQ reader at once");
 

@@ -16,25 +16,30 @@
 namespace exanet::fi {
 
 wait_fd::~wait_fd() {
-  if (fd_ >= 0) ::close(fd_);
+  if (const int f = fd(); f >= 0) ::close(f);
 }
 
 int wait_fd::open() noexcept {
-  if (fd_ >= 0) return 0;
-  fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  return fd_ >= 0 ? 0 : -FI_EMFILE;
+  if (fd() >= 0) return 0;
+  const int mine = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (mine < 0) return -FI_EMFILE;
+  int none = -1;
+  if (!fd_.compare_exchange_strong(none, mine, std::memory_order_acq_rel)) ::close(mine);
+  return 0;
 }
 
 void wait_fd::signal() noexcept {
-  if (fd_ < 0) return;
+  const int f = fd();
+  if (f < 0) return;
   const std::uint64_t one = 1;
-  [[maybe_unused]] ssize_t r = ::write(fd_, &one, sizeof one);
+  [[maybe_unused]] ssize_t r = ::write(f, &one, sizeof one);
 }
 
 void wait_fd::drain() noexcept {
-  if (fd_ < 0) return;
+  const int f = fd();
+  if (f < 0) return;
   std::uint64_t v;
-  [[maybe_unused]] ssize_t r = ::read(fd_, &v, sizeof v);
+  [[maybe_unused]] ssize_t r = ::read(f, &v, sizeof v);
 }
 
 int getwait(fi_wait_obj wait_obj, wait_fd& fd, int command, void* arg) noexcept {

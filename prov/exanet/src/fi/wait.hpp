@@ -15,7 +15,9 @@
 
 namespace exanet::fi {
 
-/// An eventfd owned RAII-style; opened only when the application asks for a wait fd.
+/// An eventfd owned RAII-style; opened only when the application asks for a wait fd. The fd is
+/// atomic because FI_GETWAIT may open it in one thread while another signals or drains it
+/// (FI_THREAD_SAFE): the first opener publishes it, a racing second one closes its own.
 class wait_fd {
  public:
   wait_fd() = default;
@@ -23,12 +25,12 @@ class wait_fd {
   wait_fd& operator=(const wait_fd&) = delete;
   ~wait_fd();
   int open() noexcept;  // 0 or -FI_E*
-  int fd() const noexcept { return fd_; }
+  int fd() const noexcept { return fd_.load(std::memory_order_acquire); }
   void signal() noexcept;
   void drain() noexcept;
 
  private:
-  int fd_ = -1;
+  std::atomic<int> fd_{-1};
 };
 
 /// The endpoints bound to a CQ or counter: reading it progresses them (manual progress). The
