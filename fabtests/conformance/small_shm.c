@@ -3,8 +3,8 @@
  * (ftruncate only): an endpoint opened fine and the first touch of a page that /dev/shm could
  * not supply killed the process, or its peer, with SIGBUS. Now an endpoint reserves at open the
  * part of its segment used from the start (R), and each bounce ring (B) when a sender claims it.
- * In the real /dev/shm the test first measures S (file size), R and B, and checks them against
- * fi_exanet(7), FOOTPRINT. Then each case runs in a private mount namespace with its own tmpfs
+ * In the real /dev/shm the test first measures S (file size), R (with and without FI_RMA, which
+ * adds the RMA event rings) and B, and checks them against fi_exanet(7), FOOTPRINT. Then each case runs in a private mount namespace with its own tmpfs
  * over /dev/shm:
  *   - 1 MiB: both sides of a ping-pong get -FI_ENOMEM from fi_endpoint; nobody dies;
  *   - 1.5 R: the first endpoint opens, the second gets -FI_ENOMEM, and the first still carries
@@ -34,13 +34,15 @@
 #include <rdma/fi_ext_exanet.h>
 
 /* What fi_exanet(7), FOOTPRINT, says of one endpoint with the defaults. */
-static const size_t g_doc_segment_bytes = 19496960;  /* file size */
-static const size_t g_doc_reserved_bytes = 2719744;  /* reserved at open */
+static const size_t g_doc_segment_bytes = 19222528;  /* file size */
+static const size_t g_doc_reserved_bytes = 2445312;  /* reserved at open */
+static const size_t g_doc_rma_reserved_bytes = 2719744; /* the same with FI_RMA (event rings) */
 static const size_t g_doc_ring_bytes = 262144;       /* reserved per sender that claims a ring */
 
 static size_t g_segment_bytes;  /* S: the file size of one endpoint's segment */
 static size_t g_reserved_bytes; /* R: what /dev/shm holds for it once open */
 static size_t g_ring_bytes;     /* B: what a claimed bounce ring adds */
+static size_t g_rma_reserved_bytes; /* R of an endpoint with FI_RMA */
 static size_t g_tmpfs_bytes;    /* the size of the tmpfs of the case running */
 
 static struct fi_exanet_counters read_counters(struct xt_ep *x)
@@ -301,10 +303,16 @@ static void measure_segment(void)
 	char pdid[16];
 	snprintf(pdid, sizeof pdid, "%u", 800000 + (unsigned)getpid() % 100000);
 	setenv("FI_EXANET_PDID", pdid, 1);
-	struct xt_ep x;
-	xt_open(&x, xt_hints(), 0);
 	char prefix[64];
 	snprintf(prefix, sizeof prefix, "exanet.%u.%s.", (unsigned)getuid(), pdid);
+	struct xt_ep x;
+	struct fi_info *hints = xt_hints();
+	hints->caps |= FI_RMA;
+	xt_open(&x, hints, 0);
+	fi_freeinfo(hints);
+	g_rma_reserved_bytes = shm_allocated(prefix, NULL);
+	xt_close(&x);
+	xt_open(&x, xt_hints(), 0);
 	g_reserved_bytes = shm_allocated(prefix, &g_segment_bytes);
 	XT_CHECK(g_segment_bytes > 0, "our segment was not found in /dev/shm");
 	fi_addr_t self = xt_insert(&x, x.name);
@@ -334,11 +342,13 @@ int main(void)
 	}
 	xt_init(150);
 	measure_segment();
-	printf("one segment: %zu bytes, %zu reserved at open, %zu per claimed ring\n",
-	       g_segment_bytes, g_reserved_bytes, g_ring_bytes);
+	printf("one segment: %zu bytes, %zu reserved at open (%zu with FI_RMA), %zu per claimed "
+	       "ring\n", g_segment_bytes, g_reserved_bytes, g_rma_reserved_bytes, g_ring_bytes);
 	/* The numbers fi_exanet(7) gives, within a 64 KiB margin for small layout changes. */
 	XT_CHECK(near(g_segment_bytes, g_doc_segment_bytes, 65536) &&
 		 near(g_reserved_bytes, g_doc_reserved_bytes, 65536) &&
+		 near(g_rma_reserved_bytes, g_doc_rma_reserved_bytes, 65536) &&
+		 g_rma_reserved_bytes > g_reserved_bytes &&
 		 g_ring_bytes == g_doc_ring_bytes,
 		 "footprint %zu / %zu / %zu differs from fi_exanet(7): %zu / %zu / %zu", g_segment_bytes,
 		 g_reserved_bytes, g_ring_bytes, g_doc_segment_bytes, g_doc_reserved_bytes,
