@@ -2,8 +2,10 @@
 // creating one reserves (part 8): geometry_error's bounds field by field; segments with a bad
 // mode, a lying geometry or an owner pid that does not map them are refused at connect without
 // a crash; reclaim never unlinks a file it refuses; the umask cannot weaken a segment's mode;
-// every page of a new segment is allocated. The tests that need another user or a small
-// /dev/shm are real-process programs (fabtests/conformance/segment_users.c, small_shm.c).
+// the pages used from the start are allocated at open, and each bounce ring's when a sender
+// claims it; a ring that cannot be reserved is given back untouched (in a small private tmpfs,
+// as root). The tests that need another user, or a small /dev/shm under the whole provider,
+// are real-process programs (fabtests/conformance/segment_users.c, small_shm.c).
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
