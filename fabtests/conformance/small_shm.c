@@ -1,15 +1,21 @@
 /*
  * A /dev/shm too small for exanet's segments (issue 12 part 8). Segments used to be sparse
  * (ftruncate only): an endpoint opened fine and the first touch of a page that /dev/shm could
- * not supply killed the process, or its peer, with SIGBUS. Each case here runs in a private
- * mount namespace with its own tmpfs over /dev/shm, sized from one real segment (S):
+ * not supply killed the process, or its peer, with SIGBUS. Now an endpoint reserves at open the
+ * part of its segment used from the start (R), and each bounce ring (B) when a sender claims it.
+ * In the real /dev/shm the test first measures S (file size), R (with and without FI_RMA, which
+ * adds the RMA event rings) and B, and checks them against fi_exanet(7), FOOTPRINT. Then each case runs in a private mount namespace with its own tmpfs
+ * over /dev/shm:
  *   - 1 MiB: both sides of a ping-pong get -FI_ENOMEM from fi_endpoint; nobody dies;
- *   - 1.5 S: the first endpoint opens, the second gets -FI_ENOMEM, and the first still carries
+ *   - 1.5 R: the first endpoint opens, the second gets -FI_ENOMEM, and the first still carries
  *     messages of every protocol to itself;
- *   - 2 S plus a page each: a ping-pong of 8 B to 1 MiB works.
+ *   - 2 R + 2 B: a ping-pong of 8 B to 1 MiB works, medium messages through the rings, and
+ *     /dev/shm holds exactly 2 R + 2 B;
+ *   - 2 R + a page: the same ping-pong works with no ring (medium messages go by rendezvous),
+ *     nothing dies of SIGBUS, and /dev/shm holds exactly 2 R.
  * Needs root (unshare(CLONE_NEWNS) and mount); without it prints why and exits 77 (skipped).
- * The namespaces and their tmpfs disappear with the processes; the real /dev/shm is not used
- * except for measuring S.
+ * The namespaces and their tmpfs disappear with the processes; the real /dev/shm is used only
+ * for measuring.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -19,13 +25,65 @@
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "xt.h"
 
-static size_t g_segment_bytes; /* S: the file size of one endpoint's segment */
-static size_t g_tmpfs_bytes;   /* the size of the tmpfs of the case running */
+#include <rdma/fi_ext_exanet.h>
+
+/* What fi_exanet(7), FOOTPRINT, says of one endpoint with the defaults. */
+static const size_t g_doc_segment_bytes = 19222528;  /* file size */
+static const size_t g_doc_reserved_bytes = 2445312;  /* reserved at open */
+static const size_t g_doc_rma_reserved_bytes = 2719744; /* the same with FI_RMA (event rings) */
+static const size_t g_doc_ring_bytes = 262144;       /* reserved per sender that claims a ring */
+
+static size_t g_segment_bytes;  /* S: the file size of one endpoint's segment */
+static size_t g_reserved_bytes; /* R: what /dev/shm holds for it once open */
+static size_t g_ring_bytes;     /* B: what a claimed bounce ring adds */
+static size_t g_rma_reserved_bytes; /* R of an endpoint with FI_RMA */
+static size_t g_tmpfs_bytes;    /* the size of the tmpfs of the case running */
+
+static struct fi_exanet_counters read_counters(struct xt_ep *x)
+{
+	struct fi_exanet_counters_ops *ops = NULL;
+	XT_RC(fi_open_ops(&x->ep->fid, FI_EXANET_COUNTERS_OPS, 0, (void **)&ops, NULL));
+	struct fi_exanet_counters c;
+	memset(&c, 0, sizeof c);
+	XT_RC(ops->read(x->ep, &c, sizeof c));
+	return c;
+}
+
+/* Bytes in use in the filesystem of /dev/shm (what df shows). */
+static size_t shm_used(void)
+{
+	struct statvfs v;
+	XT_CHECK(statvfs("/dev/shm", &v) == 0, "statvfs /dev/shm: %s", strerror(errno));
+	return (size_t)(v.f_blocks - v.f_bfree) * v.f_frsize;
+}
+
+/* Bytes allocated to files of /dev/shm whose names start with prefix. */
+static size_t shm_allocated(const char *prefix, size_t *file_size)
+{
+	size_t bytes = 0;
+	DIR *d = opendir("/dev/shm");
+	XT_CHECK(d, "opendir /dev/shm");
+	struct dirent *e;
+	while ((e = readdir(d)))
+		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
+			char path[300];
+			struct stat st;
+			snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
+			if (stat(path, &st) == 0) {
+				bytes += (size_t)st.st_blocks * 512;
+				if (file_size)
+					*file_size = (size_t)st.st_size;
+			}
+		}
+	closedir(d);
+	return bytes;
+}
 
 /* Opens everything up to fi_endpoint and returns its code; on success binds and enables. */
 static int try_open(struct xt_ep *x)
@@ -91,6 +149,22 @@ static void private_shm(size_t bytes)
 	g_tmpfs_bytes = bytes;
 }
 
+/* Each side's medium messages (4 KiB, 3 of them) went through a bounce ring, or, with no ring
+ * reserved, by rendezvous. */
+static int expect_rings;
+static void check_medium_path(struct xt_ep *x)
+{
+	const struct fi_exanet_counters c = read_counters(x);
+	if (expect_rings)
+		XT_CHECK(c.medium_sent == 3, "medium messages through the ring: %llu, want 3",
+			 (unsigned long long)c.medium_sent);
+	else
+		XT_CHECK(c.medium_sent == 0 && c.rndv_sent + c.ri_sent >= 9,
+			 "with no ring: medium %llu (want 0), rendezvous %llu + %llu (want >= 9)",
+			 (unsigned long long)c.medium_sent, (unsigned long long)c.rndv_sent,
+			 (unsigned long long)c.ri_sent);
+}
+
 /* The peer side of the cases with two processes: same expectation as its parent. */
 static int expect_open_fails;
 static int peer_side(int index, int sock)
@@ -102,6 +176,10 @@ static int peer_side(int index, int sock)
 		/* Before the fix the open succeeded; go on so the failure shows as what it was. */
 		fi_addr_t other = xt_exchange(&x, sock, 0, NULL);
 		ping_pong(&x, other, 0);
+		if (!expect_open_fails)
+			check_medium_path(&x);
+		xt_sync(sock); /* the parent measures /dev/shm while both endpoints are open */
+		xt_sync(sock);
 	}
 	if (expect_open_fails)
 		XT_CHECK(rc == -FI_ENOMEM, "fi_endpoint with a %zu-byte /dev/shm = %d (%s), want -FI_ENOMEM",
@@ -126,6 +204,8 @@ static int case_tiny(int index, int sock)
 	if (rc == 0) {
 		fi_addr_t other = xt_exchange(&x, psock, 1, NULL);
 		ping_pong(&x, other, 1);
+		xt_sync(psock);
+		xt_sync(psock);
 	}
 	XT_CHECK(rc == -FI_ENOMEM, "fi_endpoint with a 1 MiB /dev/shm = %d (%s), want -FI_ENOMEM", rc,
 		 fi_strerror(-rc));
@@ -145,11 +225,11 @@ static int case_room_for_one(int index, int sock)
 {
 	(void)index;
 	(void)sock;
-	private_shm(g_segment_bytes + g_segment_bytes / 2);
+	private_shm(g_reserved_bytes + g_reserved_bytes / 2);
 	struct xt_ep first, second;
-	XT_CHECK(try_open(&first) == 0, "the first endpoint does not fit in 1.5 segments");
+	XT_CHECK(try_open(&first) == 0, "the first endpoint does not fit in 1.5 R");
 	const int rc = try_open(&second);
-	XT_CHECK(rc == -FI_ENOMEM, "second endpoint in 1.5 segments: %d (%s), want -FI_ENOMEM", rc,
+	XT_CHECK(rc == -FI_ENOMEM, "second endpoint in 1.5 R: %d (%s), want -FI_ENOMEM", rc,
 		 fi_strerror(-rc));
 	xt_close(&second);
 	/* The first endpoint's pages are all its own: every protocol to itself still works. */
@@ -172,50 +252,86 @@ static int case_room_for_one(int index, int sock)
 	return 0;
 }
 
-static int case_enough(int index, int sock)
+/* Two processes in a tmpfs of `bytes`: a ping-pong of every protocol, then /dev/shm must hold
+ * exactly `want_used` bytes while both endpoints are open. */
+static void two_sides(size_t bytes, int rings, size_t want_used)
 {
-	(void)index;
-	(void)sock;
-	private_shm(2 * g_segment_bytes + 2 * 4096);
+	private_shm(bytes);
 	expect_open_fails = 0;
+	expect_rings = rings;
 	int psock;
 	pid_t pid;
 	xt_spawn(1, peer_side, &psock, &pid);
 	struct xt_ep x;
-	XT_CHECK(try_open(&x) == 0, "fi_endpoint with room for two segments");
+	XT_CHECK(try_open(&x) == 0, "fi_endpoint with room for two endpoints");
 	fi_addr_t other = xt_exchange(&x, psock, 1, NULL);
 	ping_pong(&x, other, 1);
+	check_medium_path(&x);
+	xt_sync(psock); /* the peer is done and still open */
+	const size_t used = shm_used();
+	printf("  tmpfs of %zu bytes: %zu used by two endpoints after a ping-pong\n", bytes, used);
+	XT_CHECK(used == want_used, "/dev/shm holds %zu bytes, want %zu", used, want_used);
+	xt_sync(psock);
 	xt_close(&x);
 	xt_reap(1, &pid);
+}
+
+static int case_enough(int index, int sock)
+{
+	(void)index;
+	(void)sock;
+	/* Each side claims one ring at the other. */
+	two_sides(2 * g_reserved_bytes + 2 * g_ring_bytes + 2 * 4096, 1,
+		  2 * g_reserved_bytes + 2 * g_ring_bytes);
 	return 0;
 }
 
-/* One endpoint in the real /dev/shm, under a PDID of its own, to learn S. */
-static size_t measure_segment(void)
+static int case_no_room_for_rings(int index, int sock)
+{
+	(void)index;
+	(void)sock;
+	/* One page free: each claim fails to reserve, is given back, and leaves nothing. A ring
+	 * written unreserved would take that page and then fault (SIGBUS) on the next. */
+	two_sides(2 * g_reserved_bytes + 4096, 0, 2 * g_reserved_bytes);
+	return 0;
+}
+
+/* One endpoint in the real /dev/shm, under a PDID of its own, to learn S, R and B: B from a
+ * medium message to itself, which claims a ring in its own segment. */
+static void measure_segment(void)
 {
 	char pdid[16];
 	snprintf(pdid, sizeof pdid, "%u", 800000 + (unsigned)getpid() % 100000);
 	setenv("FI_EXANET_PDID", pdid, 1);
-	struct xt_ep x;
-	xt_open(&x, xt_hints(), 0);
 	char prefix[64];
 	snprintf(prefix, sizeof prefix, "exanet.%u.%s.", (unsigned)getuid(), pdid);
-	size_t bytes = 0;
-	DIR *d = opendir("/dev/shm");
-	XT_CHECK(d, "opendir /dev/shm");
-	struct dirent *e;
-	while ((e = readdir(d)))
-		if (strncmp(e->d_name, prefix, strlen(prefix)) == 0) {
-			char path[300];
-			struct stat st;
-			snprintf(path, sizeof path, "/dev/shm/%s", e->d_name);
-			if (stat(path, &st) == 0)
-				bytes = (size_t)st.st_size;
-		}
-	closedir(d);
+	struct xt_ep x;
+	struct fi_info *hints = xt_hints();
+	hints->caps |= FI_RMA;
+	xt_open(&x, hints, 0);
+	fi_freeinfo(hints);
+	g_rma_reserved_bytes = shm_allocated(prefix, NULL);
 	xt_close(&x);
-	XT_CHECK(bytes > 0, "our segment was not found in /dev/shm");
-	return bytes;
+	xt_open(&x, xt_hints(), 0);
+	g_reserved_bytes = shm_allocated(prefix, &g_segment_bytes);
+	XT_CHECK(g_segment_bytes > 0, "our segment was not found in /dev/shm");
+	fi_addr_t self = xt_insert(&x, x.name);
+	static char out[4096], in[4096];
+	xt_fill(out, sizeof out, 1);
+	XT_RC(fi_trecv(x.ep, in, sizeof in, NULL, self, 3, 0, NULL));
+	XT_RC(fi_tsend(x.ep, out, sizeof out, NULL, self, 3, NULL));
+	xt_wait(x.txcq, NULL, NULL, 30);
+	xt_wait(x.rxcq, NULL, NULL, 30);
+	XT_CHECK(xt_verify(in, sizeof in, 1), "medium message to self");
+	XT_CHECK(read_counters(&x).medium_sent == 1, "the message to self was not medium");
+	g_ring_bytes = shm_allocated(prefix, NULL) - g_reserved_bytes;
+	xt_close(&x);
+}
+
+/* Whether measured is within margin of documented. */
+static int near(size_t measured, size_t documented, size_t margin)
+{
+	return measured + margin >= documented && measured <= documented + margin;
 }
 
 int main(void)
@@ -225,8 +341,18 @@ int main(void)
 		return 77;
 	}
 	xt_init(150);
-	g_segment_bytes = measure_segment();
-	printf("one segment: %zu bytes\n", g_segment_bytes);
+	measure_segment();
+	printf("one segment: %zu bytes, %zu reserved at open (%zu with FI_RMA), %zu per claimed "
+	       "ring\n", g_segment_bytes, g_reserved_bytes, g_rma_reserved_bytes, g_ring_bytes);
+	/* The numbers fi_exanet(7) gives, within a 64 KiB margin for small layout changes. */
+	XT_CHECK(near(g_segment_bytes, g_doc_segment_bytes, 65536) &&
+		 near(g_reserved_bytes, g_doc_reserved_bytes, 65536) &&
+		 near(g_rma_reserved_bytes, g_doc_rma_reserved_bytes, 65536) &&
+		 g_rma_reserved_bytes > g_reserved_bytes &&
+		 g_ring_bytes == g_doc_ring_bytes,
+		 "footprint %zu / %zu / %zu differs from fi_exanet(7): %zu / %zu / %zu", g_segment_bytes,
+		 g_reserved_bytes, g_ring_bytes, g_doc_segment_bytes, g_doc_reserved_bytes,
+		 g_doc_ring_bytes);
 	/* Namespaces may be refused even to root (a container without CAP_SYS_ADMIN). */
 	pid_t probe = fork();
 	XT_CHECK(probe >= 0, "fork");
@@ -244,7 +370,9 @@ int main(void)
 	} cases[] = {
 		{"1 MiB /dev/shm: fi_endpoint fails with -FI_ENOMEM on both sides, no SIGBUS", case_tiny},
 		{"room for one segment: the second open fails cleanly, the first works", case_room_for_one},
-		{"room for two segments: a ping-pong of 8 B to 1 MiB works", case_enough},
+		{"room for two endpoints and their rings: a ping-pong of 8 B to 1 MiB works", case_enough},
+		{"room for two endpoints, not their rings: the ping-pong works, medium by rendezvous",
+		 case_no_room_for_rings},
 	};
 	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
 		int sock;

@@ -400,6 +400,14 @@ int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context
   proto::config cfg = domain_config(domain);
   if (info->tx_attr && info->tx_attr->size) cfg.tx_size = std::min(info->tx_attr->size, max_queue_size);
   if (info->rx_attr && info->rx_attr->size) cfg.rx_size = std::min(info->rx_attr->size, max_queue_size);
+  // RMA event rings (a page each, 268 KiB of the segment with the defaults) serve only a target
+  // of RMA: an endpoint whose caps make it none gets no rings (fi_exanet(7), FOOTPRINT). An
+  // event that reaches it anyway comes as a mailbox packet, the path taken when rings run out.
+  constexpr std::uint64_t rma_directions = FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  const bool rma_target = (info->caps & (FI_RMA | FI_ATOMIC)) &&
+                          (!(info->caps & rma_directions) ||
+                           (info->caps & (FI_REMOTE_READ | FI_REMOTE_WRITE)));
+  if (!rma_target) cfg.event_rings = 0;
   if (core::status s = ep->proto.open(cfg, src); !core::ok(s)) {
     delete ep;
     return s == core::status::exists ? -FI_EADDRINUSE : core::to_int(s);

@@ -2,16 +2,21 @@
 // creating one reserves (part 8): geometry_error's bounds field by field; segments with a bad
 // mode, a lying geometry or an owner pid that does not map them are refused at connect without
 // a crash; reclaim never unlinks a file it refuses; the umask cannot weaken a segment's mode;
-// every page of a new segment is allocated. The tests that need another user or a small
-// /dev/shm are real-process programs (fabtests/conformance/segment_users.c, small_shm.c).
+// the pages used from the start are allocated at open, and each bounce ring's when a sender
+// claims it; a ring that cannot be reserved is given back untouched (in a small private tmpfs,
+// as root). The tests that need another user, or a small /dev/shm under the whole provider,
+// are real-process programs (fabtests/conformance/segment_users.c, small_shm.c).
 #include <gtest/gtest.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <sched.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
 #include <string>
 
@@ -139,7 +144,7 @@ TEST(geometry_error, refuses_each_field_out_of_its_bounds) {
   }
 }
 
-TEST(emu_segment, a_new_segment_is_mode_0600_whatever_the_umask_and_fully_reserved) {
+TEST(emu_segment, a_new_segment_is_mode_0600_whatever_the_umask_and_reserved_at_open) {
   const mode_t old = umask(0277);  // would leave 0400: a segment its own peers cannot map
   device d;
   const core::status s = d.open(make_params(test_pdid(1)));
@@ -150,8 +155,11 @@ TEST(emu_segment, a_new_segment_is_mode_0600_whatever_the_umask_and_fully_reserv
   ASSERT_EQ(stat(shm_path(segment_name(getuid(), a.pdid, a.port)).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 07777, 0600u);
   EXPECT_EQ(st.st_uid, geteuid());
-  // Every page allocated now (posix_fallocate): none can raise SIGBUS when first touched.
-  EXPECT_GE(static_cast<std::size_t>(st.st_blocks) * 512, static_cast<std::size_t>(st.st_size));
+  // Every page used from the start allocated now (posix_fallocate): none can raise SIGBUS when
+  // first touched. The bounce rings are left to their claimants.
+  const geometry g = make_params(0).geo;
+  EXPECT_EQ(static_cast<std::size_t>(st.st_size), offsets_of(g).total);
+  EXPECT_EQ(static_cast<std::size_t>(st.st_blocks) * 512, reserved_at_open(g));
   device peer;
   ASSERT_EQ(peer.open(make_params(test_pdid(1))), core::status::ok);
   peer_id p;
@@ -253,6 +261,118 @@ TEST(emu_segment, reclaim_never_unlinks_a_file_it_refuses) {
   device another;  // open() reclaims stale segments of our uid
   ASSERT_EQ(another.open(make_params(test_pdid(7))), core::status::ok);
   EXPECT_TRUE(file_exists(h.name)) << "reclaim unlinked a file that open() refuses to map";
+}
+
+// Bytes of d's segment allocated in /dev/shm now.
+std::size_t allocated(const address& a) {
+  struct stat st {};
+  if (stat(shm_path(segment_name(getuid(), a.pdid, a.port)).c_str(), &st) != 0) return 0;
+  return static_cast<std::size_t>(st.st_blocks) * 512;
+}
+
+// Claim, reserve, release (issue 12 part 8): a bounce ring's pages are allocated when a sender
+// claims it, once; a ring given back keeps them for the next claimant.
+TEST(emu_segment, each_claimed_bounce_ring_is_reserved_once_by_its_claimant) {
+  const params p = make_params(test_pdid(8));
+  const std::size_t at_open = reserved_at_open(p.geo), ring = p.geo.bounce_ring_bytes;
+  device receiver;
+  ASSERT_EQ(receiver.open(p), core::status::ok);
+  const address r = receiver.local_address();
+  ASSERT_EQ(allocated(r), at_open);
+  std::uint32_t ring_index = 0;
+  std::uint64_t offset = 0;
+  {
+    device first;
+    ASSERT_EQ(first.open(p), core::status::ok);
+    peer_id to;
+    ASSERT_EQ(first.connect(r, to), core::status::ok);
+    EXPECT_EQ(allocated(r), at_open) << "connecting reserves nothing";
+    std::byte* dst = first.bounce_acquire(to, 100, 0, ring_index, offset);
+    ASSERT_NE(dst, nullptr);
+    EXPECT_EQ(allocated(r), at_open + ring) << "the claimed ring, and only it";
+    std::memset(dst, 0x5a, 100);
+    first.bounce_commit(to, offset + 100);
+    peer_id from;
+    ASSERT_EQ(receiver.connect(first.local_address(), from), core::status::ok);
+    const std::byte* seen = receiver.bounce_data(from, ring_index, offset, 100);
+    ASSERT_NE(seen, nullptr);
+    EXPECT_EQ(seen[99], std::byte{0x5a});
+    receiver.bounce_consume(ring_index, offset + 100);
+    device second;
+    ASSERT_EQ(second.open(p), core::status::ok);
+    ASSERT_EQ(second.connect(r, to), core::status::ok);
+    std::uint32_t other = 0;
+    ASSERT_NE(second.bounce_acquire(to, 100, 0, other, offset), nullptr);
+    EXPECT_NE(other, ring_index);
+    EXPECT_EQ(allocated(r), at_open + 2 * ring);
+    EXPECT_EQ(first.ring_reserve_failures() + second.ring_reserve_failures(), 0u);
+  }  // both senders close and give their rings back
+  device third;
+  ASSERT_EQ(third.open(p), core::status::ok);
+  peer_id to;
+  ASSERT_EQ(third.connect(r, to), core::status::ok);
+  std::uint32_t again = ~0u;
+  ASSERT_NE(third.bounce_acquire(to, 100, 0, again, offset), nullptr);
+  EXPECT_EQ(again, ring_index) << "the first free ring, already reserved";
+  EXPECT_EQ(allocated(r), at_open + 2 * ring) << "a reused ring is not reserved twice";
+}
+
+// In a /dev/shm with room for two endpoints' reserved parts and one ring: the second ring
+// claimed fails to reserve, is given back untouched, and its sender does not try again (the
+// medium protocol then takes the rendezvous). Nobody touches an unreserved page: that would
+// be SIGBUS here. Needs a private mount namespace (root); skipped otherwise.
+TEST(emu_segment, a_ring_that_cannot_be_reserved_is_released_untouched) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root for a private /dev/shm";
+  const params p = make_params(test_pdid(9));
+  const std::size_t at_open = reserved_at_open(p.geo), ring = p.geo.bounce_ring_bytes;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    alarm(20);
+    if (unshare(CLONE_NEWNS) != 0) _exit(77);
+    char opts[64];
+    std::snprintf(opts, sizeof opts, "size=%zu,mode=1777", 2 * at_open + ring);
+    if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+        mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, opts) != 0)
+      _exit(77);
+    int failed = 0;
+    const auto check = [&](bool ok, const char* what) {
+      if (!ok) {
+        std::fprintf(stderr, "child: %s\n", what);
+        ++failed;
+      }
+    };
+    device a, b;
+    check(a.open(p) == core::status::ok && b.open(p) == core::status::ok, "both endpoints open");
+    peer_id ab = 0, ba = 0;
+    check(a.connect(b.local_address(), ab) == core::status::ok, "connect a to b");
+    check(b.connect(a.local_address(), ba) == core::status::ok, "connect b to a");
+    std::uint32_t r = 0;
+    std::uint64_t off = 0;
+    std::byte* dst = a.bounce_acquire(ab, 4096, 0, r, off);
+    check(dst != nullptr, "a's ring at b fits");
+    if (dst) std::memset(dst, 1, 4096);  // every page of it is there
+    check(allocated(b.local_address()) == at_open + ring, "b holds its part and one ring");
+    check(b.bounce_acquire(ba, 4096, 0, r, off) == nullptr, "b's ring at a does not fit");
+    check(b.ring_reserve_failures() == 1, "the failure is counted");
+    check(allocated(a.local_address()) == at_open, "a failed reservation leaves nothing");
+    shm_segment seen;
+    check(shm_segment::open(segment_name(getuid(), p.self.pdid, a.local_address().port), seen) ==
+              core::status::ok, "map a's segment");
+    if (seen) {
+      const segment_view v = segment_view::of(seen.data(), p.geo);
+      for (std::uint32_t i = 0; i < p.geo.bounce_peers; ++i)
+        check(v.bounce[i].owner.load() == 0, "the claim was given back");
+    }
+    check(b.bounce_acquire(ba, 4096, 0, r, off) == nullptr && b.ring_reserve_failures() == 1,
+          "no second attempt");
+    _exit(failed ? 1 : 0);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_FALSE(WIFSIGNALED(status)) << "killed by signal " << WTERMSIG(status);
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no private mount namespace here";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
 }
 
 }  // namespace

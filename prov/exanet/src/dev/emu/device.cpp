@@ -63,7 +63,7 @@ core::status device::open(const params& p) noexcept {
       return core::status::no_memory;
     }
     // An automatic port whose name is taken, by us or by a squatter, is skipped: O_EXCL.
-    s = shm_segment::create(name, off.total, seg_);
+    s = shm_segment::create(name, off.total, reserved_at_open(geo_), seg_);
     if (s == core::status::exists && !auto_port) {
       // A user-chosen port held by a dead process of ours is reclaimed; a live owner keeps it,
       // and a file that is not ours (another user's) is never touched: a clear error instead.
@@ -78,7 +78,7 @@ core::status device::open(const params& p) noexcept {
         auto* h = static_cast<segment_header*>(old.data());
         if (h->ready.load(std::memory_order_acquire) && !process_alive(h->owner_pid)) {
           old.unlink_name();
-          s = shm_segment::create(name, off.total, seg_);
+          s = shm_segment::create(name, off.total, reserved_at_open(geo_), seg_);
         }
       }
       if (s == core::status::exists) {
@@ -304,17 +304,7 @@ std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uintptr_t pla
                                   std::uint32_t& ring, std::uint64_t& offset) noexcept {
   peer& pr = peers_[p];
   if (pr.dead || len > pr.geo.bounce_ring_bytes / 2) return nullptr;
-  if (pr.bounce_ring == ~0u) {
-    if (pr.bounce_none) return nullptr;
-    pr.bounce_ring = claim_ring(pr.view.bounce, pr.geo.bounce_peers,
-                                ring_owner(self_.node, self_.port), pr.bounce_head);
-    if (pr.bounce_ring == ~0u) {
-      pr.bounce_none = true;
-      EXANET_LOG(info, core, "no free bounce ring at port %u: medium messages use rendezvous",
-                 pr.addr.port);
-      return nullptr;
-    }
-  }
+  if (pr.bounce_ring == ~0u && (pr.bounce_none || !claim_bounce_ring(pr))) return nullptr;
   ring_desc& d = pr.view.bounce[pr.bounce_ring];
   const std::uint64_t size = pr.geo.bounce_ring_bytes;
   std::byte* const ring_base = pr.view.bounce_data + std::size_t{pr.bounce_ring} * size;
@@ -335,6 +325,36 @@ std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uintptr_t pla
   ring = pr.bounce_ring;
   offset = head;
   return ring_base + (head & (size - 1));
+}
+
+bool device::claim_bounce_ring(peer& pr) noexcept {
+  const std::uint32_t ring = claim_ring(pr.view.bounce, pr.geo.bounce_peers,
+                                        ring_owner(self_.node, self_.port), pr.bounce_head);
+  if (ring == ~0u) {
+    pr.bounce_none = true;
+    EXANET_LOG(info, core, "no free bounce ring at port %u: medium messages use rendezvous",
+               pr.addr.port);
+    return false;
+  }
+  // The receiver reserved no ring at open (layout.hpp, reserved_at_open): the claimant reserves
+  // its ring's pages, through its own descriptor of the receiver's file, before it writes a byte.
+  // The claimant knows at once whether it may use the ring, with no packet to the receiver and
+  // no wait for its progress, and a /dev/shm that is full shows up here, not as a SIGBUS.
+  // The receiver reads a ring only in a range its owner committed (bounce_data), so only after.
+  const core::status s =
+      pr.seg.reserve(bounce_ring_offset(pr.geo, ring), std::size_t{pr.geo.bounce_ring_bytes});
+  if (!core::ok(s)) {
+    pr.view.bounce[ring].owner.store(0, std::memory_order_release);  // untouched: give it back
+    pr.bounce_none = true;
+    ++ring_reserve_failures_;
+    EXANET_LOG_ONCE(warn, core, "cannot reserve a %u-byte bounce ring at port %u in /dev/shm "
+                    "(%s): medium messages to it use the rendezvous (fi_exanet(7), FOOTPRINT)",
+                    pr.geo.bounce_ring_bytes, pr.addr.port,
+                    s == core::status::no_memory ? "no space" : "segment gone");
+    return false;
+  }
+  pr.bounce_ring = ring;
+  return true;
 }
 
 const std::byte* device::bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,

@@ -239,6 +239,8 @@ class device {
   bool mailbox_unstick() noexcept;
   std::uint64_t stuck_slots_skipped() const noexcept { return stuck_skipped_; }
   std::uint64_t mailbox_full_events() const noexcept { return mailbox_full_; }
+  /// Bounce rings this endpoint claimed at peers but could not reserve (/dev/shm full).
+  std::uint64_t ring_reserve_failures() const noexcept { return ring_reserve_failures_; }
 
  private:
   struct peer {
@@ -281,6 +283,9 @@ class device {
   peer_id event_sender(std::uint64_t owner) noexcept;
   segment_view& peer_view(peer_id p) noexcept { return peers_[p].view; }
   void on_device_packet(const mailbox_slot& s) noexcept;
+  /// First medium message to pr: claims a bounce ring there and reserves its pages; on failure
+  /// releases the claim and marks pr bounce_none. Cold: once per peer.
+  [[gnu::cold, gnu::noinline]] bool claim_bounce_ring(peer& pr) noexcept;
   core::status dma_cma(peer& pr, const dma_write& w, dma_state& st) noexcept;
   core::status dma_staged(peer& pr, const dma_write& w, dma_state& st) noexcept;
   static void notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen,
@@ -303,6 +308,7 @@ class device {
   std::vector<grant> grants_;
   drop_counts drops_{};
   std::uint64_t mailbox_full_ = 0;
+  std::uint64_t ring_reserve_failures_ = 0;
 };
 
 static_assert(dev::device<device>);

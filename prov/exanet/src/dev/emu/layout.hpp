@@ -15,8 +15,9 @@
 //   | event doorbell     |  one bit per event ring holding unread entries (one line)
 //   | event_desc[E]      |  per-sender RMA event ring: owner, head, tail on separate lines
 //   | event entries      |  E rings of Q 16-byte notifications
-//   | bounce data        |  P rings of R bytes
 //   | staging data       |  S chunks of C + 64 bytes (data at the destination's line offset)
+//   +--------------------+ reserved_at_open: everything above is reserved in /dev/shm at open
+//   | bounce data        |  P rings of R bytes, each reserved by the sender that claims it
 //   +--------------------+
 #pragma once
 #include <atomic>
@@ -29,7 +30,7 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 6;  // 6: DMA windows in the notification slots
+inline constexpr std::uint32_t layout_version = 7;  // 7: bounce rings last, reserved on claim
 inline constexpr std::size_t cache_line = 64;
 
 struct geometry {
@@ -195,13 +196,26 @@ constexpr segment_offsets offsets_of(const geometry& g) noexcept {
   at += sizeof(ring_desc) * g.event_rings;
   o.event_data = at;
   at += notification_bytes * std::size_t{g.event_rings} * g.event_ring_entries;
-  at = align_up(at, 4096);
-  o.bounce_data = at;
-  at += std::size_t{g.bounce_ring_bytes} * g.bounce_peers;
-  o.staging_data = at;
+  o.staging_data = at = align_up(at, 4096);
   at += staging_stride(g) * g.staging_chunks;
+  // The rings start on a page and are whole pages each (bounce_ring_bytes >= 4096, a power of
+  // two), so reserving one ring reserves exactly its own pages.
+  o.bounce_data = at = align_up(at, 4096);
+  at += std::size_t{g.bounce_ring_bytes} * g.bounce_peers;
   o.total = align_up(at, 4096);
   return o;
+}
+
+/// Bytes at the start of a segment its creator reserves in /dev/shm: every part any endpoint
+/// touches from the start (a mailbox, notification slots and bells, ring descriptors, keys,
+/// event rings, staging chunks). The bounce rings after it are reserved one at a time by the
+/// sender that claims each (device::bounce_acquire): they are 16 MiB of the 18.6 MiB default
+/// segment, and most endpoints talk to few peers.
+constexpr std::size_t reserved_at_open(const geometry& g) noexcept { return offsets_of(g).bounce_data; }
+
+/// Byte offset of bounce ring `ring` in the segment (page-aligned; bounce_ring_bytes long).
+constexpr std::size_t bounce_ring_offset(const geometry& g, std::uint32_t ring) noexcept {
+  return offsets_of(g).bounce_data + std::size_t{g.bounce_ring_bytes} * ring;
 }
 
 /// The bounds of every geometry field. Our own parameters and a peer's header are held to the

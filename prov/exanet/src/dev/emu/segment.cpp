@@ -65,7 +65,7 @@ core::status check_ours(int fd, const std::string& name, struct stat& st) noexce
 
 }  // namespace
 
-core::status shm_segment::create(const std::string& name, std::size_t bytes,
+core::status shm_segment::create(const std::string& name, std::size_t bytes, std::size_t reserve,
                                  shm_segment& out) noexcept {
   const int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0) {
@@ -87,13 +87,15 @@ core::status shm_segment::create(const std::string& name, std::size_t bytes,
     return fail(core::status::no_memory);
   }
   // ftruncate leaves the file sparse: a page first touched (by us or by a peer writing into our
-  // mailbox or rings) when /dev/shm is full raises SIGBUS in whoever touched it. Reserving every
-  // page now turns that into a clean error at open (issue 12 part 8).
-  if (const int e = posix_fallocate(fd, 0, static_cast<off_t>(bytes)); e != 0) {
+  // mailbox) when /dev/shm is full raises SIGBUS in whoever touched it. Reserving the pages used
+  // from the start turns that into a clean error at open (issue 12 part 8); the others are
+  // reserved by reserve() before anyone touches them.
+  if (reserve > bytes) reserve = bytes;
+  if (const int e = reserve ? posix_fallocate(fd, 0, static_cast<off_t>(reserve)) : 0; e != 0) {
     EXANET_LOG(warn, core,
                "cannot reserve %zu bytes for segment %s in /dev/shm: %s; free space in /dev/shm, "
                "enlarge it, or shrink the segment (fi_exanet(7), FOOTPRINT)",
-               bytes, name.c_str(), std::strerror(e));
+               reserve, name.c_str(), std::strerror(e));
     return fail(e == ENOSPC || e == ENOMEM || e == EFBIG ? core::status::no_memory
                                                           : core::status::io);
   }
@@ -211,6 +213,25 @@ core::status shm_segment::check_mapped_by(pid_t pid) const noexcept {
   EXANET_LOG(warn, core, "segment %s names owner pid %d, not trusted: %s; peer unreachable",
              name_.c_str(), static_cast<int>(pid), why);
   return core::status::unreachable;
+}
+
+core::status shm_segment::reserve(std::size_t offset, std::size_t len) const noexcept {
+  if (name_.empty() || offset > size_ || len > size_ - offset) return core::status::invalid;
+  const int fd = shm_open(name_.c_str(), O_RDWR, 0);
+  if (fd < 0) return core::status::unreachable;
+  // The same file we map (a name can be unlinked and taken again), and still ours and 0600.
+  struct stat st {};
+  core::status s = core::status::unreachable;
+  if (fstat(fd, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_ && S_ISREG(st.st_mode) &&
+      st.st_uid == geteuid()) {
+    // tmpfs allocates whole pages and, when it fails part way, frees what this call allocated.
+    const int e = posix_fallocate(fd, static_cast<off_t>(offset), static_cast<off_t>(len));
+    s = e == 0 ? core::status::ok
+               : (e == ENOSPC || e == ENOMEM || e == EFBIG ? core::status::no_memory
+                                                            : core::status::io);
+  }
+  close(fd);
+  return s;
 }
 
 void shm_segment::unlink_name() const noexcept {

@@ -26,10 +26,12 @@ class shm_segment {
   shm_segment& operator=(const shm_segment&) = delete;
   ~shm_segment() { reset(); }
 
-  /// Creates name exclusively with mode 0600 and reserves all its bytes in /dev/shm
-  /// (posix_fallocate), so touching any of them later cannot raise SIGBUS. status::exists if the
-  /// name is taken (by anyone), status::no_memory if /dev/shm cannot hold it (logged).
-  static core::status create(const std::string& name, std::size_t bytes, shm_segment& out) noexcept;
+  /// Creates name exclusively with mode 0600, `bytes` long, and reserves its first `reserve`
+  /// bytes in /dev/shm (posix_fallocate), so touching any of them later cannot raise SIGBUS;
+  /// the rest stays a hole until reserve() is called for it. status::exists if the name is
+  /// taken (by anyone), status::no_memory if /dev/shm cannot hold `reserve` bytes (logged).
+  static core::status create(const std::string& name, std::size_t bytes, std::size_t reserve,
+                             shm_segment& out) noexcept;
   /// Maps an existing segment whole. status::unreachable if there is none; status::access
   /// (logged, with the reason) if it is not a regular file of our uid with mode 0600.
   static core::status open(const std::string& name, shm_segment& out) noexcept;
@@ -45,6 +47,12 @@ class shm_segment {
   /// inode in /proc/<pid>/maps): the check that lets a pid read from a segment header be used
   /// for kill(2) and process_vm_writev(2). status::unreachable otherwise, logged with the reason.
   core::status check_mapped_by(pid_t pid) const noexcept;
+  /// Reserves [offset, offset + len) of this segment's file in /dev/shm, from whichever process
+  /// maps it: after ok, touching those bytes cannot raise SIGBUS. Reopens the file by name (no
+  /// descriptor is kept per mapping) and reserves only if the name still names this file.
+  /// status::no_memory when /dev/shm is full (nothing of the range stays allocated);
+  /// status::unreachable when the name is gone or names another file. Not logged.
+  core::status reserve(std::size_t offset, std::size_t len) const noexcept;
   /// Unlinks the name only while it still names this file: never a file put there since.
   void unlink_name() const noexcept;
   /// Unmaps; unlinks first if this object created the segment.
