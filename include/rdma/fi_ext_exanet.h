@@ -90,7 +90,8 @@ struct fi_exanet_counters {
 	                            made room (back-pressure, never loss) */
 	uint64_t drop_backlog;      /* control packets (answers to a peer's requests) dropped
 	                               because that peer left more than 2 x notify_slots + tx_size of
-	                               them waiting in its full mailbox: it does not drain it */
+	                               them waiting in its full mailbox (it does not drain it), and
+	                               RMA requests of a peer beyond notify_slots being answered */
 };
 
 struct fid_ep;

@@ -476,16 +476,24 @@ void endpoint::release_send(send_request& s) noexcept {
 
 // ---- control packets ------------------------------------------------------------------------
 
-void endpoint::send_control(dev::peer_id to, const dev::packet& pkt) noexcept {
-  if (to >= control_queues_.size()) {
+endpoint::control_queue* endpoint::control_queue_of(dev::peer_id p) noexcept {
+  if (p >= control_queues_.size()) {
     try {
-      control_queues_.resize(std::size_t{to} + 1);  // cold: the first control packet to a peer
+      control_queues_.resize(std::size_t{p} + 1);  // cold: the first control packet to a peer
     } catch (...) {
-      EXANET_LOG(warn, ep_data, "out of memory queueing a control packet; peer %u", to);
-      return;
+      return nullptr;
     }
   }
-  control_queue& q = control_queues_[to];
+  return &control_queues_[p];
+}
+
+void endpoint::send_control(dev::peer_id to, const dev::packet& pkt) noexcept {
+  control_queue* cq = control_queue_of(to);
+  if (!cq) {
+    EXANET_LOG(warn, ep_data, "out of memory queueing a control packet; peer %u", to);
+    return;
+  }
+  control_queue& q = *cq;
   if (q.queued == 0) {
     core::status s = dev_.mailbox_send(to, pkt);
     if (core::ok(s)) return;

@@ -486,7 +486,10 @@ class endpoint {
   struct control_queue {
     std::uint32_t queued = 0;
     std::uint32_t blocked_pass = 0;  // the retry pass that found its mailbox full
+    std::uint32_t responses = 0;     // RMA requests of the peer being answered (rma_reply_to)
   };
+  /// The peer's entry, made on first use (cold); nullptr without memory.
+  control_queue* control_queue_of(dev::peer_id p) noexcept;
   std::size_t control_queue_cap() const noexcept { return 2 * cfg_.notify_slots + cfg_.tx_size; }
   std::uint64_t source_of(dev::peer_id p) noexcept;
   match::matcher& matcher_for(queue_kind k) noexcept { return matchers_[static_cast<int>(k)]; }

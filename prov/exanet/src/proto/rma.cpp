@@ -312,6 +312,8 @@ void endpoint::rma_finish(rma_request& r, int err) noexcept {
     }
     const counter_sink& cn = read ? sinks_.read_cntr : sinks_.write_cntr;
     if (cn) cn.add(cn.self, err != 0);
+  } else if (r.peer < control_queues_.size()) {
+    --control_queues_[r.peer].responses;  // counted in rma_reply_to
   }
   if (r.reply_slot != rma_request::no_slot) dev_.notify_free(r.reply_slot);
   std::free(r.owned);
@@ -382,6 +384,16 @@ void endpoint::on_rma_done(dev::peer_id from, const dev::packet& pkt) noexcept {
 
 rma_request* endpoint::rma_reply_to(dev::peer_id from, std::uint32_t slot,
                                     std::uint32_t gen) noexcept {
+  // Each request names one of the peer's notification slots, so a correct peer (same settings)
+  // never has more than notify_slots answered at once; one that asks more (and never takes the
+  // answers) must not grow this endpoint (issue 12).
+  control_queue* q = control_queue_of(from);
+  if (!q || q->responses >= cfg_.notify_slots) {
+    ++stats_.drop_backlog;
+    EXANET_LOG_ONCE(warn, ep_data, "peer port %u has more RMA requests outstanding than it has "
+                    "notification slots; one is dropped", dev_.peer_address(from).port);
+    return nullptr;
+  }
   rma_request* r = rmas_.acquire();
   if (!r) {
     // The peer waits until it fails this endpoint as dead; only pool growth can fail here.
@@ -389,6 +401,7 @@ rma_request* endpoint::rma_reply_to(dev::peer_id from, std::uint32_t slot,
                dev_.peer_address(from).port);
     return nullptr;
   }
+  ++q->responses;
   r->what = rma_request::role::read_response;
   r->peer = from;
   r->reply_slot = slot;

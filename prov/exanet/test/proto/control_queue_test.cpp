@@ -62,5 +62,57 @@ TEST_F(control_queue_test, a_peer_that_never_drains_gets_a_bounded_queue_and_blo
   EXPECT_EQ(in, out);
 }
 
+// RMA read requests answered for a peer: a correct one has at most notify_slots out (each names
+// one of its slots); one that asks more while its staging area stays full (it never drains) gets
+// the rest dropped and counted instead of growing the answering endpoint.
+TEST_F(control_queue_test, rma_requests_answered_for_a_peer_are_bounded) {
+  std::vector<std::byte> region(4096, std::byte{1});
+  dev::key_grant g;
+  g.key = 5;
+  g.va = g.addr_base = reinterpret_cast<std::uint64_t>(region.data());
+  g.len = region.size();
+  g.access = dev::rma_access::remote_read;
+  std::uint32_t key_slot;
+  ASSERT_EQ(b.expose(g, key_slot), core::status::ok);
+  // The forger arms one slot with a landing window and names it in every request.
+  std::vector<std::byte> landing(4096);
+  std::uint32_t slot, gen;
+  ASSERT_TRUE(f.dev.notify_alloc(slot, gen));
+  f.dev.window_open(slot, reinterpret_cast<std::uint64_t>(landing.data()), landing.size());
+  const std::size_t asked = cfg.notify_slots + 100;
+  wire::rma_read_req q{};
+  q.hdr = wire::make_header(wire::pkt_type::rma_read_req, wire::flag_last);
+  q.key = 5;
+  q.remote_addr = g.va;
+  q.len = 2048;
+  q.reply_addr = reinterpret_cast<std::uint64_t>(landing.data());
+  q.notify_slot = slot;
+  q.notify_gen = gen;
+  for (std::size_t i = 0; i < asked; ++i) {
+    f.send(q, b);
+    b.progress();
+  }
+  for (int i = 0; i < 100; ++i) b.progress();
+  // The forger's staging area (4 chunks) and mailbox fill, so answers stay in progress at b.
+  const endpoint_stats s = b.stats();
+  EXPECT_GE(s.drop_backlog, asked - cfg.notify_slots - 8) << "answers in progress beyond the bound";
+  EXPECT_LE(s.drop_backlog, asked - cfg.notify_slots);
+  // b still answers its honest peer.
+  std::vector<std::byte> out(300000, std::byte{3}), in(300000);
+  iovec ov{out.data(), out.size()}, iv{in.data(), in.size()};
+  recv_args r;
+  r.iov = {&iv, 1};
+  r.tag = 4;
+  r.peer = b_to_a;
+  ASSERT_EQ(b.recv(r), core::status::ok);
+  send_args sa;
+  sa.iov = {&ov, 1};
+  sa.tag = 4;
+  sa.peer = a_to_b;
+  ASSERT_EQ(a.send(sa), core::status::ok);
+  pump_until([&] { return !a_tx.entries.empty() && !b_rx.entries.empty(); });
+  EXPECT_EQ(in, out);
+}
+
 }  // namespace
 }  // namespace exanet::proto
