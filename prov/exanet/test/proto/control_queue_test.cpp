@@ -26,6 +26,24 @@ class control_queue_test : public ::testing::Test, protected testing_pair::endpo
     open_pair();
     f.open(cfg.pdid, b.address());  // its mailbox has 64 slots
   }
+  // A rendezvous from the honest peer a to b (receive posted first) completes intact.
+  void expect_honest_rendezvous(std::size_t len, std::uint64_t tag) {
+    std::vector<std::byte> out(len, std::byte{7}), in(len);
+    iovec ov{out.data(), out.size()}, iv{in.data(), in.size()};
+    recv_args r;
+    r.iov = {&iv, 1};
+    r.tag = tag;
+    r.peer = b_to_a;
+    ASSERT_EQ(b.recv(r), core::status::ok);
+    send_args sa;
+    sa.iov = {&ov, 1};
+    sa.tag = tag;
+    sa.peer = a_to_b;
+    ASSERT_EQ(a.send(sa), core::status::ok);
+    pump_until([&] { return !a_tx.entries.empty() && !b_rx.entries.empty(); });
+    EXPECT_EQ(b_rx.entries.front().err, 0);
+    EXPECT_EQ(in, out);
+  }
 };
 
 TEST_F(control_queue_test, a_peer_that_never_drains_gets_a_bounded_queue_and_blocks_nobody) {
@@ -45,21 +63,7 @@ TEST_F(control_queue_test, a_peer_that_never_drains_gets_a_bounded_queue_and_blo
 
   // The honest peer still gets its answers: a receive posted at b sends an RTR to a (a control
   // packet queued behind nothing of a's), and a's rendezvous send completes through it.
-  std::vector<std::byte> out(1 << 20, std::byte{7}), in(1 << 20);
-  iovec ov{out.data(), out.size()}, iv{in.data(), in.size()};
-  recv_args r;
-  r.iov = {&iv, 1};
-  r.tag = 9;
-  r.peer = b_to_a;
-  ASSERT_EQ(b.recv(r), core::status::ok);
-  send_args sa;
-  sa.iov = {&ov, 1};
-  sa.tag = 9;
-  sa.peer = a_to_b;
-  ASSERT_EQ(a.send(sa), core::status::ok);
-  pump_until([&] { return !a_tx.entries.empty() && !b_rx.entries.empty(); });
-  EXPECT_EQ(b_rx.entries.front().err, 0);
-  EXPECT_EQ(in, out);
+  expect_honest_rendezvous(1 << 20, 9);
 }
 
 // RMA read requests answered for a peer: a correct one has at most notify_slots out (each names
@@ -97,21 +101,7 @@ TEST_F(control_queue_test, rma_requests_answered_for_a_peer_are_bounded) {
   const endpoint_stats s = b.stats();
   EXPECT_GE(s.drop_backlog, asked - cfg.notify_slots - 8) << "answers in progress beyond the bound";
   EXPECT_LE(s.drop_backlog, asked - cfg.notify_slots);
-  // b still answers its honest peer.
-  std::vector<std::byte> out(300000, std::byte{3}), in(300000);
-  iovec ov{out.data(), out.size()}, iv{in.data(), in.size()};
-  recv_args r;
-  r.iov = {&iv, 1};
-  r.tag = 4;
-  r.peer = b_to_a;
-  ASSERT_EQ(b.recv(r), core::status::ok);
-  send_args sa;
-  sa.iov = {&ov, 1};
-  sa.tag = 4;
-  sa.peer = a_to_b;
-  ASSERT_EQ(a.send(sa), core::status::ok);
-  pump_until([&] { return !a_tx.entries.empty() && !b_rx.entries.empty(); });
-  EXPECT_EQ(in, out);
+  expect_honest_rendezvous(300000, 4);  // b still answers its honest peer
 }
 
 }  // namespace
