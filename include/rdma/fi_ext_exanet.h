@@ -92,6 +92,8 @@ struct fi_exanet_counters {
 	                               because that peer left more than 2 x notify_slots + tx_size of
 	                               them waiting in its full mailbox (it does not drain it), and
 	                               RMA requests of a peer beyond notify_slots being answered */
+	uint64_t rndv_deadlines;    /* rendezvous receives failed with FI_ETIMEDOUT at
+	                               FI_EXANET_RNDV_DEADLINE_MS (opt-in; 0 by default) */
 };
 
 struct fid_ep;

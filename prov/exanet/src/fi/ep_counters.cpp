@@ -59,6 +59,7 @@ constexpr named_counter g_counters[] = {
     {"rndv_timeouts", &fi_exanet_counters::rndv_timeouts},
     {"intake_held", &fi_exanet_counters::intake_held},
     {"drop_backlog", &fi_exanet_counters::drop_backlog},
+    {"rndv_deadlines", &fi_exanet_counters::rndv_deadlines},
 };
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),
               "every counter has a name in the report");

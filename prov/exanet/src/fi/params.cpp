@@ -110,6 +110,10 @@ void params_define(fi_provider* prov) noexcept {
                   "A receive matched to a rendezvous whose data has not come for this long asks "
                   "its sender whether the send exists, and fails with FI_EIO if it does not "
                   "(default 30000; 0: never ask)");
+  fi_param_define(prov, "rndv_deadline_ms", FI_PARAM_INT,
+                  "Opt-in hard limit: a receive matched to a rendezvous fails with FI_ETIMEDOUT "
+                  "when no data came for this long, even if its sender has the send (default 0: "
+                  "none)");
   fi_param_define(prov, "stats", FI_PARAM_STRING,
                   "Print each endpoint's protocol counters when it closes: stderr (or 1), or a "
                   "file name to append one line per endpoint to (default: off)");
@@ -171,6 +175,8 @@ proto::config params_read() noexcept {
     c.dead_peer_check_ms = static_cast<unsigned>(v);
   if (fi_param_get_int(prov, "rndv_timeout_ms", &v) == 0 && v >= 0)
     c.rndv_timeout_ms = static_cast<unsigned>(v);
+  if (fi_param_get_int(prov, "rndv_deadline_ms", &v) == 0 && v >= 0)
+    c.rndv_deadline_ms = static_cast<unsigned>(v);
   (void)params_protocol(c.protocol);  // an unknown name was refused by fi_getinfo already
   if (char* copy = nullptr; fi_param_get_str(prov, "copy", &copy) == 0 && copy && *copy) {
     if (std::strcmp(copy, "libc") == 0)

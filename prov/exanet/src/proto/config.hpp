@@ -51,6 +51,11 @@ struct config {
   unsigned rndv_timeout_ms = 30000;        // FI_EXANET_RNDV_TIMEOUT_MS: a receive matched to a
                                            // rendezvous whose data has not come for this long
                                            // probes its sender (rndv_probe.cpp); 0: never
+  unsigned rndv_deadline_ms = 0;           // FI_EXANET_RNDV_DEADLINE_MS: opt-in hard limit: such a
+                                           // receive fails with FI_ETIMEDOUT after this long
+                                           // without data, even if its sender says it has the
+                                           // send; 0: none (the default: a computing rank is
+                                           // waited for)
   bool proto_info = false;                 // FI_EXANET_PROTO_INFO: each endpoint prints its
                                            // protocol table at open (protocol_select.hpp)
 };

@@ -166,7 +166,9 @@ struct recv_request {
   std::size_t delivered = 0;  // bytes landed so far
   std::size_t segment_len = 0;  // bytes the outstanding CTS asked for
   std::uint64_t waiting_since_ms = 0;  // matched to a rendezvous: when it last asked for data
-                                       // (CTS) or matched its RTS (rndv_timeout_ms counts here)
+                                       // (CTS) or matched its RTS, or last probed (rndv_timeout_ms)
+  std::uint64_t asked_since_ms = 0;    // when it last asked for data or matched its RTS
+                                       // (rndv_deadline_ms counts here; probes do not reset it)
   std::uint32_t notify_slot = no_slot, notify_gen = 0;
   bool ack_wanted = false;  // read variant: acknowledge the rendezvous once complete
   // Receiver-initiated rendezvous.
@@ -477,7 +479,8 @@ class endpoint {
   void fail_peer(dev::peer_id p) noexcept;
   /// Receives posted for p (never matched) fail; any-source receives stay posted.
   void fail_posted_from(dev::peer_id p) noexcept;
-  /// Rendezvous receives whose live sender wrote nothing for rndv_timeout_ms fail.
+  /// Rendezvous receives whose data is late probe their sender (rndv_timeout_ms), and fail at
+  /// rndv_deadline_ms when one is set.
   void expire_rendezvous(std::uint64_t now) noexcept;
 
   // shared helpers (endpoint.cpp)

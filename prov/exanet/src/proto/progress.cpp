@@ -253,8 +253,21 @@ void endpoint::expire_rendezvous(std::uint64_t now) noexcept {
   // sender whether the send exists (rndv_probe.cpp), and again every period. A live sender that
   // simply has not progressed (an MPI rank computing between Isend and Wait) is waited for; a
   // send it does not have (a forged or stale RTS) fails the receive.
-  const std::uint64_t limit = cfg_.rndv_timeout_ms;
-  if (limit == 0) return;
+  // With FI_EXANET_RNDV_DEADLINE_MS (opt-in) a receive fails with FI_ETIMEDOUT after that long
+  // without data, whatever its sender says.
+  const std::uint64_t limit = cfg_.rndv_timeout_ms, deadline = cfg_.rndv_deadline_ms;
+  if (limit == 0 && deadline == 0) return;
+  auto late = [&](const recv_request& r) { return limit != 0 && now - r.waiting_since_ms >= limit; };
+  auto overdue = [&](const recv_request& r) {
+    return deadline != 0 && now - r.asked_since_ms >= deadline;
+  };
+  auto expire = [&](recv_request& r) {
+    ++stats_.rndv_deadlines;
+    EXANET_LOG_ONCE(warn, ep_data, "rendezvous from peer port %u: no data for %llu ms "
+                    "(FI_EXANET_RNDV_DEADLINE_MS), receive failed with FI_ETIMEDOUT",
+                    dev_.peer_address(r.peer).port, static_cast<unsigned long long>(deadline));
+    fail_recv(r, FI_ETIMEDOUT);
+  };
   auto probe = [&](recv_request& r) {
     r.waiting_since_ms = now;
     rndv_probe_send(r);
@@ -262,14 +275,24 @@ void endpoint::expire_rendezvous(std::uint64_t now) noexcept {
   // Data asked for by a CTS. A receive still looking for a free notification slot waits on
   // this endpoint, not on its sender, and is left alone.
   wait_notify_.for_each([&](recv_request& r) {
-    if (r.notify_slot == recv_request::no_slot || now - r.waiting_since_ms < limit) return;
-    probe(r);
+    if (r.notify_slot == recv_request::no_slot) return;
+    if (overdue(r)) {
+      wait_notify_.remove(r);
+      dev_.notify_free(r.notify_slot);  // disarmed: a late write finds no window of this use
+      r.notify_slot = recv_request::no_slot;
+      expire(r);
+    } else if (late(r)) {
+      probe(r);
+    }
   });
   // An RTS matched a receive whose RTR was out: only the sender's write (or a NACK) ends it.
   // Receives merely posted with an RTR out wait for a send that may come any time: not these.
   wait_ri_.for_each([&](recv_request& r) {
-    if (r.rtr != rtr_state::waiting_rts || r.rtr_only || now - r.waiting_since_ms < limit) return;
-    probe(r);
+    if (r.rtr != rtr_state::waiting_rts || r.rtr_only) return;
+    if (overdue(r))
+      expire(r);  // rtr_release disarms the slot
+    else if (late(r))
+      probe(r);
   });
 }
 

@@ -97,7 +97,7 @@ void endpoint::on_rts(dev::peer_id from, const dev::packet& pkt) noexcept {
       // The receive's RTR names this send: the sender writes when it sees the RTR (it serves as
       // this RTS's CTS), or answers NACK and then the CTS goes (rndv_rtr.cpp).
       r->rtr = rtr_state::waiting_rts;
-      r->waiting_since_ms = coarse_now_ms();  // the rendezvous timeout counts from here
+      r->waiting_since_ms = r->asked_since_ms = coarse_now_ms();  // the probe period counts here
       r->rts_psn = p.psn;
       r->peer = from;
       r->msg_len = p.msg_len;
@@ -162,7 +162,7 @@ void endpoint::rndv_recv_next_segment(recv_request& r) noexcept {
   }
   r.segment_len = len;
   dev_.window_open(r.notify_slot, addr, len);  // the only bytes the sender's write may touch
-  r.waiting_since_ms = coarse_now_ms();  // the rendezvous timeout counts from each CTS
+  r.waiting_since_ms = r.asked_since_ms = coarse_now_ms();  // both clocks restart at each CTS
   wire::cts c{};
   c.hdr = wire::make_header(wire::pkt_type::cts,
                             static_cast<std::uint16_t>(r.delivered + len == total ? wire::flag_last : 0));

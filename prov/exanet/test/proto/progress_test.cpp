@@ -141,6 +141,25 @@ TEST_P(rndv_timeout_test, a_real_sender_disowns_a_forged_rts) {
   EXPECT_EQ(err, FI_EIO);
 }
 
+// The opt-in hard limit: with FI_EXANET_RNDV_DEADLINE_MS a receive whose silent sender never
+// writes fails with FI_ETIMEDOUT, probes or not; its window is closed, so nothing lands later.
+TEST_P(rndv_timeout_test, an_opt_in_deadline_fails_a_silent_rendezvous) {
+  b.close();
+  cfg.rndv_deadline_ms = 600;
+  ASSERT_EQ(b.open(cfg, {}), core::status::ok);
+  b.set_sinks({.tx = b_tx.sink(), .rx = b_rx.sink()});
+  ASSERT_EQ(b.connect(a.address(), b_to_a), core::status::ok);
+  forger g;  // f mapped the closed endpoint; a new forger for the new one
+  g.open(cfg.pdid, b.address());
+  dev::peer_id b_to_g;
+  ASSERT_EQ(b.connect(g.dev.local_address(), b_to_g), core::status::ok);
+  post(dev::no_peer);
+  g.send(forger::rts(1, 7, buf.size()), b);
+  EXPECT_EQ(outcome_within(300), -1) << "failed before the deadline";
+  EXPECT_EQ(outcome_within(3000), FI_ETIMEDOUT);
+  EXPECT_EQ(b.stats().rndv_deadlines, 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(timeout_ms, rndv_timeout_test, ::testing::Values(400u, 0u));
 
 }  // namespace
