@@ -240,6 +240,32 @@ TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
   EXPECT_EQ(b.bounce_data(ba, held, consumed - len, 8), nullptr) << "bytes already consumed";
 }
 
+// A sender that closes right after a medium send (an inject, then fi_close) leaves its last
+// messages in its ring: they are still read as its own, and the ring is freed once drained.
+TEST(emu_device, a_closed_senders_last_bounce_messages_are_still_its_own) {
+  device a, b;
+  ASSERT_EQ(a.open(make_params(test_pdid(16))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(16))), core::status::ok);
+  peer_id ab, ba;
+  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  ASSERT_EQ(b.connect(a.local_address(), ba), core::status::ok);
+  std::uint32_t ring;
+  std::uint64_t off;
+  std::byte* dst = a.bounce_acquire(ab, 1000, 0, ring, off);
+  ASSERT_NE(dst, nullptr);
+  std::memset(dst, 0x3c, 1000);
+  a.bounce_commit(ab, off + 1000);
+  a.close();
+  const std::byte* seen = b.bounce_data(ba, ring, off, 1000);
+  ASSERT_NE(seen, nullptr) << "the closed sender's message was refused";
+  EXPECT_EQ(seen[999], std::byte{0x3c});
+  b.bounce_consume(ring, off + 1000);
+  shm_segment seg;
+  ASSERT_EQ(shm_segment::open(segment_name(getuid(), b.local_address().pdid, b.local_address().port), seg),
+            core::status::ok);
+  EXPECT_EQ(view_of(seg).bounce[ring].owner.load(), 0u) << "a drained ring of a closed sender is free";
+}
+
 TEST(emu_device, notification_generations_never_alias) {
   device a;
   ASSERT_EQ(a.open(make_params(test_pdid(7))), core::status::ok);

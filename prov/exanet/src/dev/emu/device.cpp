@@ -149,7 +149,16 @@ void device::close() noexcept {
   // Give back the bounce rings this endpoint holds at live peers so other senders can use them.
   for (peer& pr : peers_) {
     if (pr.dead || !pr.view.header) continue;
-    if (pr.bounce_ring != ~0u) pr.view.bounce[pr.bounce_ring].owner.store(0, std::memory_order_release);
+    if (pr.bounce_ring != ~0u) {
+      // Messages still in the ring must be read as ours after we are gone: mark it closing; the
+      // receiver frees it when drained (bounce_consume), or we do now if it already is.
+      ring_desc& d = pr.view.bounce[pr.bounce_ring];
+      const std::uint64_t mine = ring_owner(self_.node, self_.port);
+      d.owner.store(mine | ring_closing, std::memory_order_release);
+      std::uint64_t closing = mine | ring_closing;
+      if (d.tail.load(std::memory_order_acquire) == d.head.load(std::memory_order_acquire))
+        d.owner.compare_exchange_strong(closing, 0, std::memory_order_acq_rel);
+    }
     if (pr.event_ring != ~0u) pr.view.events[pr.event_ring].owner.store(0, std::memory_order_release);
   }
   peers_.clear();
@@ -367,7 +376,8 @@ const std::byte* device::bounce_data(peer_id from, std::uint32_t ring, std::uint
   // packet cannot make this endpoint read another sender's messages or move another's credit.
   const ring_desc& d = local_.bounce[ring];
   const address& a = peers_[from].addr;
-  if (d.owner.load(std::memory_order_acquire) != ring_owner(a.node, a.port)) return nullptr;
+  if ((d.owner.load(std::memory_order_acquire) & ~ring_closing) != ring_owner(a.node, a.port))
+    return nullptr;
   const std::uint64_t tail = d.tail.load(std::memory_order_relaxed);  // ours: only we move it
   const std::uint64_t head = d.head.load(std::memory_order_acquire);
   if (offset < tail || offset > head || len > head - offset) return nullptr;
@@ -658,7 +668,10 @@ void device::forget_dead_peer(peer_id p) noexcept {
   const std::uint64_t key = ring_owner(pr.addr.node, pr.addr.port);
   for (std::uint32_t i = 0; local_.bounce && i < geo_.bounce_peers; ++i) {
     std::uint64_t expected = key;
-    local_.bounce[i].owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+    if (!local_.bounce[i].owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel)) {
+      expected = key | ring_closing;
+      local_.bounce[i].owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+    }
   }
   for (std::uint32_t i = 0; local_.events && i < geo_.event_rings; ++i) {
     std::uint64_t expected = key;

@@ -107,9 +107,14 @@ class device {
   /// `from` holds here and the range lies between what was consumed and what it produced.
   const std::byte* bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
                                std::size_t len) const noexcept;
-  /// Receiver: everything up to end in ring has been copied out.
+  /// Receiver: everything up to end in ring has been copied out. A ring its sender closed is
+  /// freed once drained.
   void bounce_consume(std::uint32_t ring, std::uint64_t end) noexcept {
-    local_.bounce[ring].tail.store(end, std::memory_order_release);
+    ring_desc& d = local_.bounce[ring];
+    d.tail.store(end, std::memory_order_release);
+    std::uint64_t owner = d.owner.load(std::memory_order_acquire);
+    if ((owner & ring_closing) && end == d.head.load(std::memory_order_acquire)) [[unlikely]]
+      d.owner.compare_exchange_strong(owner, 0, std::memory_order_acq_rel);
   }
 
   // ---- notification slots (targets of DMA notifications at this endpoint) --------------------

@@ -103,6 +103,10 @@ static_assert(sizeof(ring_desc) == 3 * cache_line);
 constexpr std::uint64_t ring_owner(std::uint16_t node, std::uint32_t port) noexcept {
   return ((std::uint64_t{node} << 32) | port) + 1;
 }
+/// Set in a bounce ring's owner word by a sender that closed while the receiver had not copied
+/// out everything it sent: the ring stays that sender's (its last messages are still read as
+/// its own) until the receiver consumes up to the head, which frees it.
+inline constexpr std::uint64_t ring_closing = 1ull << 63;
 
 /// Claims the first free ring of `count` for `owner`; returns its index, or ~0u if all are taken.
 /// head is where the claimant continues: a previous owner may have left units the receiver has
