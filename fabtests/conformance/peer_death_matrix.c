@@ -191,7 +191,9 @@ static void stage_pingpong(struct child *c, int idx, size_t len)
 {
 	char *sbuf = malloc(len), *rbuf = malloc(len);
 	memset(sbuf, idx, len);
-	struct op s, r;
+	/* static: operations outlive this function (they end in child_main, after the kill), and
+	 * each child is its own process */
+	static struct op s, r;
 	for (uint64_t round = 0; !c->failed; round++) {
 		if (idx == 0) {
 			if (peer_send(c, sbuf, len, 1, &s) || await(c, &s)) break;
@@ -208,9 +210,9 @@ static void stage_big(struct child *c, int idx, enum stage st)
 {
 	char *buf = malloc(BIG);
 	memset(buf, 0x5a, BIG);
-	struct op o, w;
+	static struct op o, w; /* outlive this function, as in stage_pingpong */
 	/* Each side keeps a receive for the other posted (tag 7; nobody sends it). */
-	char small[64];
+	static char small[64];
 	if (peer_recv(c, small, sizeof small, 7, &w)) return;
 	switch (st) {
 	case RTS_WAIT_CTS: /* process 0 sends tag 1; process 1 never posts tag 1 */

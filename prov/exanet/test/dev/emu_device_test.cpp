@@ -457,7 +457,7 @@ struct forger {
               std::uint32_t gen, std::uint32_t key_slot = no_key_slot, bool notify = false,
               std::uint32_t chunk = 0) {
     const geometry& g = v.header->geo;
-    if (chunk < g.staging_chunks) {
+    if (chunk < g.staging_chunks && !bytes.empty()) {
       v.staging_ctl->free_mask.fetch_and(~(1ull << chunk));
       std::memcpy(v.staging_data + staging_payload_offset(g, chunk, dst), bytes.data(), bytes.size());
     }
