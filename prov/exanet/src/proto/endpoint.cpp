@@ -130,6 +130,14 @@ std::uint64_t endpoint::source_of(dev::peer_id p) noexcept {
 // ---- posting ------------------------------------------------------------------------------
 
 core::status endpoint::send(const send_args& a) noexcept {
+  const core::status s = send_now(a);
+  // The peer was found dead by this send: fail the rest of its operations and reclaim its
+  // segment before the caller sees the error (as progress() does for what it finds).
+  if (s == core::status::peer_dead && dev_.take_dead_found()) [[unlikely]] fail_dead_peers();
+  return s;
+}
+
+core::status endpoint::send_now(const send_args& a) noexcept {
   // The psn window's sender side (psn_order.cpp): back-pressure, not a drop at the receiver.
   if (!dma_backlog_.empty() && !psn_window_open(a.peer)) [[unlikely]] return core::status::again;
   // The receiver holds message packets at its unexpected bound (intake.cpp): wait until it

@@ -339,6 +339,8 @@ class endpoint {
   core::status medium_send(const send_args& a, std::size_t len) noexcept;
   void on_medium(dev::peer_id from, const dev::packet& pkt) noexcept;
   // rendezvous sends (endpoint.cpp): p is the table's rendezvous protocol for this send
+  core::status send_now(const send_args& a) noexcept;
+  core::status rma_now(const rma_args& a) noexcept;
   core::status rendezvous_send(const send_args& a, std::size_t len, protocol p) noexcept;
   // rndv_rts.cpp
   /// ack: the read family's rendezvous, completed by the receiver's acknowledgement.
@@ -474,6 +476,7 @@ class endpoint {
   /// True while something waits on a peer: a transfer, a posted receive (directed or not).
   bool waiting_on_peers() const noexcept;
   void check_dead_peers() noexcept;
+  void fail_dead_peers() noexcept;  // every peer found dead and not forgotten yet: fail_peer
   /// Takes what a peer that just died had already delivered, before its operations fail.
   void settle_arrivals() noexcept;
   void fail_peer(dev::peer_id p) noexcept;

@@ -101,6 +101,9 @@ std::size_t endpoint::progress() noexcept {
   // Liveness and the rendezvous timeout: one coarse clock read (vDSO, no syscall) every
   // dead_check_every calls, and only while something waits on a peer.
   if (++progress_calls_ % dead_check_every == 0 && waiting_on_peers()) check_dead_peers();
+  // An operation above met a dead peer: everything of that peer fails now, and its segment is
+  // reclaimed, before the application can see the first error.
+  if (dev_.take_dead_found()) [[unlikely]] fail_dead_peers();
   return n;
 }
 
@@ -141,6 +144,11 @@ void endpoint::check_dead_peers() noexcept {
   last_dead_check_ms_ = now;
   // One kill(pid, 0) per known peer, only while something waits on a peer: cheap, and it also
   // reclaims the segments of peers that died with nothing in flight.
+  fail_dead_peers();
+  expire_rendezvous(now);
+}
+
+void endpoint::fail_dead_peers() noexcept {
   bool settled = false;
   for (dev::peer_id p = 0; p < dev_.peer_count(); ++p) {
     if (dev_.peer_forgotten(p) || dev_.peer_alive(p)) continue;
@@ -154,7 +162,6 @@ void endpoint::check_dead_peers() noexcept {
   // A peer killed between claiming a slot of our mailbox and publishing it stops the ring for
   // every sender; the device skips such a slot once it stayed unpublished for a period.
   if (unstick_due_) unstick_due_ = dev_.mailbox_unstick();
-  expire_rendezvous(now);
 }
 
 void endpoint::settle_arrivals() noexcept {

@@ -55,6 +55,12 @@ std::uint8_t ends_from_flags(std::uint16_t flags) noexcept {
 }  // namespace
 
 core::status endpoint::rma(const rma_args& a) noexcept {
+  const core::status s = rma_now(a);
+  if (s == core::status::peer_dead && dev_.take_dead_found()) [[unlikely]] fail_dead_peers();
+  return s;
+}
+
+core::status endpoint::rma_now(const rma_args& a) noexcept {
   if (a.iov.size() > max_iov || a.remote.empty() || a.remote.size() > max_iov)
     return core::status::invalid;
   const std::size_t local_len = core::iov_length(a.iov);

@@ -162,5 +162,41 @@ TEST_P(rndv_timeout_test, an_opt_in_deadline_fails_a_silent_rendezvous) {
 
 INSTANTIATE_TEST_SUITE_P(timeout_ms, rndv_timeout_test, ::testing::Values(400u, 0u));
 
+// A send that finds its peer gone fails that peer's other operations at once (fail_dead_peers),
+// not at the next liveness check: the application must not see the first error while the rest
+// still looks pending (and, for a killed peer, while its segment is still there: the peer-death
+// matrix checks that part with real processes). The periodic check is set to an hour here, so
+// only the send's own discovery can fail the pending rendezvous.
+class dead_peer_found_test : public ::testing::Test, protected testing_pair::endpoint_pair {
+ protected:
+  void SetUp() override {
+    cfg.pdid = 4900 + static_cast<std::uint32_t>(getpid() % 1000);
+    cfg.dead_peer_check_ms = 3'600'000;
+    open_pair();
+  }
+};
+
+TEST_F(dead_peer_found_test, a_send_that_finds_the_peer_closed_fails_its_pending_rendezvous) {
+  std::vector<std::byte> big(1 << 20), small(8);
+  iovec vb{big.data(), big.size()}, vs{small.data(), small.size()};
+  int rndv_ctx = 0, eager_ctx = 0;
+  send_args s;
+  s.iov = {&vb, 1};
+  s.tag = 7;
+  s.peer = a_to_b;
+  s.context = &rndv_ctx;
+  ASSERT_EQ(a.send(s), core::status::ok);  // announced; b never answers
+  ASSERT_TRUE(a_tx.entries.empty());
+  b.close();
+  s.iov = {&vs, 1};
+  s.context = &eager_ctx;
+  EXPECT_EQ(a.send(s), core::status::peer_dead);
+  // No progress call in between: the failed send itself settled the peer.
+  ASSERT_EQ(a_tx.entries.size(), 1u) << "the pending rendezvous still looks alive";
+  EXPECT_EQ(a_tx.entries.front().context, &rndv_ctx);
+  EXPECT_EQ(a_tx.entries.front().err, FI_ECONNRESET);
+  EXPECT_EQ(a.stats().dead_peers, 1u);
+}
+
 }  // namespace
 }  // namespace exanet::proto

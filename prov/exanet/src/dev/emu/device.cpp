@@ -19,10 +19,6 @@
 namespace exanet::dev::emu {
 namespace {
 
-constexpr std::uint64_t peer_key(std::uint16_t node, std::uint32_t port) noexcept {
-  return (std::uint64_t{node} << 32) | port;
-}
-
 bool process_alive(pid_t pid) noexcept {
   if (pid <= 0) return false;
   if (kill(pid, 0) != 0 && errno != EPERM) return false;
@@ -163,6 +159,8 @@ void device::close() noexcept {
   }
   peers_.clear();
   peer_index_.clear();
+  last_sender_key_ = ~0ull;
+  last_sender_ = no_peer;
   seg_.reset();
   local_ = {};
 }
@@ -250,9 +248,12 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
   return core::status::ok;
 }
 
-peer_id device::sender_of(const mailbox_slot& s) noexcept {
-  if (auto it = peer_index_.find(peer_key(s.src_node, s.src_port)); it != peer_index_.end())
+peer_id device::sender_lookup(std::uint64_t key, const mailbox_slot& s) noexcept {
+  if (auto it = peer_index_.find(key); it != peer_index_.end()) {
+    last_sender_key_ = key;
+    last_sender_ = it->second;
     return it->second;
+  }
   address a{};
   a.node = s.src_node;
   a.pdid = s.pdid;
@@ -269,7 +270,7 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
   peer& pr = peers_[p];
   if (pr.dead) return core::status::peer_dead;
   if (pr.view.header->closed.load(std::memory_order_relaxed)) [[unlikely]] {
-    pr.dead = true;  // the endpoint closed: a packet now would be lost without a word
+    mark_dead(pr);  // the endpoint closed: a packet now would be lost without a word
     return core::status::peer_dead;
   }
   const std::uint64_t mask = pr.geo.mailbox_slots - 1;
@@ -290,7 +291,7 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
       // Full: the consumer has not freed this slot yet. Now and then make sure it still can,
       // so a sender retrying on a dead peer gets an error instead of "again" forever.
       if ((++mailbox_full_ & 1023) == 0 && !process_alive(pr.pid)) {
-        pr.dead = true;
+        mark_dead(pr);
         return core::status::peer_dead;
       }
       return core::status::again;
@@ -473,7 +474,7 @@ core::status device::notify_record_put(peer_id p, std::uint32_t slot,
                                        const notification& rec) noexcept {
   peer& pr = peers_[p];
   if (pr.dead || pr.view.header->closed.load(std::memory_order_acquire)) {
-    pr.dead = true;
+    mark_dead(pr);
     return core::status::peer_dead;
   }
   if (slot >= pr.geo.notify_slots) return core::status::invalid;
@@ -495,7 +496,7 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
   peer& pr = peers_[w.peer];
   // A closed endpoint's buffers belong to its application again: nothing may land in them.
   if (pr.dead || pr.view.header->closed.load(std::memory_order_acquire)) {
-    pr.dead = true;
+    mark_dead(pr);
     return core::status::peer_dead;
   }
   if (st.done == 0 && !st.notified && !remote_write_admitted(pr.view, pr.geo, w)) {
@@ -527,7 +528,7 @@ core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexce
     if (r < 0) {
       if (errno == EPERM || errno == ENOSYS) return core::status::permission;
       if (errno == ESRCH) {
-        pr.dead = true;
+        mark_dead(pr);
         return core::status::peer_dead;
       }
       if (errno == EINTR) continue;
@@ -656,7 +657,7 @@ bool device::peer_alive(peer_id p) noexcept {
   peer& pr = peers_[p];
   if (pr.dead) return false;
   if (pr.view.header->closed.load(std::memory_order_acquire) || !process_alive(pr.pid))
-    pr.dead = true;
+    mark_dead(pr);
   return !pr.dead;
 }
 

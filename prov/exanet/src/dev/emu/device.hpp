@@ -24,6 +24,11 @@ struct params {
 };
 
 /// A claimed, not yet published mailbox slot at a peer: write the packet, then publish.
+/// The key of peer_index_: an endpoint's (node, port).
+constexpr std::uint64_t peer_key(std::uint16_t node, std::uint32_t port) noexcept {
+  return (std::uint64_t{node} << 32) | port;
+}
+
 struct mailbox_reservation {
   mailbox_slot* slot = nullptr;
   std::uint64_t pos = 0;
@@ -226,6 +231,14 @@ class device {
   bool peer_forgotten(peer_id p) const noexcept { return peers_[p].forgotten; }
   /// Frees what this endpoint holds at a dead peer and unlinks its segment (stale reclaim).
   void forget_dead_peer(peer_id p) noexcept;
+  /// True once after an operation found a peer dead (or closed) that is not forgotten yet: the
+  /// protocol then fails everything of that peer at once and reclaims its segment, before the
+  /// error it got is seen by the application. One load on the paths that ask.
+  bool take_dead_found() noexcept {
+    const bool f = dead_found_;
+    dead_found_ = false;
+    return f;
+  }
 
   const drop_counts& drops() const noexcept { return drops_; }
   /// Receiver: tells senders to hold back message packets (layout.hpp, intake_held).
@@ -280,7 +293,14 @@ class device {
     bool live = false;
   };
 
-  peer_id sender_of(const mailbox_slot& s) noexcept;
+  /// The sender of a packet: most packets come from the sender of the one before (a ping-pong, a
+  /// stream), which costs a compare instead of a hash lookup.
+  peer_id sender_of(const mailbox_slot& s) noexcept {
+    const std::uint64_t key = peer_key(s.src_node, s.src_port);
+    if (key == last_sender_key_) [[likely]] return last_sender_;
+    return sender_lookup(key, s);
+  }
+  peer_id sender_lookup(std::uint64_t key, const mailbox_slot& s) noexcept;
   bool local_write_admitted(const staging_packet& sp) const noexcept;
   static bool remote_write_admitted(const segment_view& v, const geometry& g,
                                     const dma_write& w) noexcept;
@@ -306,7 +326,14 @@ class device {
   std::uint64_t stuck_skipped_ = 0;
   bool use_cma_ = true;
   std::vector<peer> peers_;
-  std::unordered_map<std::uint64_t, peer_id> peer_index_;
+  std::unordered_map<std::uint64_t, peer_id> peer_index_;  // entries live until close
+  bool dead_found_ = false;  // take_dead_found
+  void mark_dead(peer& pr) noexcept {
+    pr.dead = true;
+    if (!pr.forgotten) dead_found_ = true;
+  }
+  std::uint64_t last_sender_key_ = ~0ull;  // sender_of's cache of one index entry
+  peer_id last_sender_ = no_peer;
   std::vector<std::uint32_t> free_notify_;
   std::vector<std::uint32_t> notify_gen_;
   std::vector<window> windows_;

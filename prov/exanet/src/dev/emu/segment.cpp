@@ -169,19 +169,24 @@ bool effective_uid_of(pid_t pid, uid_t& out) noexcept {
   return true;
 }
 
-// Whether /proc/<pid>/maps has a mapping of the file (dev, ino). Lines longer than the buffer
-// (long paths) are read on to their end and only their start is parsed.
-bool maps_file(pid_t pid, dev_t dev, ino_t ino) noexcept {
+enum class mapping { of_file, others_only, none };
+
+// Whether /proc/<pid>/maps has a mapping of the file (dev, ino), only other mappings, or none at
+// all: a process being killed loses its whole address space before it becomes a zombie, and
+// for that moment it is neither a zombie nor a mapper of anything. Lines longer than the
+// buffer (long paths) are read on to their end and only their start is parsed.
+mapping maps_file(pid_t pid, dev_t dev, ino_t ino) noexcept {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
   FILE* f = std::fopen(path, "re");
-  if (!f) return false;
+  if (!f) return mapping::none;
   char line[512];
-  bool at_line_start = true, found = false;
+  bool at_line_start = true, found = false, any = false;
   while (!found && std::fgets(line, sizeof line, f)) {
     const bool starts = at_line_start;
     at_line_start = std::strchr(line, '\n') != nullptr;
     if (!starts) continue;
+    any = true;
     unsigned maj = 0, min = 0;
     unsigned long long inode = 0;
     if (std::sscanf(line, "%*x-%*x %*s %*x %x:%x %llu", &maj, &min, &inode) == 3)
@@ -189,7 +194,7 @@ bool maps_file(pid_t pid, dev_t dev, ino_t ino) noexcept {
               min == minor(dev);
   }
   std::fclose(f);
-  return found;
+  return found ? mapping::of_file : any ? mapping::others_only : mapping::none;
 }
 
 }  // namespace
@@ -205,10 +210,18 @@ core::status shm_segment::check_mapped_by(pid_t pid) const noexcept {
     return core::status::peer_dead;
   }
   const char* why = nullptr;
-  if (uid != geteuid())
+  if (uid != geteuid()) {
     why = "the process belongs to another user";
-  else if (!maps_file(pid, dev_, ino_))
-    why = "the process does not map this segment";
+  } else {
+    const mapping m = maps_file(pid, dev_, ino_);
+    if (m == mapping::none) {
+      // Exiting (killed, its memory already gone): dead, as it is a moment later.
+      EXANET_LOG(info, core, "segment %s: owner pid %d is exiting; peer dead", name_.c_str(),
+                 static_cast<int>(pid));
+      return core::status::peer_dead;
+    }
+    if (m == mapping::others_only) why = "the process does not map this segment";
+  }
   if (!why) return core::status::ok;
   EXANET_LOG(warn, core, "segment %s names owner pid %d, not trusted: %s; peer unreachable",
              name_.c_str(), static_cast<int>(pid), why);
