@@ -27,6 +27,19 @@
 #   empty: no lock). bench_lock / bench_unlock hold it around several commands (a server and its
 #   client).
 #
+# bench_probe LABEL
+#   Measures the machine between the two benchmark cores (core_probe: the round trip of one cache
+#   line, and a 1 MiB handoff), with no provider involved, appends "unix_time LABEL rtt_ns
+#   handoff_us phase" to $out/core_probe.csv and sets probe_rtt and probe_phase (near or far:
+#   the line round trip below or above FAR_NS, default 200). On a virtual machine the host may
+#   move the two vCPUs to cores that share no cache, for seconds at a time; every transport that
+#   copies between the cores then slows (see core_probe.c). Does nothing, phase "unknown", if
+#   core_probe was not built.
+# bench_wait_near LABEL
+#   With PHASE=near (the default): probes until the phase is near, for at most PHASE_WAIT seconds
+#   (default 60), so that the runs compared with each other run in the same phase; then runs
+#   anyway (the record says far). PHASE=any: one probe, no waiting.
+#
 # bench_bytes SIZE...
 #   Prints the sizes in bytes, one line, space separated: 512, 4K, 64M, 1G are understood.
 #
@@ -112,6 +125,36 @@ bench_unlock() {
   [[ -n $bench_lock_file && -n ${bench_lock_fd:-} ]] || return 0
   exec {bench_lock_fd}>&-
   bench_lock_fd=
+}
+
+bench_probe() {
+  local label=$1 line
+  probe_rtt=NA probe_phase=unknown
+  [[ -x $build/fabtests/core_probe ]] || return 0
+  line=$(bench_locked "$build/fabtests/core_probe" 2>/dev/null) || return 0
+  read -r _ probe_rtt _ probe_handoff <<<"$line"
+  probe_phase=near
+  ((probe_rtt > ${FAR_NS:-200})) && probe_phase=far
+  echo "$(date +%s) $label $probe_rtt $probe_handoff $probe_phase" >>"$out/core_probe.csv"
+}
+
+bench_wait_near() {
+  local label=$1 waited=0
+  bench_probe "$label"
+  [[ ${PHASE:-near} == near ]] || return 0
+  while [[ $probe_phase == far ]] && ((waited < ${PHASE_WAIT:-60})); do
+    sleep 2
+    waited=$((waited + 2))
+    bench_probe "$label (waiting for the near phase)"
+  done
+}
+
+# One line: how many probes of this run saw each phase.
+bench_phase_summary() {
+  [[ -s $out/core_probe.csv ]] || return 0
+  awk '{ r = $(NF - 2) } NR == 1 { min = max = r } { n[$NF]++; if (r + 0 < min + 0) min = r; if (r + 0 > max + 0) max = r }
+       END { printf "machine probe (core_probe.csv): line round trip %s-%s ns; near %d, far %d probes\n",
+             min, max, n["near"], n["far"] }' "$out/core_probe.csv"
 }
 
 bench_bytes() {

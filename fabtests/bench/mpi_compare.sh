@@ -25,6 +25,8 @@
 #   TOUCH     1 (default): the receiver reads every cache line it received (mpi_bench -r), as an
 #             application would; 0: osu's convention, where a transport that writes straight into
 #             the receive buffer leaves the data in the sender's cache and looks faster than it is
+#   PHASE     near (default) or any: see xfer_compare.sh (each run first waits for the machine
+#             probe's near phase; every probe is in $out/core_probe.csv)
 #   BENCH_LOCK  a lock file every run holds (flock), so benchmarks of others sharing the
 #             machine do not run at the same time (default /tmp/exanet-bench.lock; empty: none)
 # Output: $out/mpi_lat.csv and $out/mpi_bw.csv (and .samples, .png), with the ratios
@@ -68,6 +70,7 @@ done
 # A run that fails adds one NA sample (the cell then reads NA) and says why.
 run() {
   local p=$1 kind=$2 size=$3 table=$4
+  bench_wait_near "$kind $p $size"  # lib.sh: the paths compared in the same phase of the machine
   # shellcheck disable=SC2086
   if "${locker[@]}" timeout 600 mpirun "${base[@]}" ${mca[$p]} "$prog" -t "$kind" -m "$size" \
       -M "$size" -p "$offsets" -b "$blocks" "${touch[@]}" -v >"$raw.log" 2>&1 &&
@@ -100,3 +103,4 @@ bench_table_show mpi_lat
 bench_table_show mpi_bw
 bench_plot mpi_lat "MPI ping-pong latency, 2 ranks, --bind-to core (median and worst placement)" "latency (us, one way)"
 bench_plot mpi_bw "MPI streaming bandwidth, window 64 (median and worst placement)" "bandwidth (MB/s)"
+bench_phase_summary

@@ -30,6 +30,9 @@
 #   XFER_ARGS  more xfer_bench options for every run (-P 16:40 for one placement, -T, -A, -d US)
 #   LOCK       flock file every run holds (default /tmp/exanet-bench.lock; empty: none)
 #   BIND=1     pins the two processes of each run to cpus 0 and 1
+#   PHASE      near (default): each run waits (up to PHASE_WAIT s, default 60) until the machine
+#              probe (core_probe) shows the two cores sharing a cache, and a run under which that
+#              changed runs again once; any: no waiting. Every probe is in $out/core_probe.csv.
 # Duration: by the budget (11 modes x 3 providers x (21 sizes x 36 placements + 6 sizes x 12) cells
 # of CELL_MS, plus the sizes above 1 MiB where a few iterations take longer) about 15 minutes on a
 # quiet 2-core machine; a loaded one takes longer (each size's time is in xfer_raw/*.out). For a
@@ -57,9 +60,19 @@ run_one() {
   shift 4
   local log="$out/xfer_raw/${mode}_${prov//;/+}_${1}-${*: -1}_r$rep"
   bench_env "$prov"
-  # shellcheck disable=SC2086
-  if bench_locked env "${benv[@]}" timeout 1800 "$bench" -m "$mode" -t "$cell_ms" ${XFER_ARGS:-} "$@" \
-      >"$log.out" 2>"$log.err"; then
+  local label="$mode $prov ${1}-${*: -1} r$rep" attempt ok
+  # In the near phase of the machine (lib.sh, bench_wait_near), and once more if the phase
+  # changed under the run: the providers are compared under the same conditions.
+  for attempt in 1 2; do
+    bench_wait_near "$label before"
+    # shellcheck disable=SC2086
+    bench_locked env "${benv[@]}" timeout 1800 "$bench" -m "$mode" -t "$cell_ms" ${XFER_ARGS:-} "$@" \
+      >"$log.out" 2>"$log.err"
+    ok=$?
+    bench_probe "$label after"
+    [[ ${PHASE:-near} == near && $probe_phase == far && $attempt == 1 && $ok == 0 ]] || break
+  done
+  if ((ok == 0)); then
     awk -v p="$prov" '!/^#/ && NF >= 3 { print p, $1, $3, $2 }' "$log.out" >"$raw.run"
   else
     echo "  xfer_bench -m $mode over $prov failed: $(grep -m1 FAIL "$log.err" || tail -1 "$log.err")" >&2
@@ -104,4 +117,5 @@ for mode in $modes; do
 done
 echo
 echo "CSV, samples and plots: $out/xfer_*.{csv,samples,png}; program output: $out/xfer_raw/"
+bench_phase_summary
 echo "took $(($(date +%s) - start)) s"
