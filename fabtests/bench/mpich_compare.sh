@@ -34,7 +34,7 @@
 #   OFFSETS   placements, comma separated (default 0,8,16,24,40,63); OFFSETS=0 for aligned only
 #   BLOCKS    timed blocks per placement inside a run, the best kept (default 2)
 #   TOUCH     1 (default): the receiver reads every cache line it received (mpi_bench -r)
-#   PHASE     near (default) or any, when lib.sh has the machine probe (bench_wait_near): each
+#   PHASE     near (default) or any: lib.sh's machine probe (bench_wait_near): each
 #             run first waits for the probe's near phase; every probe is in $out/core_probe.csv
 #   BENCH_LOCK  a lock file every run holds (flock), so benchmarks of others sharing the
 #             machine do not run at the same time (default /tmp/exanet-bench.lock; empty: none)
@@ -108,7 +108,7 @@ fi
 run() {
   local p=$1 kind=$2 size=$3 table=$4 rc=0
   # the paths compared in the same phase of the machine, where lib.sh has the probe
-  if declare -F bench_wait_near >/dev/null; then bench_wait_near "$kind $p $size"; fi
+  bench_wait_near "$kind $p $size"
   # shellcheck disable=SC2086
   env ${penv[$p]} "${locker[@]}" timeout 600 "$mpiexec" -n 2 -bind-to core "$prog" -t "$kind" \
     -m "$size" -M "$size" -p "$offsets" -b "$blocks" "${touch[@]}" -v >"$raw.log" 2>&1 || rc=$?
@@ -145,4 +145,4 @@ bench_table_show mpich_lat
 bench_table_show mpich_bw
 bench_plot mpich_lat "MPICH 4.0.2 ch4:ofi ping-pong latency, 2 ranks, -bind-to core (median and worst placement)" "latency (us, one way)"
 bench_plot mpich_bw "MPICH 4.0.2 ch4:ofi streaming bandwidth, window 64 (median and worst placement)" "bandwidth (MB/s)"
-if declare -F bench_phase_summary >/dev/null; then bench_phase_summary; fi
+bench_phase_summary
