@@ -157,6 +157,59 @@ bench_phase_summary() {
              min, max, n["near"], n["far"] }' "$out/core_probe.csv"
 }
 
+# bench_mpi_options DEFAULT_PATHS  (the MPI scripts) reads SIZES, BW_SIZES, PATHS, OFFSETS,
+#   BLOCKS, TOUCH and BENCH_LOCK into lat_sizes, bw_sizes, paths, offsets, blocks, touch, locker,
+#   and sets ratios to exanet over each other path.
+bench_mpi_options() {
+  # shellcheck disable=SC2086  # SIZES is a list: split it
+  read -r -a lat_sizes <<<"$(bench_bytes ${SIZES:-1 8 64 512 4K 16K 64K 256K 1M 4M})"
+  # shellcheck disable=SC2086
+  read -r -a bw_sizes <<<"$(bench_bytes ${BW_SIZES:-${SIZES:-1 8 64 512 4K 16K 64K 256K 1M 4M}})"
+  read -r -a paths <<<"${PATHS:-$1}"
+  offsets=${OFFSETS:-0,8,16,24,40,63}
+  blocks=${BLOCKS:-2}
+  touch=()
+  [[ ${TOUCH:-1} != 0 ]] && touch=(-r)
+  local lock=${BENCH_LOCK-/tmp/exanet-bench.lock}
+  locker=()
+  [[ -n $lock ]] && command -v flock >/dev/null && locker=(flock "$lock")
+  ratios=""
+  local p
+  for p in "${paths[@]}"; do
+    [[ $p != exanet && " ${paths[*]} " == *" exanet "* ]] && ratios+="${ratios:+ }exanet/$p"
+  done
+}
+
+# bench_mpi_sweep PREFIX TITLE  latency then bandwidth, every size, the paths taking turns
+#   (REPEAT times each), through the caller's function `run PATH KIND SIZE TABLE`; tables
+#   PREFIX_lat and PREFIX_bw, shown and plotted with TITLE, and the machine probe's summary.
+bench_mpi_sweep() {
+  local prefix=$1 title=$2 kind table size p
+  local -a mpi_sizes
+  for kind in lat bw; do
+    table=${prefix}_$kind
+    if [[ $kind == lat ]]; then
+      mpi_sizes=("${lat_sizes[@]}")
+      bench_table_begin "$table" low us "${paths[*]}" "$ratios"
+    else
+      mpi_sizes=("${bw_sizes[@]}")
+      bench_table_begin "$table" high MBps "${paths[*]}" "$ratios"
+    fi
+    for size in "${mpi_sizes[@]}"; do
+      for _ in $(seq "$repeat"); do
+        for p in "${paths[@]}"; do run "$p" "$kind" "$size" "$table"; done
+      done
+      printf '%s ' "$(date -u +%T)"
+      bench_table_row "$table" "$size"
+    done
+  done
+  bench_table_show "${prefix}_lat"
+  bench_table_show "${prefix}_bw"
+  bench_plot "${prefix}_lat" "$title ping-pong latency (median and worst placement)" "latency (us, one way)"
+  bench_plot "${prefix}_bw" "$title streaming bandwidth, window 64 (median and worst placement)" "bandwidth (MB/s)"
+  bench_phase_summary
+}
+
 bench_bytes() {
   local s n out_sizes=()
   for s in "$@"; do

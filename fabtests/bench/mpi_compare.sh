@@ -41,18 +41,7 @@ repeat=$REPEAT
 prog=$build/fabtests/mpi/mpi_bench
 [[ -x $prog ]] || { echo "build first: $prog is missing (it needs mpicc)" >&2; exit 1; }
 command -v mpirun >/dev/null || { echo "mpirun missing: apt-get install openmpi-bin" >&2; exit 1; }
-# shellcheck disable=SC2086  # SIZES is a list: split it
-read -r -a lat_sizes <<<"$(bench_bytes ${SIZES:-1 8 64 512 4K 16K 64K 256K 1M 4M})"
-# shellcheck disable=SC2086
-read -r -a bw_sizes <<<"$(bench_bytes ${BW_SIZES:-${SIZES:-1 8 64 512 4K 16K 64K 256K 1M 4M}})"
-read -r -a paths <<<"${PATHS:-exanet vader ucx tcp}"
-offsets=${OFFSETS:-0,8,16,24,40,63}
-blocks=${BLOCKS:-2}
-touch=()
-[[ ${TOUCH:-1} != 0 ]] && touch=(-r)
-lock=${BENCH_LOCK-/tmp/exanet-bench.lock}
-locker=()
-[[ -n $lock ]] && command -v flock >/dev/null && locker=(flock "$lock")
+bench_mpi_options "exanet vader ucx tcp"
 
 base=(--allow-run-as-root -np 2 --bind-to core)
 declare -A mca
@@ -60,11 +49,6 @@ mca[exanet]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --
 mca[tcp]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp --mca btl ^ofi -x FI_PROVIDER=tcp"
 mca[vader]="--mca pml ob1 --mca btl vader,self --mca mtl ^ofi"
 mca[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^ofi"
-
-ratios=""
-for p in "${paths[@]}"; do
-  [[ $p != exanet && " ${paths[*]} " == *" exanet "* ]] && ratios+="${ratios:+ }exanet/$p"
-done
 
 # One run of path $1, kind $2 (lat|bw), size $3: adds its placement samples to table $4.
 # A run that fails adds one NA sample (the cell then reads NA) and says why.
@@ -83,24 +67,4 @@ run() {
   fi
 }
 
-for kind in lat bw; do
-  if [[ $kind == lat ]]; then
-    table=mpi_lat sizes=("${lat_sizes[@]}")
-    bench_table_begin "$table" low us "${paths[*]}" "$ratios"
-  else
-    table=mpi_bw sizes=("${bw_sizes[@]}")
-    bench_table_begin "$table" high MBps "${paths[*]}" "$ratios"
-  fi
-  for size in "${sizes[@]}"; do
-    for _ in $(seq "$repeat"); do
-      for p in "${paths[@]}"; do run "$p" "$kind" "$size" "$table"; done
-    done
-    bench_table_row "$table" "$size"
-  done
-done
-
-bench_table_show mpi_lat
-bench_table_show mpi_bw
-bench_plot mpi_lat "MPI ping-pong latency, 2 ranks, --bind-to core (median and worst placement)" "latency (us, one way)"
-bench_plot mpi_bw "MPI streaming bandwidth, window 64 (median and worst placement)" "bandwidth (MB/s)"
-bench_phase_summary
+bench_mpi_sweep mpi "MPI, 2 ranks, --bind-to core:"

@@ -56,18 +56,7 @@ if [[ ! -x $prog || $here/mpi_bench.c -nt $prog ]]; then
   "$prefix/bin/mpicc" -O2 -Wno-stringop-overflow -o "$prog" "$here/mpi_bench.c" || { echo "cannot build $prog" >&2; exit 1; }
 fi
 mpiexec=$prefix/bin/mpiexec
-# shellcheck disable=SC2086  # SIZES is a list: split it
-read -r -a lat_sizes <<<"$(bench_bytes ${SIZES:-1 8 64 512 4K 16K 64K 256K 1M 4M})"
-# shellcheck disable=SC2086
-read -r -a bw_sizes <<<"$(bench_bytes ${BW_SIZES:-${SIZES:-1 8 64 512 4K 16K 64K 256K 1M 4M}})"
-read -r -a paths <<<"${PATHS:-exanet shm mpich_shm tcp}"
-offsets=${OFFSETS:-0,8,16,24,40,63}
-blocks=${BLOCKS:-2}
-touch=()
-[[ ${TOUCH:-1} != 0 ]] && touch=(-r)
-lock=${BENCH_LOCK-/tmp/exanet-bench.lock}
-locker=()
-[[ -n $lock ]] && command -v flock >/dev/null && locker=(flock "$lock")
+bench_mpi_options "exanet shm mpich_shm tcp"
 runs_log=$out/mpich_runs.log
 
 declare -A penv
@@ -75,11 +64,6 @@ penv[exanet]="FI_PROVIDER=exanet FI_PROVIDER_PATH=$build/lib MPIR_CVAR_NOLOCAL=1
 penv[shm]="FI_PROVIDER=shm MPIR_CVAR_NOLOCAL=1"
 penv[mpich_shm]="FI_PROVIDER=shm"
 penv[tcp]="FI_PROVIDER=tcp MPIR_CVAR_NOLOCAL=1"
-
-ratios=""
-for p in "${paths[@]}"; do
-  [[ $p != exanet && " ${paths[*]} " == *" exanet "* ]] && ratios+="${ratios:+ }exanet/$p"
-done
 
 # The check that MPIR_CVAR_NOLOCAL=1 sends MPICH's messages through the netmod: 8 B ping-pongs
 # over exanet, counting with FI_EXANET_STATS; prints the messages exanet sent, summed over ranks.
@@ -124,25 +108,4 @@ run() {
 }
 
 echo "# $(date -u +%FT%TZ) MPICH $prefix, provider $build/lib, paths ${paths[*]}" | tee -a "$runs_log"
-for kind in lat bw; do
-  if [[ $kind == lat ]]; then
-    table=mpich_lat sizes=("${lat_sizes[@]}")
-    bench_table_begin "$table" low us "${paths[*]}" "$ratios"
-  else
-    table=mpich_bw sizes=("${bw_sizes[@]}")
-    bench_table_begin "$table" high MBps "${paths[*]}" "$ratios"
-  fi
-  for size in "${sizes[@]}"; do
-    for _ in $(seq "$repeat"); do
-      for p in "${paths[@]}"; do run "$p" "$kind" "$size" "$table"; done
-    done
-    printf '%s ' "$(date -u +%T)"
-    bench_table_row "$table" "$size"
-  done
-done
-
-bench_table_show mpich_lat
-bench_table_show mpich_bw
-bench_plot mpich_lat "MPICH 4.0.2 ch4:ofi ping-pong latency, 2 ranks, -bind-to core (median and worst placement)" "latency (us, one way)"
-bench_plot mpich_bw "MPICH 4.0.2 ch4:ofi streaming bandwidth, window 64 (median and worst placement)" "bandwidth (MB/s)"
-bench_phase_summary
+bench_mpi_sweep mpich "MPICH 4.0.2 ch4:ofi, 2 ranks, -bind-to core:"

@@ -235,7 +235,12 @@ static void stage_big(struct child *c, int idx, enum stage st)
 		} else {
 			/* told that the peer is dead: send now (the liveness check may or may not have
 			 * noticed yet), after a random pause */
-			while (!c->failed && !parent_said(c)) progress(c);
+			int told = 0;
+			while (!c->failed && !(told = parent_said(c))) progress(c);
+			if (!told) { /* failed first: the parent's word still comes, before our report */
+				char b;
+				xt_recv_all(c->sock, &b, 1);
+			}
 			double until = now_s() + (rand() % 400) / 1000.0;
 			while (!c->failed && now_s() < until) progress(c);
 			if (!c->failed && peer_send(c, buf, BIG, 3, &o)) return;

@@ -89,6 +89,7 @@ void endpoint::close() noexcept {
       free_unexpected(*reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
                                                          offsetof(unexpected_msg, entry)));
     });
+  payload_cache_.trim();
   held_count_ = 0;
   intake_signalled_ = false;
   auto free_owned = [](send_request& s) { std::free(s.owned); s.owned = nullptr; };

@@ -15,6 +15,7 @@
 
 #include <rdma/fi_ext_exanet.h>
 
+#include "core/buffer_cache.hpp"
 #include "core/intrusive_list.hpp"
 #include "core/pool.hpp"
 #include "core/status.hpp"
@@ -562,6 +563,7 @@ class endpoint {
   std::vector<std::uint32_t> held_by_peer_;
   std::uint32_t held_unknown_ = 0;  // from senders the device could not identify
   std::size_t unexpected_bytes_ = 0;  // medium payload held by unexpected records
+  core::buffer_cache payload_cache_;   // their buffers, kept for reuse (at most 1 MiB idle)
   bool bound_warned_ = false;
   core::pool<rma_request> rmas_{64};
   core::intrusive_list<rma_request, &rma_request::hook> rma_active_;

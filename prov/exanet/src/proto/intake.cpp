@@ -193,8 +193,10 @@ void endpoint::forget_held(dev::peer_id p) noexcept {
 bool endpoint::keep_unexpected_payload(unexpected_msg& u, const std::byte* data,
                                        std::size_t len) noexcept {
   // The intake admitted this message within the byte budget (or it came from a parked queue,
-  // which the pool limit bounds): one exact-size allocation, on the unexpected slow path.
-  auto* buf = static_cast<std::byte*>(std::malloc(len ? len : 1));
+  // which the pool limit bounds). A kept buffer of its size class when there is one: a program
+  // whose messages keep arriving before their receives pays no allocation per message.
+  std::byte* buf = payload_cache_.acquire(len);
+  u.len = len;  // the size class the buffer goes back to (free_unexpected)
   if (!buf) return false;
   core::copy_bytes(buf, data, len);
   u.payload = buf;
@@ -205,7 +207,7 @@ bool endpoint::keep_unexpected_payload(unexpected_msg& u, const std::byte* data,
 void endpoint::free_unexpected(unexpected_msg& u) noexcept {
   if (u.payload) {
     unexpected_bytes_ -= u.len;
-    std::free(u.payload);
+    payload_cache_.release(u.payload, u.len);
     u.payload = nullptr;
   }
   unexpected_.release(&u);

@@ -4,6 +4,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/buffer_cache.hpp"
 #include "core/copy.hpp"
 #include "core/intrusive_list.hpp"
 #include "core/iov.hpp"
@@ -129,6 +130,46 @@ TEST(level_lock, protects_when_enabled) {
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(counter, 400000);
+}
+
+// The unexpected-payload cache: a released buffer comes back for the next acquire of its size
+// class and only of its class, every buffer starts on a line and holds what was asked, and what
+// it keeps idle stays within its bounds (bytes, buffers per class, nothing above 1 MiB).
+TEST(buffer_cache, reuses_by_size_class_within_its_bounds) {
+  buffer_cache c(64 * 1024);
+  std::byte* a = c.acquire(1000);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(a) % 64, 0u);
+  std::memset(a, 0x5a, 1024);  // the whole class is usable (ASan would catch less)
+  c.release(a, 1000);
+  EXPECT_EQ(c.kept_bytes(), 1024u);
+  std::byte* other = c.acquire(1025);  // the next class up: not a
+  EXPECT_NE(other, a);
+  EXPECT_EQ(c.acquire(513), a) << "same class (513..1024): the kept buffer";
+  EXPECT_EQ(c.kept_bytes(), 0u);
+  c.release(a, 700);
+  c.release(other, 2048);
+  EXPECT_EQ(c.kept_bytes(), 1024u + 2048u);
+  // Bytes bound: 64 KiB idle at most, so of 40 buffers of 4 KiB only those that fit are kept.
+  std::vector<std::byte*> many;
+  for (int i = 0; i < 40; ++i) many.push_back(c.acquire(4096));
+  for (std::byte* b : many) c.release(b, 4096);
+  EXPECT_LE(c.kept_bytes(), 64u * 1024u);
+  // Per-class bound, with room in bytes: 64 buffers of 64 B at most.
+  buffer_cache d;
+  many.clear();
+  for (int i = 0; i < 100; ++i) many.push_back(d.acquire(1));
+  for (std::byte* b : many) d.release(b, 1);
+  EXPECT_EQ(d.kept_bytes(), buffer_cache::per_class * 64u);
+  // Above the largest class nothing is kept; the buffer still holds its length.
+  std::byte* big = d.acquire((std::size_t{1} << 20) + 1);
+  ASSERT_NE(big, nullptr);
+  big[(std::size_t{1} << 20)] = std::byte{1};
+  const std::size_t before = d.kept_bytes();
+  d.release(big, (std::size_t{1} << 20) + 1);
+  EXPECT_EQ(d.kept_bytes(), before);
+  d.trim();
+  EXPECT_EQ(d.kept_bytes(), 0u);
 }
 
 }  // namespace

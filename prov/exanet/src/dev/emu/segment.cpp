@@ -179,7 +179,9 @@ mapping maps_file(pid_t pid, dev_t dev, ino_t ino) noexcept {
   char path[64];
   std::snprintf(path, sizeof path, "/proc/%d/maps", static_cast<int>(pid));
   FILE* f = std::fopen(path, "re");
-  if (!f) return mapping::others_only;  // unreadable (not ours, or gone): never proof of death
+  // Gone (reaped since we looked): dead. Unreadable (pid 1 here, another user's): unknown,
+  // never proof of death.
+  if (!f) return errno == ENOENT || errno == ESRCH ? mapping::none : mapping::others_only;
   char line[512];
   bool at_line_start = true, found = false, any = false;
   while (!found && std::fgets(line, sizeof line, f)) {
