@@ -134,7 +134,7 @@ core::status endpoint::send(const send_args& a) noexcept {
   const core::status s = send_now(a);
   // The peer was found dead by this send: fail the rest of its operations and reclaim its
   // segment before the caller sees the error (as progress() does for what it finds).
-  if (s == core::status::peer_dead && dev_.take_dead_found()) [[unlikely]] fail_dead_peers();
+  if (s == core::status::peer_dead) [[unlikely]] settle_found_dead();
   return s;
 }
 

@@ -478,6 +478,11 @@ class endpoint {
   bool waiting_on_peers() const noexcept;
   void check_dead_peers() noexcept;
   void fail_dead_peers() noexcept;  // every peer found dead and not forgotten yet: fail_peer
+  /// After an operation that may have found a peer dead (the device says so once): fail that
+  /// peer's operations and reclaim its segment before the caller sees any error.
+  void settle_found_dead() noexcept {
+    if (dev_.take_dead_found()) [[unlikely]] fail_dead_peers();
+  }
   /// Takes what a peer that just died had already delivered, before its operations fail.
   void settle_arrivals() noexcept;
   void fail_peer(dev::peer_id p) noexcept;

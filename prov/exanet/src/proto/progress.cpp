@@ -103,7 +103,7 @@ std::size_t endpoint::progress() noexcept {
   if (++progress_calls_ % dead_check_every == 0 && waiting_on_peers()) check_dead_peers();
   // An operation above met a dead peer: everything of that peer fails now, and its segment is
   // reclaimed, before the application can see the first error.
-  if (dev_.take_dead_found()) [[unlikely]] fail_dead_peers();
+  settle_found_dead();
   return n;
 }
 

@@ -56,7 +56,7 @@ std::uint8_t ends_from_flags(std::uint16_t flags) noexcept {
 
 core::status endpoint::rma(const rma_args& a) noexcept {
   const core::status s = rma_now(a);
-  if (s == core::status::peer_dead && dev_.take_dead_found()) [[unlikely]] fail_dead_peers();
+  if (s == core::status::peer_dead) [[unlikely]] settle_found_dead();
   return s;
 }
 
