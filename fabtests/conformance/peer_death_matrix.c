@@ -106,6 +106,7 @@ struct child {
 	int sock;
 	int outstanding;
 	int failed; /* a failure naming the peer was seen: stop posting, drain, report */
+	int go_pending; /* rtr_stored's survivor: the parent's "go" is still to be read */
 	struct report rep;
 };
 
@@ -184,7 +185,20 @@ static int parent_said(struct child *c)
 	struct pollfd p = {c->sock, POLLIN, 0};
 	if (poll(&p, 1, 0) != 1) return 0;
 	char b;
-	return read(c->sock, &b, 1) == 1;
+	XT_CHECK(read(c->sock, &b, 1) == 1 && b == 'g', "the parent's go");
+	c->go_pending = 0;
+	return 1;
+}
+
+/* Every path to the report takes the go first: read later, it would be taken for the sync
+ * byte that follows the report, and the parent's next write would meet a closed socket. */
+static void take_go(struct child *c)
+{
+	if (!c->go_pending) return;
+	char b;
+	xt_recv_all(c->sock, &b, 1);
+	XT_CHECK(b == 'g', "the parent's go (got %d)", b);
+	c->go_pending = 0;
 }
 
 static void stage_pingpong(struct child *c, int idx, size_t len)
@@ -235,12 +249,8 @@ static void stage_big(struct child *c, int idx, enum stage st)
 		} else {
 			/* told that the peer is dead: send now (the liveness check may or may not have
 			 * noticed yet), after a random pause */
-			int told = 0;
-			while (!c->failed && !(told = parent_said(c))) progress(c);
-			if (!told) { /* failed first: the parent's word still comes, before our report */
-				char b;
-				xt_recv_all(c->sock, &b, 1);
-			}
+			while (!c->failed && !parent_said(c)) progress(c);
+			take_go(c); /* failed first: the parent's word still comes */
 			double until = now_s() + (rand() % 400) / 1000.0;
 			while (!c->failed && now_s() < until) progress(c);
 			if (!c->failed && peer_send(c, buf, BIG, 3, &o)) return;
@@ -266,7 +276,7 @@ static int child_main(int idx, int sock)
 	char *s_env = getenv("PEER_DEATH_CHILD_STAGE");
 	enum stage st = (enum stage)atoi(s_env);
 	srand((unsigned)getpid() ^ (unsigned)time(NULL));
-	struct child c = {.sock = sock};
+	struct child c = {.sock = sock, .go_pending = st == RTR_STORED && idx == 0};
 	struct fi_info *h = xt_hints();
 	h->caps |= FI_RMA;
 	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
@@ -292,6 +302,7 @@ static int child_main(int idx, int sock)
 	while (c.outstanding > 0 && now_s() - c.rep.first_error < 20)
 		progress(&c);
 	c.rep.all_done = now_s();
+	take_go(&c); /* a post that failed at once (the kill came first) returned before it */
 	XT_CHECK(c.outstanding == 0, "%d operations never ended after the peer died", c.outstanding);
 	xt_send_all(sock, &c.rep, sizeof c.rep);
 	xt_sync(sock); /* the parent checked the dead peer's segment */
@@ -323,6 +334,21 @@ static void wait_readable(int sock, double seconds, const char *what)
 	XT_CHECK(r == 1, "%s within %.0f s", what, seconds);
 }
 
+/* One byte to the survivor. If it is gone, say how it ended (a crash is the provider's fault,
+ * an early exit the test's) rather than only that the write failed. */
+static void to_survivor(int sock, pid_t pid, char b)
+{
+	if (write(sock, &b, 1) == 1) return;
+	const int err = errno;
+	int status = 0;
+	const pid_t w = waitpid(pid, &status, WNOHANG);
+	if (w == pid && WIFSIGNALED(status))
+		xt_fail(__FILE__, __LINE__, "the survivor died of signal %d (%s)", WTERMSIG(status),
+			strsignal(WTERMSIG(status)));
+	xt_fail(__FILE__, __LINE__, "write to the survivor: %s (it %s, status 0x%x)", strerror(err),
+		w == pid ? "exited" : "is still running", status);
+}
+
 static double worst_s;
 static int kills_done;
 
@@ -352,10 +378,8 @@ static void one_kill(enum stage st, int victim)
 	kill(pids[victim], SIGKILL);
 	int status;
 	XT_CHECK(waitpid(pids[victim], &status, 0) == pids[victim], "waitpid");
-	if (st == RTR_STORED && survivor == 0) {
-		char go = 1;
-		xt_send_all(socks[0], &go, 1);
-	}
+	if (st == RTR_STORED && survivor == 0)
+		to_survivor(socks[0], pids[0], 'g');
 	wait_readable(socks[survivor], 20, "the survivor's report");
 	struct report rep;
 	xt_recv_all(socks[survivor], &rep, sizeof rep);
@@ -372,7 +396,9 @@ static void one_kill(enum stage st, int victim)
 	XT_CHECK(!segment_exists(b[victim].name), "the dead peer's segment was not reclaimed (%.2f s)",
 		 t_seen - t_kill);
 	if (took > worst_s) worst_s = took;
-	xt_sync(socks[survivor]);
+	to_survivor(socks[survivor], pids[survivor], 's');
+	char ack;
+	xt_recv_all(socks[survivor], &ack, 1); /* the survivor's sync byte, sent after its report */
 	xt_reap(1, &pids[survivor]);
 	close(socks[0]);
 	close(socks[1]);
