@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <span>
 #include <string>
@@ -594,6 +595,62 @@ TEST(emu_device, dma_writes_land_only_where_the_target_armed_them) {
   f.staged(at(buf + 64), bytes, slot, gen, no_key_slot, false, 1000);
   drain();
   EXPECT_EQ(t.drops().bad_field, 1u);
+}
+
+// A staged write alone in the target's staging area is cut into quarters of at least 16 KiB, so
+// the target copies one out while the next goes in; one that finds chunks in flight (a stream)
+// takes whole chunks. Either way the bytes land exactly and the notification comes with the last.
+TEST(emu_device, a_lone_staged_write_is_pipelined_in_pieces_and_a_streamed_one_is_not) {
+  params pp = make_params(test_pdid(16));
+  pp.use_cma = false;
+  pp.geo.staging_chunks = 8;
+  pp.geo.staging_chunk_bytes = 65536;
+  device t, ini;
+  ASSERT_EQ(t.open(pp), core::status::ok);
+  ASSERT_EQ(ini.open(pp), core::status::ok);
+  peer_id to_t;
+  ASSERT_EQ(ini.connect(t.local_address(), to_t), core::status::ok);
+  forger view(t.local_address());  // the target's segment, as another process maps it
+  std::vector<std::byte> src(65536), dst(65536 + 64);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = std::byte(i * 7 + 3);
+  iovec iv{src.data(), src.size()};
+  const auto write_64k = [&](std::size_t& packets) {
+    std::fill(dst.begin(), dst.end(), std::byte{0});
+    std::uint32_t slot, gen;
+    EXPECT_TRUE(t.notify_alloc(slot, gen));
+    t.window_open(slot, reinterpret_cast<std::uint64_t>(dst.data() + 16), src.size());
+    dma_write w;
+    w.peer = to_t;
+    w.src = {&iv, 1};
+    w.dst_addr = reinterpret_cast<std::uint64_t>(dst.data() + 16);
+    w.len = src.size();
+    w.notify = true;
+    w.notify_slot = slot;
+    w.notify_gen = gen;
+    dma_state st;
+    EXPECT_EQ(ini.dma_post(w, st), core::status::ok);
+    packets = 0;
+    t.poll_mailbox(64, [&](peer_id, const packet&) { ++packets; });  // protocol packets: none
+    notification n{};
+    EXPECT_TRUE(t.notify_test(slot, gen, n));
+    t.notify_free(slot);
+    EXPECT_TRUE(std::equal(src.begin(), src.end(), dst.begin() + 16));
+    for (std::size_t i = 0; i < 16; ++i) EXPECT_EQ(dst[i], std::byte{0});
+  };
+  // Count the engine's packets through the mailbox tail (they never reach on_packet).
+  auto& tail = view.v.mbox_ctl->tail;
+  std::size_t protocol_packets = 0;
+  std::uint64_t before = tail.load();
+  write_64k(protocol_packets);
+  EXPECT_EQ(tail.load() - before, 4u) << "alone: four 16 KiB pieces";
+  EXPECT_EQ(protocol_packets, 0u);
+  // Chunks in flight (another sender's, here claimed by hand): one whole chunk.
+  auto& mask = view.v.staging_ctl->free_mask;
+  mask.fetch_and(~0x3ull);
+  before = tail.load();
+  write_64k(protocol_packets);
+  EXPECT_EQ(tail.load() - before, 1u) << "streaming: one 64 KiB chunk";
+  mask.fetch_or(0x3ull);
 }
 
 TEST(emu_device, a_live_endpoint_keeps_its_chosen_port) {

@@ -7,7 +7,9 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <cstring>
 
@@ -545,14 +547,38 @@ core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexce
   return core::status::ok;
 }
 
+namespace {
+// How a staged write is cut into pieces. The target copies a piece out while the initiator copies
+// the next one in, so a write costs about one piece's copy in plus the whole copy out. A write
+// alone in the staging area (a ping-pong) is cut into quarters of at least 16 KiB: a tagged
+// ping-pong here went from 1.69 to 1.44 us at 64 KiB and from 1.00 to 0.90 us at 32 KiB (near
+// phase), 256 KiB and above unchanged; 8 KiB or 4 KiB pieces were slower (each piece costs a
+// mailbox packet and a chunk claim). Writes that find chunks in flight (streaming) take whole
+// chunks: quarters there cost 5-10% of the bandwidth at 32-128 KiB, since a piece holds a chunk.
+constexpr std::size_t staged_pieces_per_write = 4;
+constexpr std::size_t staged_min_piece = 16384;
+
+std::size_t staged_piece_bytes(std::size_t len, std::size_t done, std::size_t chunk_bytes,
+                               std::uint64_t free_mask, std::uint32_t chunks) noexcept {
+  // Alone: every chunk free when the write starts (a stream's previous write is still being
+  // copied out then), and later pieces find at most the write's own earlier pieces in flight.
+  const auto free_chunks = static_cast<std::size_t>(std::popcount(free_mask));
+  const std::size_t own = done == 0 ? 0 : staged_pieces_per_write;
+  if (free_chunks + own < chunks) return chunk_bytes;
+  const std::size_t quarter = (len / staged_pieces_per_write + 63) / 64 * 64;
+  return std::min(chunk_bytes, std::max(staged_min_piece, quarter));
+}
+}  // namespace
+
 core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noexcept {
-  const std::size_t chunk_bytes = pr.geo.staging_chunk_bytes;
   // Zero-length writes with a notification still need one packet to carry it in order.
   while (st.done < w.len || (w.notify && !st.notified)) {
-    const std::size_t n = std::min(chunk_bytes, w.len - st.done);
-    const bool last = st.done + n == w.len;
     auto& mask = pr.view.staging_ctl->free_mask;
     std::uint64_t m = mask.load(std::memory_order_acquire);
+    const std::size_t n = std::min(
+        staged_piece_bytes(w.len, st.done, pr.geo.staging_chunk_bytes, m, pr.geo.staging_chunks),
+        w.len - st.done);
+    const bool last = st.done + n == w.len;
     std::uint32_t chunk = 0;
     if (n > 0) {
       do {
