@@ -48,6 +48,11 @@
  * Bandwidth windows are -w messages (default 64) but at most -W bytes in flight (default 64M:
  * from 2 MiB the window halves as the size doubles, never below 4), which keeps the sizes above
  * 1 MiB from taking most of a full run (32 messages of 2 MiB in flight are a full pipeline).
+ * Like osu's, bw, bibw and rate reuse one send and one receive buffer for every message of a cell,
+ * so the data stays in the caches. -C BYTES (say 64M, twice this machine's L3) cycles instead:
+ * message k of a cell is sent from, and received into, buffer k modulo the number of page-aligned
+ * buffers that fit BYTES (at the placement's offsets), so a buffer is cold again when it comes
+ * round, as in an application that streams through more data than the caches hold.
  *
  * Unexpected: the sender stamps the time before its send call and, once the call returned, raises
  * a flag in memory both processes share. The receiver, progressing its completion queues all the
@@ -115,6 +120,7 @@ static struct {
 	double cell_ms, delay_us;
 	size_t min_iters, window, window_bytes;
 	size_t max_size;
+	size_t cycle_bytes; /* -C: the bandwidth modes' buffers cycle through this much memory */
 } opt = {.mode = -1, .full_max = 1u << 20, .cell_ms = 15, .delay_us = 10, .min_iters = 5,
 	 .window = 64, .window_bytes = 64u << 20};
 
@@ -143,6 +149,7 @@ struct side {
 	void *desc_s, *desc_r;
 	uint64_t peer_saddr, peer_skey, peer_raddr, peer_rkey; /* the peer's buffers, for RMA */
 	uint64_t nsent, nseen; /* unexpected modes: own sends, peer's sends seen */
+	size_t nsend_bufs, nrecv_bufs; /* -C: messages sent and receives posted in this cell */
 	int tx_pending;
 	double *t; /* the leader's samples, one per timed iteration */
 	struct fi_exanet_counters_ops *cops;
@@ -316,6 +323,33 @@ static size_t window_of(size_t size)
 	return w;
 }
 
+/* -C: the bandwidth modes' k-th send and k-th receive of a cell use buffer k modulo the number
+ * that fit the cycle (each a page-aligned stride apart, at the placement's offset), so the data
+ * has left the caches before it is used again, as an application's would; without -C every
+ * message of a cell reuses one buffer, as osu's bandwidth test does. */
+static int cycles(void)
+{
+	return opt.cycle_bytes > 0 && (opt.mode == BW || opt.mode == BIBW || opt.mode == RATE);
+}
+
+static size_t cycle_stride(size_t size)
+{
+	return (size + PAGE - 1) / PAGE * PAGE + PAGE;
+}
+
+static size_t cycle_count(size_t size)
+{
+	if (!cycles())
+		return 1;
+	const size_t n = opt.cycle_bytes / cycle_stride(size);
+	return n ? n : 1;
+}
+
+static unsigned char *cycle_buf(unsigned char *base, int off, size_t size, size_t k)
+{
+	return base + (k % cycle_count(size)) * cycle_stride(size) + off;
+}
+
 /* Receives that found their receive posted (exanet's counters; 0 elsewhere). */
 static uint64_t fast_recvs(struct side *d)
 {
@@ -337,6 +371,8 @@ static void open_side(struct side *d)
 	fi_freeinfo(h);
 	d->tagged = !(opt.mode == MSG_LAT || opt.mode == MSG_UNEXP || opt.untagged);
 	d->blen = (opt.max_size + 64 + PAGE - 1) / PAGE * PAGE + PAGE;
+	if (cycles() && d->blen < opt.cycle_bytes)
+		d->blen = opt.cycle_bytes;
 	d->sbase = aligned_alloc(PAGE, d->blen);
 	d->rbase = aligned_alloc(PAGE, d->blen);
 	XT_CHECK(d->sbase && d->rbase, "out of memory (%zu bytes twice)", d->blen);
@@ -458,13 +494,12 @@ static void lat_unexpected(struct side *d, int s, int r, size_t size, size_t n)
 static void bw_one_way(struct side *d, int s, int r, size_t size, size_t n)
 {
 	const size_t w = window_of(size);
-	unsigned char *sb = d->sbase + s, *rb = d->rbase + r;
 	/* the first window's receives (or acknowledgement) went up before the barrier */
 	for (size_t i = 0; i < n; i++) {
 		if (d->first) {
 			const double t0 = xt_now_us();
 			for (size_t k = 0; k < w; k++)
-				post_send(d, sb, size, TAG_DATA);
+				post_send(d, cycle_buf(d->sbase, s, size, d->nsend_bufs++), size, TAG_DATA);
 			wait_tx(d, 0);
 			wait_rx(d, 1);
 			if (i + 1 < n)
@@ -474,7 +509,7 @@ static void bw_one_way(struct side *d, int s, int r, size_t size, size_t n)
 			wait_rx(d, w);
 			if (i + 1 < n)
 				for (size_t k = 0; k < w; k++)
-					post_recv(d, rb, size, TAG_DATA);
+					post_recv(d, cycle_buf(d->rbase, r, size, d->nrecv_bufs++), size, TAG_DATA);
 			post_send(d, d->ack, 4, TAG_ACK);
 			wait_tx(d, 0);
 		}
@@ -485,7 +520,7 @@ static void bw_pre(struct side *d, int r, size_t size)
 {
 	if (opt.mode == BIBW || !d->first)
 		for (size_t k = 0; k < window_of(size); k++)
-			post_recv(d, d->rbase + r, size, TAG_DATA);
+			post_recv(d, cycle_buf(d->rbase, r, size, d->nrecv_bufs++), size, TAG_DATA);
 	else
 		post_recv(d, d->ack, sizeof d->ack, TAG_ACK);
 }
@@ -496,14 +531,13 @@ static void bw_pre(struct side *d, int r, size_t size)
 static void bw_both_ways(struct side *d, int s, int r, size_t size, size_t n)
 {
 	const size_t w = window_of(size);
-	unsigned char *sb = d->sbase + s, *rb = d->rbase + r;
 	for (size_t i = 0; i < n; i++) {
 		const double t0 = xt_now_us();
 		if (i + 1 < n)
 			for (size_t k = 0; k < w; k++)
-				post_recv(d, rb, size, TAG_DATA);
+				post_recv(d, cycle_buf(d->rbase, r, size, d->nrecv_bufs++), size, TAG_DATA);
 		for (size_t k = 0; k < w; k++)
-			post_send(d, sb, size, TAG_DATA);
+			post_send(d, cycle_buf(d->sbase, s, size, d->nsend_bufs++), size, TAG_DATA);
 		wait_tx(d, 0);
 		wait_rx(d, w);
 		d->t[i] = xt_now_us() - t0;
@@ -576,7 +610,9 @@ static int receives_data(const struct side *d)
  * counters of both sides (-1 where there are none). */
 static double cell(struct side *d, size_t size, int s, int r, size_t warm, size_t n, int probe, double *fast_pct)
 {
-	fill(d->sbase + s, size, seed_of(size, s, r, d->me, probe));
+	for (size_t k = 0; k < cycle_count(size); k++) /* every buffer a send of the cell may use */
+		fill(cycle_buf(d->sbase, s, size, k), size, seed_of(size, s, r, d->me, probe));
+	d->nsend_bufs = d->nrecv_bufs = 0;
 	const uint64_t gen = __atomic_load_n(&shr->stop_gen, __ATOMIC_ACQUIRE);
 	const uint64_t fast0 = fast_recvs(d);
 	const size_t all = warm + n;
@@ -597,11 +633,13 @@ static double cell(struct side *d, size_t size, int s, int r, size_t warm, size_
 	xt_sync_progress(d->sock, d->x.rxcq);
 	if (receives_data(d)) {
 		const uint64_t seed = seed_of(size, s, r, !d->me, probe);
-		size_t bad = verify(d->rbase + r, size, seed);
+		/* the buffer of the last receive posted (the bandwidth modes' last message) */
+		unsigned char *const got = cycle_buf(d->rbase, r, size, d->nrecv_bufs ? d->nrecv_bufs - 1 : 0);
+		size_t bad = verify(got, size, seed);
 		/* With -T a write completes at its initiator before the target may have placed it:
 		 * the data must still arrive, the target progressing, within two seconds. */
 		for (const double t0 = xt_now_us(); bad != size && opt.transmit_complete && xt_now_us() - t0 < 2e6;
-		     bad = verify(d->rbase + r, size, seed))
+		     bad = verify(got, size, seed))
 			progress_all(d);
 		XT_CHECK(bad == size, "%s size %zu placement %d:%d%s: wrong data at byte %zu", mode_names[opt.mode], size,
 			 s, r, probe ? " (probe)" : "", bad);
@@ -772,7 +810,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: xfer_bench -m MODE [-P S:R,...] [-o OFFSETS] [-F BYTES] [-t MS] [-n N] [-w N] [-W BYTES]\n"
-		"                  [-d US] [-M] [-A] [-T] [sizes...]\n"
+		"                  [-d US] [-C BYTES] [-M] [-A] [-T] [sizes...]\n"
 		"modes: tagged_lat tagged_unexp msg_lat msg_unexp bw bibw rate rma_write_lat rma_read_lat\n"
 		"       rma_write_bw rma_read_bw   (see the comment at the top of xfer_bench.c)\n");
 	exit(2);
@@ -782,7 +820,7 @@ int main(int argc, char **argv)
 {
 	int c;
 	const char *offsets = "0,8,16,24,40,63";
-	while ((c = getopt(argc, argv, "m:P:o:F:t:n:w:W:d:MATh")) != -1) {
+	while ((c = getopt(argc, argv, "m:P:o:F:t:n:w:W:d:C:MATh")) != -1) {
 		switch (c) {
 		case 'm':
 			for (int i = 0; i < NMODES; i++)
@@ -809,6 +847,7 @@ int main(int argc, char **argv)
 		case 'M': opt.untagged = 1; break;
 		case 'A': opt.any_source = 1; break;
 		case 'T': opt.transmit_complete = 1; break;
+		case 'C': opt.cycle_bytes = parse_size(optarg); break;
 		default: usage();
 		}
 	}

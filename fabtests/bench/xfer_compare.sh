@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # exanet, libfabric's shm and tcp side by side in one run, every mode of our xfer_bench program:
 # tagged and untagged ping-pong latency with receives posted first and with every message arriving
-# unexpected, streaming bandwidth (window 64), bidirectional bandwidth, 8 B message rate, RMA write
+# unexpected, streaming bandwidth (window 64) with reused buffers and with buffers cycling through
+# more memory than the caches hold (bw_cold), bidirectional bandwidth, 8 B message rate, RMA write
 # and read latency and bandwidth. Every size runs a sweep of buffer placements (send and receive
 # buffers at 0, 8, 16, 24, 40 and 63 bytes past a page, chosen independently; see xfer_bench.c)
 # and is reported as the median over placements and the WORST placement, which is named.
@@ -19,8 +20,9 @@
 # output (with exanet's share of receives that found their message waiting) is in $out/xfer_raw/.
 #
 # Environment:
-#   MODES      default: tagged_lat tagged_unexp msg_lat msg_unexp bw bibw rate rma_write_lat
-#              rma_read_lat rma_write_bw rma_read_bw
+#   MODES      default: tagged_lat tagged_unexp msg_lat msg_unexp bw bw_cold bibw rate
+#              rma_write_lat rma_read_lat rma_write_bw rma_read_bw (bw_cold: xfer_bench -m bw
+#              -C COLD_BYTES, default 64M, twice this machine's L3: see xfer_bench.c)
 #   PROVIDERS  default "exanet shm tcp" (names as lib.sh's bench_env knows them: exanet_cma...);
 #              ratios are taken of the first over each other one
 #   SIZES      default 1 B .. 64 MiB by powers of 2 (rate: 8 B; RATE_SIZES overrides that)
@@ -33,7 +35,7 @@
 #   PHASE      near (default): each run waits (up to PHASE_WAIT s, default 60) until the machine
 #              probe (core_probe) shows the two cores sharing a cache, and a run under which that
 #              changed runs again once; any: no waiting. Every probe is in $out/core_probe.csv.
-# Duration: by the budget (11 modes x 3 providers x (21 sizes x 36 placements + 6 sizes x 12) cells
+# Duration: by the budget (12 modes x 3 providers x (21 sizes x 36 placements + 6 sizes x 12) cells
 # of CELL_MS, plus the sizes above 1 MiB where a few iterations take longer) about 15 minutes on a
 # quiet 2-core machine; a loaded one takes longer (each size's time is in xfer_raw/*.out). For a
 # quicker look: SIZES="8 4K 64K 1M 16M" CELL_MS=5, or MODES="tagged_lat bw".
@@ -43,7 +45,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 source "$here/lib.sh"
 REPEAT=${REPEAT:-1}
 bench_init xfer_bench xfer "$@"
-modes=${MODES:-"tagged_lat tagged_unexp msg_lat msg_unexp bw bibw rate rma_write_lat rma_read_lat rma_write_bw rma_read_bw"}
+modes=${MODES:-"tagged_lat tagged_unexp msg_lat msg_unexp bw bw_cold bibw rate rma_write_lat rma_read_lat rma_write_bw rma_read_bw"}
 providers=${PROVIDERS:-"exanet shm tcp"}
 all_sizes=${SIZES:-"$(s=1; while ((s <= 67108864)); do printf '%s ' $s; s=$((s * 2)); done)"}
 cell_ms=${CELL_MS:-15}
@@ -61,12 +63,14 @@ run_one() {
   local log="$out/xfer_raw/${mode}_${prov//;/+}_${1}-${*: -1}_r$rep"
   bench_env "$prov"
   local label="$mode $prov ${1}-${*: -1} r$rep" attempt ok
+  local -a mode_args=(-m "$mode")
+  [[ $mode == bw_cold ]] && mode_args=(-m bw -C "${COLD_BYTES:-64M}")
   # In the near phase of the machine (lib.sh, bench_wait_near), and once more if the phase
   # changed under the run: the providers are compared under the same conditions.
   for attempt in 1 2; do
     bench_wait_near "$label before"
     # shellcheck disable=SC2086
-    bench_locked env "${benv[@]}" timeout 1800 "$bench" -m "$mode" -t "$cell_ms" ${XFER_ARGS:-} "$@" \
+    bench_locked env "${benv[@]}" timeout 1800 "$bench" "${mode_args[@]}" -t "$cell_ms" ${XFER_ARGS:-} "$@" \
       >"$log.out" 2>"$log.err"
     ok=$?
     bench_probe "$label after"
@@ -89,7 +93,7 @@ run_one() {
 turn=0
 for mode in $modes; do
   case $mode in
-    bw | bibw | rma_write_bw | rma_read_bw) better=high unit=MBps ylabel="bandwidth (MB/s, 1e6 B/s)" ;;
+    bw | bw_cold | bibw | rma_write_bw | rma_read_bw) better=high unit=MBps ylabel="bandwidth (MB/s, 1e6 B/s)" ;;
     rate) better=high unit=Mmsgps ylabel="message rate (millions per second)" ;;
     rma_read_lat) better=low unit=us ylabel="latency (usec, a whole read)" ;;
     *) better=low unit=us ylabel="latency (usec, one way)" ;;
