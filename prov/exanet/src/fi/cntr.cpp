@@ -9,6 +9,7 @@
 #include "core/lock.hpp"
 #include "fi/domain.hpp"
 #include "fi/enosys.hpp"
+#include "fi/poll.hpp"
 #include "fi/wait.hpp"
 
 namespace exanet::fi {
@@ -22,8 +23,22 @@ class cntr {
   std::atomic<std::uint64_t> errors{0};
   progress_list sources;
   wait_fd fd;
+  // fi_poll(3): a counter has events while its counts differ from the checkpoint, which fi_poll,
+  // fi_wait (exanet: either takes what it reports), fi_cntr_set and fi_cntr_add move.
+  std::atomic<std::uint64_t> seen_value{0};
+  std::atomic<std::uint64_t> seen_errors{0};
+  waitset* ws = nullptr;         // FI_WAIT_SET: the set this counter belongs to
+  std::atomic<int> set_refs{0};  // poll sets holding it
 
   void progress() noexcept { sources.progress(); }
+  void checkpoint() noexcept {
+    seen_value.store(value.load(std::memory_order_acquire), std::memory_order_release);
+    seen_errors.store(errors.load(std::memory_order_acquire), std::memory_order_release);
+  }
+  void signal() noexcept {
+    fd.signal();
+    if (ws) [[unlikely]] waitset_signal(*ws);
+  }
 };
 
 namespace {
@@ -44,26 +59,34 @@ uint64_t cntr_readerr(fid_cntr* f) noexcept {
 }
 
 int cntr_add(fid_cntr* f, uint64_t v) noexcept {
-  cntr_of(f).value.fetch_add(v, std::memory_order_acq_rel);
-  cntr_of(f).fd.signal();
+  cntr& c = cntr_of(f);
+  c.value.fetch_add(v, std::memory_order_acq_rel);
+  c.checkpoint();
+  c.signal();
   return 0;
 }
 
 int cntr_set(fid_cntr* f, uint64_t v) noexcept {
-  cntr_of(f).value.store(v, std::memory_order_release);
-  cntr_of(f).fd.signal();
+  cntr& c = cntr_of(f);
+  c.value.store(v, std::memory_order_release);
+  c.checkpoint();
+  c.signal();
   return 0;
 }
 
 int cntr_adderr(fid_cntr* f, uint64_t v) noexcept {
-  cntr_of(f).errors.fetch_add(v, std::memory_order_acq_rel);
-  cntr_of(f).fd.signal();
+  cntr& c = cntr_of(f);
+  c.errors.fetch_add(v, std::memory_order_acq_rel);
+  c.checkpoint();
+  c.signal();
   return 0;
 }
 
 int cntr_seterr(fid_cntr* f, uint64_t v) noexcept {
-  cntr_of(f).errors.store(v, std::memory_order_release);
-  cntr_of(f).fd.signal();
+  cntr& c = cntr_of(f);
+  c.errors.store(v, std::memory_order_release);
+  c.checkpoint();
+  c.signal();
   return 0;
 }
 
@@ -87,7 +110,8 @@ int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) noexcept {
 
 int cntr_close(fid* f) noexcept {
   cntr& c = cntr_of(f);
-  if (!c.sources.empty()) return -FI_EBUSY;
+  if (!c.sources.empty() || c.set_refs.load(std::memory_order_acquire) > 0) return -FI_EBUSY;
+  if (c.ws) waitset_leave(*c.ws, &c.cntr_fid.fid);
   domain_unref(c.domain);
   delete &c;
   return 0;
@@ -122,7 +146,7 @@ constinit fi_ops_cntr g_cntr_ops = {
 void count_event(void* self, bool error) noexcept {
   auto& c = *static_cast<cntr*>(self);
   (error ? c.errors : c.value).fetch_add(1, std::memory_order_acq_rel);
-  c.fd.signal();
+  c.signal();
 }
 
 }  // namespace
@@ -134,8 +158,13 @@ int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* cont
   defaults.wait_obj = FI_WAIT_UNSPEC;
   const fi_cntr_attr& a = attr ? *attr : defaults;
   if (a.events != FI_CNTR_EVENTS_COMP) return -FI_ENOSYS;
+  waitset* set = nullptr;
   switch (a.wait_obj) {
     case FI_WAIT_NONE: case FI_WAIT_UNSPEC: case FI_WAIT_FD: case FI_WAIT_YIELD:
+      break;
+    case FI_WAIT_SET:
+      set = a.wait_set ? waitset_from(&a.wait_set->fid) : nullptr;
+      if (!set) return -FI_EINVAL;
       break;
     default:
       return -FI_ENOSYS;
@@ -150,6 +179,13 @@ int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* cont
     c->cntr_fid.fid.context = context;
     c->cntr_fid.fid.ops = &g_cntr_fid_ops;
     c->cntr_fid.ops = &g_cntr_ops;
+    if (set) {
+      if (int rc = waitset_join(*set, &c->cntr_fid.fid); rc != 0) {
+        delete c;
+        return rc;
+      }
+      c->ws = set;
+    }
     c->domain = domain;
     domain_ref(domain);
     *out = &c->cntr_fid;
@@ -166,6 +202,22 @@ proto::counter_sink cntr_sink(cntr& c) noexcept { return {&c, &count_event}; }
 
 void cntr_attach(cntr& c, progress_source src) { c.sources.attach(src); }
 void cntr_detach(cntr& c, progress_source src) noexcept { c.sources.detach(src); }
+
+bool cntr_progress_changed(cntr& c, bool take) noexcept {
+  c.progress();
+  const std::uint64_t v = c.value.load(std::memory_order_acquire);
+  const std::uint64_t e = c.errors.load(std::memory_order_acquire);
+  const bool changed = v != c.seen_value.load(std::memory_order_acquire) ||
+                       e != c.seen_errors.load(std::memory_order_acquire);
+  if (changed && take) {
+    c.seen_value.store(v, std::memory_order_release);
+    c.seen_errors.store(e, std::memory_order_release);
+  }
+  return changed;
+}
+
+fid_domain* cntr_domain(const cntr& c) noexcept { return c.domain; }
+void cntr_set_ref(cntr& c, int delta) noexcept { c.set_refs.fetch_add(delta, std::memory_order_acq_rel); }
 
 int cntr_trywait(cntr& c) noexcept {
   c.progress();

@@ -17,5 +17,11 @@ proto::counter_sink cntr_sink(cntr& c) noexcept;
 void cntr_attach(cntr& c, progress_source src);
 void cntr_detach(cntr& c, progress_source src) noexcept;
 int cntr_trywait(cntr& c) noexcept;
+/// For poll and wait sets: progresses the counter's endpoints; true if its success or error
+/// count changed since the checkpoint (fi_poll, fi_wait, fi_cntr_set, fi_cntr_add), which
+/// `take` moves to the current counts.
+bool cntr_progress_changed(cntr& c, bool take) noexcept;
+fid_domain* cntr_domain(const cntr& c) noexcept;
+void cntr_set_ref(cntr& c, int delta) noexcept;
 
 }  // namespace exanet::fi

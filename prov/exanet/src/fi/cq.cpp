@@ -12,6 +12,7 @@
 #include "core/lock.hpp"
 #include "fi/domain.hpp"
 #include "fi/enosys.hpp"
+#include "fi/poll.hpp"
 #include "fi/wait.hpp"
 
 namespace exanet::fi {
@@ -30,6 +31,8 @@ class cq {
   std::atomic<bool> signaled{false};  // fi_cq_signal: wake one sread
   std::atomic<bool> armed{false};     // fi_trywait said "block": signal the fd on the next write
   wait_fd fd;
+  waitset* ws = nullptr;              // FI_WAIT_SET: the set this CQ belongs to
+  std::atomic<int> set_refs{0};       // poll sets holding it
 
   void progress() noexcept { sources.progress(); }
 
@@ -56,6 +59,7 @@ class cq {
     // thread does both. The atomic exchange is paid only when a waiter may be asleep.
     if (armed.load(std::memory_order_relaxed)) [[unlikely]]
       if (armed.exchange(false, std::memory_order_acq_rel)) fd.signal();
+    if (ws) [[unlikely]] waitset_signal(*ws);
   }
 
   void pop() noexcept {
@@ -183,6 +187,7 @@ int cq_signal(fid_cq* f) noexcept {
   cq& q = cq_of(f);
   q.signaled.store(true, std::memory_order_release);
   q.fd.signal();
+  if (q.ws) waitset_signal(*q.ws);
   return 0;
 }
 
@@ -192,7 +197,8 @@ const char* cq_strerror(fid_cq*, int prov_errno, const void*, char* buf, size_t 
 
 int cq_close(fid* f) noexcept {
   cq& q = cq_of(f);
-  if (!q.sources.empty()) return -FI_EBUSY;
+  if (!q.sources.empty() || q.set_refs.load(std::memory_order_acquire) > 0) return -FI_EBUSY;
+  if (q.ws) waitset_leave(*q.ws, &q.cq_fid.fid);
   domain_unref(q.domain);
   delete &q;
   return 0;
@@ -249,11 +255,16 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) n
     default:
       return -FI_ENOSYS;
   }
+  waitset* set = nullptr;
   switch (attr->wait_obj) {
     case FI_WAIT_NONE: case FI_WAIT_UNSPEC: case FI_WAIT_FD: case FI_WAIT_YIELD:
       break;
+    case FI_WAIT_SET:
+      set = attr->wait_set ? waitset_from(&attr->wait_set->fid) : nullptr;
+      if (!set) return -FI_EINVAL;
+      break;
     default:
-      return -FI_ENOSYS;  // wait sets and mutex/cond waits are not offered
+      return -FI_ENOSYS;  // mutex/cond and pollfd waits are not offered
   }
   if (attr->flags & ~static_cast<std::uint64_t>(FI_AFFINITY)) return -FI_EBADFLAGS;
   return fi_guard([&]() -> int {
@@ -279,6 +290,13 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) n
       delete q;
       return -FI_EMFILE;
     }
+    if (set) {
+      if (int rc = waitset_join(*set, &q->cq_fid.fid); rc != 0) {
+        delete q;
+        return rc;
+      }
+      q->ws = set;
+    }
     q->domain = domain;
     domain_ref(domain);
     *out = &q->cq_fid;
@@ -295,6 +313,18 @@ proto::completion_sink cq_sink(cq& q) noexcept { return {&q, &write_completion};
 
 void cq_attach(cq& q, progress_source src) { q.sources.attach(src); }
 void cq_detach(cq& q, progress_source src) noexcept { q.sources.detach(src); }
+
+bool cq_progress_ready(cq& q) noexcept {
+  q.progress();
+  {
+    core::level_guard g(q.lock);
+    if (q.count > 0) return true;
+  }
+  return q.signaled.exchange(false, std::memory_order_acq_rel);
+}
+
+fid_domain* cq_domain(const cq& q) noexcept { return q.domain; }
+void cq_set_ref(cq& q, int delta) noexcept { q.set_refs.fetch_add(delta, std::memory_order_acq_rel); }
 
 int cq_trywait(cq& q) noexcept {
   q.progress();

@@ -21,5 +21,12 @@ void cq_attach(cq& q, progress_source src);
 void cq_detach(cq& q, progress_source src) noexcept;
 /// fi_trywait: progress, then 0 if empty (the wait fd is armed) or -FI_EAGAIN.
 int cq_trywait(cq& q) noexcept;
+/// For poll and wait sets: progresses the CQ's endpoints; true if it holds entries (or was
+/// signalled, fi_cq_signal, which this takes).
+bool cq_progress_ready(cq& q) noexcept;
+/// The domain a CQ was opened in, and the references poll sets hold on it (a CQ in a poll set
+/// cannot close: -FI_EBUSY).
+fid_domain* cq_domain(const cq& q) noexcept;
+void cq_set_ref(cq& q, int delta) noexcept;
 
 }  // namespace exanet::fi

@@ -15,6 +15,7 @@
 #include "fi/common.hpp"
 #include "fi/cq.hpp"
 #include "fi/enosys.hpp"
+#include "fi/poll.hpp"
 #include "fi/ep.hpp"
 #include "fi/addr_format.hpp"
 #include "fi/fabric.hpp"
@@ -65,7 +66,7 @@ constinit fi_ops_domain g_domain_ops = {
     .endpoint = &endpoint_open,
     .scalable_ep = enosys_ptr<decltype(fi_ops_domain::scalable_ep)>,
     .cntr_open = &cntr_open,
-    .poll_open = enosys_ptr<decltype(fi_ops_domain::poll_open)>,
+    .poll_open = &poll_open,
     .stx_ctx = enosys_ptr<decltype(fi_ops_domain::stx_ctx)>,
     .srx_ctx = enosys_ptr<decltype(fi_ops_domain::srx_ctx)>,
     .query_atomic = enosys_ptr<decltype(fi_ops_domain::query_atomic)>,

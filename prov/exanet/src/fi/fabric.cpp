@@ -10,6 +10,7 @@
 #include "fi/domain.hpp"
 #include "fi/enosys.hpp"
 #include "fi/eq.hpp"
+#include "fi/poll.hpp"
 #include "fi/provider.hpp"
 #include "fi/wait.hpp"
 
@@ -53,7 +54,7 @@ constinit fi_ops_fabric g_fabric_ops = {
     .domain = &domain_open,
     .passive_ep = enosys_ptr<decltype(fi_ops_fabric::passive_ep)>,
     .eq_open = &eq_open,
-    .wait_open = enosys_ptr<decltype(fi_ops_fabric::wait_open)>,
+    .wait_open = &wait_open,
     .trywait = &fabric_trywait,
     .domain2 = enosys_ptr<decltype(fi_ops_fabric::domain2)>,
 };

@@ -12,6 +12,7 @@
 #include "fi/cntr.hpp"
 #include "fi/cq.hpp"
 #include "fi/eq.hpp"
+#include "fi/poll.hpp"
 
 namespace exanet::fi {
 
@@ -87,6 +88,9 @@ int trywait_one(fid* f) noexcept {
       break;
     case FI_CLASS_EQ:
       if (eq* q = eq_from(f)) return eq_trywait(*q);
+      break;
+    case FI_CLASS_WAIT:
+      if (waitset* w = waitset_from(f)) return waitset_trywait(*w);
       break;
     default:
       break;
