@@ -14,9 +14,12 @@ inline constexpr std::uint64_t primary_caps = FI_MSG | FI_TAGGED | FI_SEND | FI_
                                               FI_REMOTE_READ | FI_REMOTE_WRITE;
 /// Secondary capabilities: always returned. FI_LOCAL_COMM and FI_REMOTE_COMM describe where
 /// peers may live (both: the emulation reaches every local endpoint, and a hardware backend
-/// every node); Open MPI 4.1 asks for them.
+/// every node); Open MPI 4.1 asks for them. FI_SHARED_AV: named AVs, shared by the processes of
+/// a node (av.cpp).
 inline constexpr std::uint64_t secondary_caps =
-    FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT;
+    FI_SOURCE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_RMA_EVENT | FI_SHARED_AV;
+/// The capabilities that belong in domain_attr->caps.
+inline constexpr std::uint64_t domain_caps = FI_LOCAL_COMM | FI_REMOTE_COMM | FI_SHARED_AV;
 /// Atomics, FI_FENCE and the rest are not offered: fi_getinfo refuses them with -FI_ENODATA.
 inline constexpr std::uint64_t all_caps = primary_caps | secondary_caps;
 /// Each side's attributes carry only its own capabilities (fi_getinfo(3), CAPABILITIES): the

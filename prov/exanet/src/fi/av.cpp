@@ -1,16 +1,24 @@
 #include "fi/av.hpp"
 
+#include <fcntl.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <sched.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <span>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "core/lock.hpp"
+#include "core/log.hpp"
 #include "fi/addr_format.hpp"
 #include "fi/attr.hpp"
 #include "fi/common.hpp"
@@ -20,6 +28,129 @@
 #include "fi/provider.hpp"
 
 namespace exanet::fi {
+
+// A named AV (fi_av(3) name, FI_SHARED_AV) lives in a shared-memory file,
+// /dev/shm/exanet-av.<uid>.<name>, that every process of the user opening the same name maps:
+// the same fi_addr names the same peer in all of them. Its layout:
+struct shared_av_header {
+  static constexpr std::uint32_t magic_value = 0x45584156;  // "EXAV"
+  std::uint32_t magic;
+  std::uint32_t version;
+  std::uint32_t type;  // FI_AV_MAP or FI_AV_TABLE
+  std::int32_t creator_pid;
+  std::uint64_t capacity;            // entries the file holds
+  std::atomic<std::uint64_t> count;  // entries claimed (an entry is valid once live)
+  std::atomic<std::uint64_t> epoch;  // bumped by every removal: endpoints drop cached routes
+  std::atomic<std::uint32_t> ready;  // released last by the creator
+};
+struct shared_av_entry {
+  dev::address addr;
+  std::atomic<std::uint32_t> live;  // released after addr is written; 0 again once removed
+  std::uint32_t reserved;
+};
+static_assert(sizeof(shared_av_entry) == 24 && std::atomic<std::uint64_t>::is_always_lock_free);
+
+/// The mapping of a named AV's file; the process that created the file unlinks it at close.
+class shared_av_file {
+ public:
+  shared_av_file() = default;
+  shared_av_file(const shared_av_file&) = delete;
+  shared_av_file& operator=(const shared_av_file&) = delete;
+  ~shared_av_file() {
+    if (base_) munmap(base_, bytes_);
+    if (created_) shm_unlink(name_.c_str());
+  }
+  /// Opens (read_only: it must exist) or creates the file of `name`. -FI_ENOENT when a
+  /// read-only open finds none, -FI_EINVAL for a file that is not a named AV of this layout.
+  int open(const char* name, bool read_only, fi_av_type type, std::size_t capacity) noexcept;
+
+  shared_av_header& header() const noexcept { return *static_cast<shared_av_header*>(base_); }
+  shared_av_entry* entries() const noexcept {
+    return reinterpret_cast<shared_av_entry*>(static_cast<char*>(base_) + sizeof(shared_av_header));
+  }
+  /// fi_av(3)'s map_addr for this AV: an array whose element i is the fi_addr of the i-th
+  /// entry inserted (fabtests' fi_rdm_shared_av reads it so).
+  fi_addr_t* map() const noexcept {
+    return reinterpret_cast<fi_addr_t*>(entries() + header().capacity);
+  }
+  bool read_only() const noexcept { return read_only_; }
+
+  static std::size_t bytes_for(std::size_t capacity) noexcept {
+    return sizeof(shared_av_header) + capacity * (sizeof(shared_av_entry) + sizeof(fi_addr_t));
+  }
+
+ private:
+  void* base_ = nullptr;
+  std::size_t bytes_ = 0;
+  std::string name_;
+  bool created_ = false;
+  bool read_only_ = false;
+};
+
+int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
+                         std::size_t capacity) noexcept try {
+  // The name becomes one file name: anything but letters, digits, '.', '_' and '-' becomes '_'.
+  std::string safe;
+  for (const char* c = name; *c && safe.size() < 128; ++c) {
+    const bool ok = (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
+                    *c == '.' || *c == '_' || *c == '-';
+    safe.push_back(ok ? *c : '_');
+  }
+  name_ = "/exanet-av." + std::to_string(geteuid()) + "." + safe;
+  read_only_ = read_only;
+  int fd = -1;
+  if (!read_only) {
+    fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd >= 0) {
+      created_ = true;
+      bytes_ = bytes_for(capacity);
+      if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
+        ::close(fd);
+        return -FI_ENOMEM;
+      }
+    }
+  }
+  if (fd < 0) {  // read-only, or the file exists already: join it
+    fd = shm_open(name_.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC, 0);
+    if (fd < 0) return errno == ENOENT ? -FI_ENOENT : -FI_EACCES;
+    struct stat st {};
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
+        static_cast<std::size_t>(st.st_size) < sizeof(shared_av_header)) {
+      ::close(fd);
+      return -FI_EINVAL;
+    }
+    bytes_ = static_cast<std::size_t>(st.st_size);
+  }
+  // Readers map it read-only too: a read-only AV cannot change the others' entries.
+  base_ = mmap(nullptr, bytes_, read_only ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  ::close(fd);
+  if (base_ == MAP_FAILED) {
+    base_ = nullptr;
+    return -FI_ENOMEM;
+  }
+  shared_av_header& h = header();
+  if (created_) {
+    h.magic = shared_av_header::magic_value;
+    h.version = 1;
+    h.type = static_cast<std::uint32_t>(type);
+    h.creator_pid = getpid();
+    h.capacity = capacity;
+    h.count.store(0, std::memory_order_relaxed);
+    h.epoch.store(0, std::memory_order_relaxed);
+    h.ready.store(1, std::memory_order_release);
+    return 0;
+  }
+  // A creator still writing the header: wait for it briefly (it is a few stores away).
+  for (int i = 0; i < 100000 && h.ready.load(std::memory_order_acquire) == 0; ++i) sched_yield();
+  if (h.ready.load(std::memory_order_acquire) == 0 || h.magic != shared_av_header::magic_value ||
+      h.version != 1 || bytes_for(h.capacity) > bytes_) {
+    EXANET_LOG(warn, core, "named AV %s: not an exanet AV of this version", name_.c_str());
+    return -FI_EINVAL;
+  }
+  return 0;
+} catch (...) {
+  return -FI_ENOMEM;
+}
 
 class av {
  public:
@@ -36,6 +167,38 @@ class av {
   std::atomic<std::uint64_t> epoch{0};
   std::atomic<int> refs{0};
   eq* events = nullptr;  // FI_EVENT: insert results go here
+  // A named AV keeps its entries in the shared file instead of `entries`; `reverse` then caches
+  // the file's entries up to `synced` (others may have added since).
+  std::unique_ptr<shared_av_file> shared;
+  std::uint64_t synced = 0;
+
+  std::uint64_t size() const noexcept {
+    return shared ? std::min(shared->header().count.load(std::memory_order_acquire),
+                             shared->header().capacity)
+                  : entries.size();
+  }
+  /// The entry at idx if it is live.
+  bool get(std::uint64_t idx, dev::address& out) const noexcept {
+    if (!shared) {
+      if (idx >= entries.size() || !entries[idx].live) return false;
+      out = entries[idx].addr;
+      return true;
+    }
+    if (idx >= size()) return false;
+    const shared_av_entry& e = shared->entries()[idx];
+    if (e.live.load(std::memory_order_acquire) == 0) return false;
+    out = e.addr;
+    return true;
+  }
+  /// Adds the entries other processes put in the shared file since the last look.
+  void sync_reverse() {
+    if (!shared) return;
+    for (const std::uint64_t n = size(); synced < n; ++synced) {
+      dev::address a;
+      if (get(synced, a)) reverse[key(a)] = synced;
+      else break;  // claimed, not yet written: look again next time
+    }
+  }
 
   static std::uint64_t key(const dev::address& a) noexcept {
     // pdid is folded in: an address of another PDID is a different peer.
@@ -45,16 +208,38 @@ class av {
 
 namespace {
 
+// Entries of a named AV when fi_av_attr's count is 0.
+constexpr std::size_t shared_av_default_count = 1024;
+
 av& av_of(fid* f) noexcept { return from_fid<av>(f); }
 av& av_of(fid_av* f) noexcept { return from_fid<av>(&f->fid); }
 
 // Inserts one exanet address (MAP: a known one gives back its fi_addr).
 fi_addr_t insert_one_native(av& a, const dev::address& addr) {
   const std::uint64_t k = av::key(addr);
+  a.sync_reverse();
   if (a.type == FI_AV_MAP) {
     // Re-inserting a known address gives back its fi_addr: MAP addresses name peers.
-    if (auto it = a.reverse.find(k); it != a.reverse.end() && a.entries[it->second].addr == addr)
+    dev::address known;
+    if (auto it = a.reverse.find(k); it != a.reverse.end() && a.get(it->second, known) && known == addr)
       return it->second;
+  }
+  if (a.shared) {
+    shared_av_header& h = a.shared->header();
+    // Claimed first, so writers in several processes never take the same entry.
+    const std::uint64_t idx = h.count.fetch_add(1, std::memory_order_acq_rel);
+    if (idx >= h.capacity) {
+      h.count.fetch_sub(1, std::memory_order_acq_rel);
+      EXANET_LOG_ONCE(warn, core, "named AV full (%llu entries, its fi_av_attr count)",
+                      static_cast<unsigned long long>(h.capacity));
+      return FI_ADDR_NOTAVAIL;
+    }
+    shared_av_entry& e = a.shared->entries()[idx];
+    e.addr = addr;
+    a.shared->map()[idx] = idx;
+    e.live.store(1, std::memory_order_release);
+    a.reverse[k] = idx;
+    return idx;
   }
   a.entries.push_back({addr, true});  // TABLE: consecutive indices in insertion order
   const fi_addr_t idx = a.entries.size() - 1;
@@ -97,6 +282,7 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
   av& a = av_of(f);
   if (flags & ~(FI_MORE | FI_SYNC_ERR | FI_EVENT)) return -FI_EBADFLAGS;
   if (count && !addr) return -FI_EINVAL;
+  if (a.shared && a.shared->read_only()) return -FI_EOPNOTSUPP;  // opened with FI_READ
   if ((flags & FI_SYNC_ERR) && !context) return -FI_EINVAL;
   int inserted = 0;
   std::vector<std::size_t> failed;
@@ -136,6 +322,7 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
 int av_insertsvc(fid_av* f, const char* node, const char* service, fi_addr_t* fi_addr,
                  uint64_t flags, void* context) noexcept {
   av& a = av_of(f);
+  if (a.shared && a.shared->read_only()) return -FI_EOPNOTSUPP;
   dev::address addr;
   fi_addr_t r = FI_ADDR_NOTAVAIL;
   if (addr_from_node_service(domain_names(a.domain), node, service, addr) == 0 && addr.port != 0) {
@@ -157,20 +344,23 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) noexc
   av& a = av_of(f);
   if (flags) return -FI_EBADFLAGS;
   if (count && !fi_addr) return -FI_EINVAL;
+  if (a.shared && a.shared->read_only()) return -FI_EOPNOTSUPP;
   core::level_guard g(a.lock);
   int rc = 0;
   for (size_t i = 0; i < count; ++i) {
     const fi_addr_t idx = fi_addr[i];
-    if (idx >= a.entries.size() || !a.entries[idx].live) {
+    dev::address addr;
+    if (!a.get(idx, addr)) {
       rc = -FI_EINVAL;
       continue;
     }
-    a.entries[idx].live = false;
-    if (auto it = a.reverse.find(av::key(a.entries[idx].addr));
-        it != a.reverse.end() && it->second == idx)
+    if (a.shared) a.shared->entries()[idx].live.store(0, std::memory_order_release);
+    else a.entries[idx].live = false;
+    if (auto it = a.reverse.find(av::key(addr)); it != a.reverse.end() && it->second == idx)
       a.reverse.erase(it);
   }
-  a.epoch.fetch_add(1, std::memory_order_release);
+  // Endpoints (of every process, for a named AV) drop the routes they cached.
+  (a.shared ? a.shared->header().epoch : a.epoch).fetch_add(1, std::memory_order_release);
   return rc;
 }
 
@@ -252,21 +442,31 @@ int av_open(fid_domain* domain, fi_av_attr* attr, fid_av** out, void* context) n
   if (!domain || !attr || !out) return -FI_EINVAL;
   if (attr->type != FI_AV_UNSPEC && attr->type != FI_AV_MAP && attr->type != FI_AV_TABLE)
     return -FI_EINVAL;
-  if (attr->name || attr->rx_ctx_bits || attr->ep_per_node > 1) return -FI_ENOSYS;  // no shared AVs
-  if (attr->flags & ~static_cast<std::uint64_t>(FI_EVENT)) return -FI_EBADFLAGS;
+  if (attr->rx_ctx_bits || attr->ep_per_node > 1) return -FI_ENOSYS;  // no scalable endpoints
+  if (attr->flags & ~static_cast<std::uint64_t>(FI_EVENT | FI_READ)) return -FI_EBADFLAGS;
+  if ((attr->flags & FI_READ) && !attr->name) return -FI_EINVAL;  // fi_av(3): read-only is named
   return fi_guard([&]() -> int {
-    auto* a = new av;
+    auto a = std::make_unique<av>();
     a->type = attr->type == FI_AV_TABLE ? FI_AV_TABLE : FI_AV_MAP;
+    if (attr->name) {
+      a->shared = std::make_unique<shared_av_file>();
+      const std::size_t capacity = attr->count ? attr->count : shared_av_default_count;
+      if (int rc = a->shared->open(attr->name, attr->flags & FI_READ, a->type, capacity); rc != 0)
+        return rc;
+      // The file's type decides: every process must hand out the same fi_addrs.
+      a->type = static_cast<fi_av_type>(a->shared->header().type);
+      attr->map_addr = a->shared->map();
+    }
     attr->type = a->type;
     a->domain = domain;
     a->lock.enable(domain_threading(domain) != FI_THREAD_DOMAIN);
-    a->entries.reserve(attr->count ? attr->count : 64);
+    if (!a->shared) a->entries.reserve(attr->count ? attr->count : 64);
     a->av_fid.fid.fclass = FI_CLASS_AV;
     a->av_fid.fid.context = context;
     a->av_fid.fid.ops = &g_av_fid_ops;
     a->av_fid.ops = &g_av_ops;
     domain_ref(domain);
-    *out = &a->av_fid;
+    *out = &a.release()->av_fid;
     return 0;
   });
 }
@@ -278,23 +478,28 @@ av* av_from(fid* f) noexcept {
 
 bool av_lookup(av& a, fi_addr_t addr, dev::address& out) noexcept {
   core::level_guard g(a.lock);
-  if (addr >= a.entries.size() || !a.entries[addr].live) return false;
-  out = a.entries[addr].addr;
-  return true;
+  return a.get(addr, out);
 }
 
 fi_addr_t av_reverse_lookup(av& a, const dev::address& addr) noexcept {
   core::level_guard g(a.lock);
+  try {
+    a.sync_reverse();
+  } catch (...) {  // out of memory for the cache: the entries already known still answer
+  }
   auto it = a.reverse.find(av::key(addr));
-  if (it == a.reverse.end() || !(a.entries[it->second].addr == addr)) return FI_ADDR_NOTAVAIL;
+  dev::address known;
+  if (it == a.reverse.end() || !a.get(it->second, known) || !(known == addr)) return FI_ADDR_NOTAVAIL;
   return it->second;
 }
 
 std::uint64_t av_remove_epoch(const av& a) noexcept {
-  return a.epoch.load(std::memory_order_acquire);
+  return av_remove_epoch_counter(a).load(std::memory_order_acquire);
 }
 
-const std::atomic<std::uint64_t>& av_remove_epoch_counter(const av& a) noexcept { return a.epoch; }
+const std::atomic<std::uint64_t>& av_remove_epoch_counter(const av& a) noexcept {
+  return a.shared ? a.shared->header().epoch : a.epoch;
+}
 
 void av_ref(av& a) noexcept { a.refs.fetch_add(1, std::memory_order_acq_rel); }
 void av_unref(av& a) noexcept { a.refs.fetch_sub(1, std::memory_order_acq_rel); }

@@ -90,7 +90,7 @@ bool check_domain(const fi_domain_attr* d) noexcept {
          at_most("domain_attr->max_ep_tx_ctx", d->max_ep_tx_ctx, 1) &&
          at_most("domain_attr->max_ep_rx_ctx", d->max_ep_rx_ctx, 1) &&
          at_most("domain_attr->mr_iov_limit", d->mr_iov_limit, mr_iov_limit) &&
-         subset("domain_attr->caps", d->caps, FI_LOCAL_COMM | FI_REMOTE_COMM, FI_TYPE_CAPS);
+         subset("domain_attr->caps", d->caps, domain_caps, FI_TYPE_CAPS);
 }
 
 bool check_ep(const fi_ep_attr* e) noexcept {
@@ -208,7 +208,7 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
   d.max_ep_stx_ctx = d.max_ep_srx_ctx = 0;
   d.cntr_cnt = 1024;
   d.mr_iov_limit = mr_iov_limit;
-  d.caps = FI_LOCAL_COMM | FI_REMOTE_COMM;
+  d.caps = domain_caps;
   d.mode = 0;
   d.max_err_data = 64;
   d.mr_cnt = cfg.mr_keys;  // one protection-table entry per registration and endpoint
