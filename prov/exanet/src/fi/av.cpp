@@ -44,8 +44,9 @@ struct shared_av_header {
   std::atomic<std::uint32_t> ready;  // released last by the creator
 };
 struct shared_av_entry {
+  static constexpr std::uint32_t claimed = 0, live = 1, removed = 2;
   dev::address addr;
-  std::atomic<std::uint32_t> live;  // released after addr is written; 0 again once removed
+  std::atomic<std::uint32_t> state;  // claimed (being written), live (released after addr), removed
   std::uint32_t reserved;
 };
 static_assert(sizeof(shared_av_entry) == 24 && std::atomic<std::uint64_t>::is_always_lock_free);
@@ -186,7 +187,7 @@ class av {
     }
     if (idx >= size()) return false;
     const shared_av_entry& e = shared->entries()[idx];
-    if (e.live.load(std::memory_order_acquire) == 0) return false;
+    if (e.state.load(std::memory_order_acquire) != shared_av_entry::live) return false;
     out = e.addr;
     return true;
   }
@@ -194,9 +195,10 @@ class av {
   void sync_reverse() {
     if (!shared) return;
     for (const std::uint64_t n = size(); synced < n; ++synced) {
-      dev::address a;
-      if (get(synced, a)) reverse[key(a)] = synced;
-      else break;  // claimed, not yet written: look again next time
+      const shared_av_entry& e = shared->entries()[synced];
+      const std::uint32_t st = e.state.load(std::memory_order_acquire);
+      if (st == shared_av_entry::claimed) break;  // being written: look again next time
+      if (st == shared_av_entry::live) reverse[key(e.addr)] = synced;
     }
   }
 
@@ -237,7 +239,7 @@ fi_addr_t insert_one_native(av& a, const dev::address& addr) {
     shared_av_entry& e = a.shared->entries()[idx];
     e.addr = addr;
     a.shared->map()[idx] = idx;
-    e.live.store(1, std::memory_order_release);
+    e.state.store(shared_av_entry::live, std::memory_order_release);
     a.reverse[k] = idx;
     return idx;
   }
@@ -354,7 +356,7 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) noexc
       rc = -FI_EINVAL;
       continue;
     }
-    if (a.shared) a.shared->entries()[idx].live.store(0, std::memory_order_release);
+    if (a.shared) a.shared->entries()[idx].state.store(shared_av_entry::removed, std::memory_order_release);
     else a.entries[idx].live = false;
     if (auto it = a.reverse.find(av::key(addr)); it != a.reverse.end() && it->second == idx)
       a.reverse.erase(it);
