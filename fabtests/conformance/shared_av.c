@@ -22,6 +22,7 @@
 
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const int strict = 1; /* exact error codes: exanet's (fi_exanet(7)) */
@@ -187,6 +188,21 @@ static int reader(int i, int sock)
 	return 0;
 }
 
+/* Creates a named AV with one entry and dies without closing it. */
+static int crashing_writer(int i, int sock)
+{
+	(void)i;
+	(void)sock;
+	char name[80];
+	snprintf(name, sizeof name, "%s.dead", av_name);
+	struct named n;
+	named_open(&n);
+	XT_RC(named_av(&n, name, 0, 4));
+	fi_addr_t f = FI_ADDR_NOTAVAIL;
+	XT_CHECK(fi_av_insertsvc(n.av, "127.0.0.1", "40000", &f, 0, NULL) == 1 && f == 0, "insertsvc");
+	_exit(7);
+}
+
 int main(void)
 {
 	xt_init(120);
@@ -269,5 +285,30 @@ int main(void)
 	xt_sync(socks[1]);
 	named_close(&w);
 	xt_reap(1, &pids[1]);
+
+	/* A writer that died without closing leaves its file; the next writer of the name starts a
+	 * fresh AV (the dead one's entries are not handed out again) and removes the file at close. */
+	int sock;
+	pid_t pid;
+	xt_spawn(1, crashing_writer, &sock, &pid);
+	int status = 0;
+	XT_CHECK(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 7,
+		 "the crashing writer (status 0x%x)", status);
+	close(sock);
+	char path[128];
+	struct stat st;
+	snprintf(path, sizeof path, "/dev/shm/exanet-av.%u.%s.dead", (unsigned)geteuid(), av_name);
+	XT_CHECK(stat(path, &st) == 0, "the dead writer's file should be left: %s", path);
+	char dead_name[80];
+	snprintf(dead_name, sizeof dead_name, "%s.dead", av_name);
+	struct named again;
+	named_open(&again);
+	XT_RC(named_av(&again, dead_name, 0, 4));
+	fi_addr_t first = FI_ADDR_NOTAVAIL;
+	XT_CHECK(fi_av_insert(again.av, tname, 1, &first, 0, NULL) == 1 && first == 0,
+		 "a fresh AV's first entry: %llu", (unsigned long long)first);
+	named_close(&again);
+	XT_CHECK(stat(path, &st) != 0, "the new writer's close left %s", path);
+	xt_pass("stale: a dead writer's file is replaced by the next writer, and removed at its close");
 	return 0;
 }

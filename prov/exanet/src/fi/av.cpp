@@ -4,11 +4,14 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -50,6 +53,7 @@ struct shared_av_entry {
   std::uint32_t reserved;
 };
 static_assert(sizeof(shared_av_entry) == 24 && std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(offsetof(shared_av_header, creator_pid) == 12);  // creator_is_gone reads it raw
 
 /// The mapping of a named AV's file; the process that created the file unlinks it at close.
 class shared_av_file {
@@ -75,6 +79,8 @@ class shared_av_file {
     return reinterpret_cast<fi_addr_t*>(entries() + header().capacity);
   }
   bool read_only() const noexcept { return read_only_; }
+  /// The existing file of name_ was created by a process that no longer exists.
+  bool creator_is_gone() const noexcept;
 
   static std::size_t bytes_for(std::size_t capacity) noexcept {
     return sizeof(shared_av_header) + capacity * (sizeof(shared_av_entry) + sizeof(fi_addr_t));
@@ -87,6 +93,18 @@ class shared_av_file {
   bool created_ = false;
   bool read_only_ = false;
 };
+
+bool shared_av_file::creator_is_gone() const noexcept {
+  const int fd = shm_open(name_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
+  if (fd < 0) return false;
+  // The header's first 16 bytes: magic, version, type, creator_pid (plain fields).
+  std::uint32_t head[4] = {};
+  const bool read = pread(fd, head, sizeof head, 0) == static_cast<ssize_t>(sizeof head);
+  ::close(fd);
+  const auto pid = static_cast<pid_t>(head[3]);
+  return read && head[0] == shared_av_header::magic_value && pid > 0 && kill(pid, 0) != 0 &&
+         errno == ESRCH;
+}
 
 int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
                          std::size_t capacity) noexcept try {
@@ -102,6 +120,11 @@ int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
   int fd = -1;
   if (!read_only) {
     fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0 && errno == EEXIST && creator_is_gone()) {
+      // Left by a process that died before closing it (a crashed job): a writer starts afresh.
+      shm_unlink(name_.c_str());
+      fd = shm_open(name_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    }
     if (fd >= 0) {
       created_ = true;
       bytes_ = bytes_for(capacity);
