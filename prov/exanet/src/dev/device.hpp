@@ -156,7 +156,7 @@ struct slot_handler_archetype {
 };
 
 // The contract, grouped by primitive. Every operation is noexcept (the data path never throws);
-// "again" always means back-pressure, never loss; a peer_id argument is one connect() returned.
+// "again" always means back-pressure, never loss; a peer_id is one connect() or a poll gave.
 // The emulated backend's declarations (dev/emu/device.hpp) add how it does each.
 template <class D>
 concept device =
