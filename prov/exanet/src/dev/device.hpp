@@ -1,9 +1,15 @@
-// The Exanet device interface (DESIGN.md §3): a packetizer that delivers 64-byte packets FIFO per
-// (sender, receiver) pair into the receiver's mailbox, tagged with the sender's PDID; and a DMA
-// engine that writes local data to a remote virtual address, then a 16-byte notification.
-// Protocols (proto/) are written against the `device` concept below; a backend is chosen at
-// compile time (dev/emu today, dev/hw when the ExaNeST user library is present), so the data path
-// makes no virtual call.
+// The Exanet device interface (DESIGN.md §3): everything a protocol may ask of a device, and
+// nothing else. Two ExaNeST primitives underlie it: a packetizer that delivers 64-byte packets FIFO
+// per (sender, receiver) pair into the receiver's mailbox, tagged with the sender's PDID; and a DMA
+// engine that writes local data to a remote virtual address, then a 16-byte notification. The rest
+// is what the engine and the target keep around those two: notification slots and their windows,
+// bounce rings, the RMA protection table and access events, peer liveness, drop counts.
+//
+// `device` below is the contract, grouped by primitive. A backend is chosen at compile time
+// (dev/backend.hpp: dev/emu today), so the data path makes no virtual call; proto/ holds it as
+// `interface_of<backend>`, which exposes the concept's operations and no others, so a protocol
+// that calls anything a backend happens to have besides fails to compile (and ci/check_layers.sh
+// keeps the two lists equal).
 #pragma once
 #include <sys/uio.h>
 
@@ -102,16 +108,212 @@ struct dma_state {
   bool notified = false;
 };
 
+/// How many of each resource an endpoint's device is opened with. Every backend sizes its
+/// mailbox, notification slots, rings and protection table from these; one that has no use for a
+/// field (staging, where writes land directly) ignores it. The emulated backend stores this struct
+/// in its segment header as is (dev/emu/layout.hpp checks its layout).
+struct geometry {
+  std::uint32_t mailbox_slots = 1024;  // power of two
+  std::uint32_t notify_slots = 1024;
+  std::uint32_t bounce_peers = 64;
+  std::uint32_t bounce_ring_bytes = 262144;  // power of two
+  std::uint32_t staging_chunks = 32;         // at most 64: one free-mask word
+  std::uint32_t staging_chunk_bytes = 65536;
+  std::uint32_t key_slots = 2048;        // power of two: registrations one endpoint can expose
+  std::uint32_t event_rings = 64;        // at most 64: one doorbell word
+  std::uint32_t event_ring_entries = 256;  // power of two
+};
+
+/// What device::open needs.
+struct open_params {
+  address self{};       // port 0: choose a free automatic port
+  geometry geo{};
+  bool use_cma = true;  // false: never write user memory directly, always stage (tests the
+                        // fallback; also for hosts where the kernel refuses cross-memory attach)
+};
+
+/// A claimed, not yet published packet slot in a peer's mailbox: the protocol writes the packet
+/// in place (no copy through a temporary), then publishes it. Between the two the slot is the
+/// sender's alone; a reservation is published exactly once.
+struct mailbox_reservation {
+  std::byte* bytes = nullptr;  // packet_bytes writable bytes: the packet as the peer will read it
+  void* handle = nullptr;      // the backend's: which slot was claimed
+  std::uint64_t position = 0;  // the backend's: the slot's place in the peer's arrival order
+  std::byte* data() const noexcept { return bytes; }
+};
+
+// Archetypes: a concept can require a template operation (poll_mailbox(budget, F&&)) only by
+// calling it with some argument; these stand for every callable of the documented signature.
+// Declared, never defined: they appear in unevaluated operands only.
+struct packet_handler_archetype {
+  void operator()(peer_id from, const packet& pkt) const noexcept;
+};
+struct event_handler_archetype {
+  void operator()(peer_id from, const notification& n) const noexcept;
+};
+struct slot_handler_archetype {
+  void operator()(std::uint32_t slot) const noexcept;
+};
+
+// The contract, grouped by primitive. Every operation is noexcept (the data path never throws);
+// "again" always means back-pressure, never loss; a peer_id is one connect() or a poll gave.
+// The emulated backend's declarations (dev/emu/device.hpp) add how it does each.
 template <class D>
-concept device = requires(D& d, const D& cd, peer_id p, const packet& pk, const dma_write& w,
-                          dma_state& st, const address& a) {
-  { d.connect(a, p) } -> std::same_as<core::status>;
-  { d.mailbox_send(p, pk) } -> std::same_as<core::status>;   // status::again when full
-  { d.dma_post(w, st) } -> std::same_as<core::status>;       // status::again: call again
-  { cd.local_address() } -> std::same_as<const address&>;
-  { cd.capabilities() } -> std::same_as<caps>;
-  { d.peer_alive(p) } -> std::same_as<bool>;
-  { cd.drops() } -> std::same_as<const drop_counts&>;
+concept device =
+    std::default_initializable<D> &&
+    requires(D& d, const D& cd, const open_params& op, const address& a, peer_id p, peer_id& pout,
+             const packet& pk, mailbox_reservation& r, const mailbox_reservation& cr,
+             std::size_t n, bool flag, std::uint32_t u32, std::uint32_t& u32out,
+             std::uint64_t u64, std::uint64_t& u64out, std::uintptr_t place, const dma_write& w,
+             dma_state& st, std::span<const iovec> dst, notification& nout,
+             const notification& nin, const key_grant& g, key_grant& gout, rma_target& tout,
+             packet_handler_archetype on_packet, event_handler_archetype on_event,
+             slot_handler_archetype on_slot) {
+      // ---- lifetime, addressing, capabilities -------------------------------------------------
+      // open(params): this endpoint's mailbox, slots, rings and table; close(): gives them back.
+      { d.open(op) } noexcept -> std::same_as<core::status>;
+      { d.close() } noexcept -> std::same_as<void>;
+      { cd.local_address() } noexcept -> std::same_as<const address&>;  // what fi_getname gives
+      { cd.capabilities() } noexcept -> std::same_as<caps>;  // for protocol selection at setup
+      // ---- peers ------------------------------------------------------------------------------
+      // connect(address, out): the peer_id of an endpoint; unreachable if it does not exist,
+      // access if it belongs to another PDID. Ids are dense from 0 (peer_count()).
+      { d.connect(a, pout) } noexcept -> std::same_as<core::status>;
+      { cd.peer_address(p) } noexcept -> std::same_as<const address&>;
+      { cd.peer_count() } noexcept -> std::same_as<std::size_t>;
+      // ---- packetizer -> mailbox: 64-byte packets, FIFO per (sender, receiver) ------------------
+      // reserve(peer, r): a slot in the peer's mailbox (again when full; peer_dead); the packet is
+      // written at r.data(), then publish(r) sends it stamped with our PDID. send(): both at once.
+      { d.mailbox_reserve(p, r) } noexcept -> std::same_as<core::status>;
+      { d.mailbox_publish(cr) } noexcept -> std::same_as<void>;
+      { d.mailbox_send(p, pk) } noexcept -> std::same_as<core::status>;
+      // poll(budget, on_packet(peer_id, const packet&)): up to budget packets in arrival order;
+      // other PDIDs' packets are dropped (drops()); an unknown sender comes as no_peer.
+      { d.poll_mailbox(n, on_packet) } noexcept -> std::same_as<std::size_t>;
+      // After a peer died: skips a slot it claimed and never published (false once unstuck).
+      { d.mailbox_unstick() } noexcept -> std::same_as<bool>;
+      // The receiver's intake bound (proto/intake.cpp): held, senders send no message packets.
+      { d.set_intake_held(flag) } noexcept -> std::same_as<void>;
+      { cd.peer_intake_held(p) } noexcept -> std::same_as<bool>;
+      // ---- bounce rings: receiver memory, one ring per sender, credits in bytes (medium) -------
+      // acquire(peer, len, place_like, ring, offset): room for len bytes, or nullptr (no ring or
+      // no credit: the caller takes another protocol); commit(peer, end) makes it used.
+      { d.bounce_acquire(p, n, place, u32out, u64out) } noexcept -> std::same_as<std::byte*>;
+      { d.bounce_commit(p, u64) } noexcept -> std::same_as<void>;
+      // Receiver: data(from, ring, offset, len) is nullptr unless `from` produced that range in
+      // its ring here; consume(ring, end) gives the credit back.
+      { cd.bounce_data(p, u32, u64, n) } noexcept -> std::same_as<const std::byte*>;
+      { d.bounce_consume(u32, u64) } noexcept -> std::same_as<void>;
+      // ---- notification slots: where a DMA write's 16 bytes land ------------------------------
+      // alloc(slot, gen): a free slot and a fresh generation (false: none free); window_open(slot,
+      // va, len): the only range a write naming (slot, gen) may land in; test(slot, gen, out):
+      // true once that notification landed; free(slot) disarms it.
+      { d.notify_alloc(u32out, u32out) } noexcept -> std::same_as<bool>;
+      { d.window_open(u32, u64, u64) } noexcept -> std::same_as<void>;
+      { cd.notify_test(u32, u32, nout) } noexcept -> std::same_as<bool>;
+      { d.notify_free(u32) } noexcept -> std::same_as<void>;
+      // take_notify_bells(on_slot(slot)): the slots that landed since the last call; false (one
+      // load) when none did.
+      { d.take_notify_bells(on_slot) } noexcept -> std::same_as<bool>;
+      // A 16-byte landing record the sender puts beside a peer's slot before the write
+      // (record_put), read by the owner once the notification landed (record).
+      { cd.notify_record(u32) } noexcept -> std::same_as<notification>;
+      { d.notify_record_put(p, u32, nin) } noexcept -> std::same_as<core::status>;
+      // ---- DMA engine: write local data to a remote address, then notify ---------------------
+      // post(write, state): again = partly done (state says how far), call again; access: the
+      // target refused the range; peer_dead.
+      { d.dma_post(w, st) } noexcept -> std::same_as<core::status>;
+      // Whether a write to the peer has landed when post returns (else only when the peer polls).
+      { cd.writes_land_at_post(p) } noexcept -> std::same_as<bool>;
+      // Reads, where the backend can (ExaNeST cannot): can_read(peer), read(peer, va, dst iovecs,
+      // dst offset, len); permission: refused, and the peer counts as unreadable from then on.
+      { cd.can_read(p) } noexcept -> std::same_as<bool>;
+      { d.dma_read(p, u64, dst, n, n) } noexcept -> std::same_as<core::status>;
+      // ---- RMA: the protection table, access checks, access events -----------------------------
+      // Owner: publish(grant, slot) exposes a registration (exists, no_memory); revoke(slot);
+      // key_at(slot, out): the grant a slot holds (false once revoked).
+      { d.key_publish(g, u32out) } noexcept -> std::same_as<core::status>;
+      { d.key_revoke(u32) } noexcept -> std::same_as<void>;
+      { cd.key_at(u32, gout) } noexcept -> std::same_as<bool>;
+      // rma_check(peer, key, addr, len, rights, out): the check of an access at the peer's table;
+      // grant_check: the same at our own table, for an access a peer asked us to carry out.
+      // access: unknown or revoked key, range outside the registration, or a right missing.
+      { d.rma_check(p, u64, u64, u64, u32, tout) } noexcept -> std::same_as<core::status>;
+      { cd.grant_check(u64, u64, u64, u32, tout) } noexcept -> std::same_as<core::status>;
+      // event_post(peer, 16 bytes): one access event to the owner (again: its ring is full;
+      // not_supported: none for us); poll_events(budget, on_event(peer_id, const notification&)).
+      { d.event_post(p, nin) } noexcept -> std::same_as<core::status>;
+      { d.poll_events(n, on_event) } noexcept -> std::same_as<std::size_t>;
+      // ---- liveness: a dead peer becomes error completions, never a hang ----------------------
+      // alive(peer): false once its process is gone or it closed. forget(peer) frees what we hold
+      // there (forgotten(peer) says so). take_dead_found(): true once after an operation found a
+      // peer dead that is not forgotten yet.
+      { d.peer_alive(p) } noexcept -> std::same_as<bool>;
+      { cd.peer_forgotten(p) } noexcept -> std::same_as<bool>;
+      { d.forget_dead_peer(p) } noexcept -> std::same_as<void>;
+      { d.take_dead_found() } noexcept -> std::same_as<bool>;
+      // ---- what the target's checks refused, by reason -----------------------------------------
+      { cd.drops() } noexcept -> std::same_as<const drop_counts&>;
+    };
+
+/// A backend as protocols hold it: the operations of `device` and nothing else. Private
+/// inheritance with using-declarations: the calls are the backend's own (inline where the
+/// backend's are, no forwarding, no indirection), but a name not listed here is inaccessible,
+/// so proto/ cannot come to depend on what only one backend has. Keep this list equal to the
+/// concept's (ci/check_layers.sh compares them).
+template <device D>
+class interface_of : private D {
+ public:
+  // lifetime, addressing, capabilities
+  using D::open;
+  using D::close;
+  using D::local_address;
+  using D::capabilities;
+  // peers
+  using D::connect;
+  using D::peer_address;
+  using D::peer_count;
+  // packetizer -> mailbox
+  using D::mailbox_reserve;
+  using D::mailbox_publish;
+  using D::mailbox_send;
+  using D::poll_mailbox;
+  using D::mailbox_unstick;
+  using D::set_intake_held;
+  using D::peer_intake_held;
+  // bounce rings
+  using D::bounce_acquire;
+  using D::bounce_commit;
+  using D::bounce_data;
+  using D::bounce_consume;
+  // notification slots
+  using D::notify_alloc;
+  using D::window_open;
+  using D::notify_test;
+  using D::notify_free;
+  using D::take_notify_bells;
+  using D::notify_record;
+  using D::notify_record_put;
+  // DMA engine
+  using D::dma_post;
+  using D::writes_land_at_post;
+  using D::can_read;
+  using D::dma_read;
+  // RMA
+  using D::key_publish;
+  using D::key_revoke;
+  using D::key_at;
+  using D::rma_check;
+  using D::grant_check;
+  using D::event_post;
+  using D::poll_events;
+  // liveness
+  using D::peer_alive;
+  using D::peer_forgotten;
+  using D::forget_dead_peer;
+  using D::take_dead_found;
+  // drops
+  using D::drops;
 };
 
 }  // namespace exanet::dev

@@ -13,7 +13,7 @@
 namespace exanet::proto {
 
 core::status endpoint::eager_send(const send_args& a, std::size_t len) noexcept {
-  dev::emu::mailbox_reservation slot;
+  dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
   wire::env_data p;
   p.hdr = wire::make_header(

@@ -53,7 +53,7 @@ constexpr std::uint64_t unresolved = unknown_source - 1;
 
 core::status endpoint::open(const config& cfg, const dev::address& src) noexcept {
   cfg_ = cfg;
-  dev::emu::params p;
+  dev::open_params p;
   p.self = src;
   p.self.pdid = cfg.pdid;
   p.self.node = cfg.node;

@@ -19,7 +19,7 @@
 #include "core/intrusive_list.hpp"
 #include "core/pool.hpp"
 #include "core/status.hpp"
-#include "dev/emu/device.hpp"
+#include "dev/backend.hpp"
 #include "match/matcher.hpp"
 #include "proto/completion.hpp"
 #include "proto/config.hpp"
@@ -537,7 +537,7 @@ class endpoint {
 
   config cfg_{};
   protocol_table protocols_{};
-  dev::backend dev_;
+  dev::selected_device dev_;  // the backend, through dev::device only (dev/backend.hpp)
   endpoint_sinks sinks_{};
   std::array<match::matcher, 2> matchers_;
   core::pool<send_request> sends_{64};

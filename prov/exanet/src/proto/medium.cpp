@@ -24,7 +24,7 @@ core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept
   // caller uses the rendezvous, which needs only a mailbox slot, rather than refusing the send.
   if (!dst) return core::status::not_supported;
   // Claim the mailbox slot before touching the ring, so a full mailbox leaves the ring untouched.
-  dev::emu::mailbox_reservation slot;
+  dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
   core::copy_from_iov(dst, a.iov, 0, len);
   dev_.bounce_commit(a.peer, offset + len);

@@ -20,7 +20,7 @@ core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target
   // Placed like the target address: the target's copy out is aligned.
   std::byte* dst = dev_.bounce_acquire(a.peer, len, t.va, ring, offset);
   if (!dst) return core::status::not_supported;  // no ring or no credit: DMA instead
-  dev::emu::mailbox_reservation slot;
+  dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
   core::copy_from_iov(dst, a.iov, 0, len);
   dev_.bounce_commit(a.peer, offset + len);

@@ -60,7 +60,7 @@ core::status endpoint::rts_send(const send_args& a, std::size_t len, bool ack) n
   send_request* s = make_rendezvous_send(a, len);
   if (!s) return core::status::again;
   s->ack_wanted = ack;
-  dev::emu::mailbox_reservation slot;
+  dev::mailbox_reservation slot;
   if (core::status st = dev_.mailbox_reserve(a.peer, slot); !core::ok(st)) {
     release_send(*s);
     return st;

@@ -285,8 +285,9 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
     const auto diff = static_cast<std::int64_t>(seq - pos);
     if (diff == 0) {
       if (tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
-        r.slot = &s;
-        r.pos = pos;
+        r.bytes = s.data.data();
+        r.handle = &s;
+        r.position = pos;
         return core::status::ok;
       }
     } else if (diff < 0) {

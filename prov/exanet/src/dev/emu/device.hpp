@@ -17,23 +17,13 @@
 
 namespace exanet::dev::emu {
 
-struct params {
-  address self{};      // port 0: choose a free automatic port
-  geometry geo{};
-  bool use_cma = true;  // false: always stage (tests the fallback; also for ptrace-locked hosts)
-};
+/// What open takes (dev/device.hpp); the name the emulation's tests and tools use.
+using params = open_params;
 
-/// A claimed, not yet published mailbox slot at a peer: write the packet, then publish.
 /// The key of peer_index_: an endpoint's (node, port).
 constexpr std::uint64_t peer_key(std::uint16_t node, std::uint32_t port) noexcept {
   return (std::uint64_t{node} << 32) | port;
 }
-
-struct mailbox_reservation {
-  mailbox_slot* slot = nullptr;
-  std::uint64_t pos = 0;
-  std::byte* data() const noexcept { return slot->data.data(); }
-};
 
 class device {
  public:
@@ -59,10 +49,11 @@ class device {
   /// Claims a slot in p's mailbox; status::again when the mailbox is full.
   core::status mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept;
   void mailbox_publish(const mailbox_reservation& r) noexcept {
-    r.slot->pdid = self_.pdid;
-    r.slot->src_port = self_.port;
-    r.slot->src_node = self_.node;
-    r.slot->seq.store(r.pos + 1, std::memory_order_release);
+    mailbox_slot& s = *static_cast<mailbox_slot*>(r.handle);
+    s.pdid = self_.pdid;
+    s.src_port = self_.port;
+    s.src_node = self_.node;
+    s.seq.store(r.position + 1, std::memory_order_release);
   }
   core::status mailbox_send(peer_id p, const packet& pk) noexcept {
     mailbox_reservation r;
@@ -346,8 +337,3 @@ class device {
 static_assert(dev::device<device>);
 
 }  // namespace exanet::dev::emu
-
-namespace exanet::dev {
-/// The backend the provider is built with.
-using backend = emu::device;
-}  // namespace exanet::dev

@@ -23,6 +23,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "core/copy.hpp"
 #include "dev/device.hpp"
@@ -33,17 +34,20 @@ inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
 inline constexpr std::uint32_t layout_version = 7;  // 7: bounce rings last, reserved on claim
 inline constexpr std::size_t cache_line = 64;
 
-struct geometry {
-  std::uint32_t mailbox_slots = 1024;  // power of two
-  std::uint32_t notify_slots = 1024;
-  std::uint32_t bounce_peers = 64;
-  std::uint32_t bounce_ring_bytes = 262144;  // power of two
-  std::uint32_t staging_chunks = 32;         // at most 64: one free-mask word
-  std::uint32_t staging_chunk_bytes = 65536;
-  std::uint32_t key_slots = 2048;        // power of two: registrations one endpoint can expose
-  std::uint32_t event_rings = 64;        // at most 64: one doorbell word
-  std::uint32_t event_ring_entries = 256;  // power of two
-};
+/// The endpoint's resources (dev/device.hpp). It is stored in the segment header as is, so its
+/// layout is part of this one: a change there bumps layout_version.
+using geometry = dev::geometry;
+static_assert(sizeof(geometry) == 9 * sizeof(std::uint32_t) &&
+                  std::is_trivially_copyable_v<geometry> && std::is_standard_layout_v<geometry>,
+              "dev::geometry is part of the segment layout");
+static_assert(offsetof(geometry, mailbox_slots) == 0 && offsetof(geometry, notify_slots) == 4 &&
+                  offsetof(geometry, bounce_peers) == 8 &&
+                  offsetof(geometry, bounce_ring_bytes) == 12 &&
+                  offsetof(geometry, staging_chunks) == 16 &&
+                  offsetof(geometry, staging_chunk_bytes) == 20 &&
+                  offsetof(geometry, key_slots) == 24 && offsetof(geometry, event_rings) == 28 &&
+                  offsetof(geometry, event_ring_entries) == 32,
+              "dev::geometry is part of the segment layout");
 
 struct alignas(cache_line) segment_header {
   std::uint32_t magic;

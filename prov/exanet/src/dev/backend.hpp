@@ -1,0 +1,22 @@
+// The bridge between the device interface and the backend this build carries: the only file
+// outside dev/emu that includes a dev/emu header or names emu:: (ci/check_layers.sh enforces it).
+// The choice is made here, at compile time, so the data path calls the backend directly: no
+// virtual call, no table, no extra indirection. A second backend adds its own library beside
+// exanet_dev_emu (prov/exanet/CMakeLists.txt) and its choice here; nothing in proto/ changes.
+#pragma once
+#include "dev/device.hpp"
+#include "dev/emu/device.hpp"
+
+namespace exanet::dev {
+
+/// The backend the provider is built with: the emulation of the ExaNeST primitives in shared
+/// memory on one host.
+using backend_device = emu::device;
+static_assert(device<backend_device>, "the backend must offer every operation of dev::device");
+
+/// What an endpoint's protocols hold: the backend, seen through the concept's operations only.
+using selected_device = interface_of<backend_device>;
+static_assert(device<selected_device>);
+static_assert(sizeof(selected_device) == sizeof(backend_device), "the interface adds nothing");
+
+}  // namespace exanet::dev

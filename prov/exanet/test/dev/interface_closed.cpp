@@ -1,0 +1,24 @@
+// Compiled by ctest, never linked (test/dev/CMakeLists.txt): proto/ holds its device as
+// dev::selected_device, and this shows that only dev::device's operations are reachable through
+// it. lint.device_interface_open compiles the calls the concept lists (a control: the file and
+// its include path are sound); lint.device_interface_closed adds one call that the emulated
+// backend has but the interface does not, and must be refused as inaccessible.
+#include "dev/backend.hpp"
+
+namespace exanet::dev {
+
+bool through_the_interface(selected_device& d, peer_id p) {
+  mailbox_reservation r;
+  if (!core::ok(d.mailbox_reserve(p, r))) return false;
+  d.mailbox_publish(r);
+  return d.peer_alive(p) && !d.capabilities().dma_read;
+}
+
+#ifdef CALL_OUTSIDE_THE_CONCEPT
+bool around_the_interface(selected_device& d) {
+  key_grant g;
+  return d.key_find(1, g);  // emu::device::key_find: a backend's own, not dev::device's
+}
+#endif
+
+}  // namespace exanet::dev
