@@ -177,6 +177,16 @@ int xt_drain(struct fid_cq *cq)
 	return n;
 }
 
+void xt_send_one(struct fid_ep *ep, struct fid_cq *cq, const void *buf, size_t len, fi_addr_t dest,
+		 uint64_t tag)
+{
+	ssize_t rc;
+	while ((rc = fi_tsend(ep, buf, len, NULL, dest, tag, NULL)) == -FI_EAGAIN)
+		fi_cq_read(cq, NULL, 0);
+	XT_RC(rc);
+	XT_CHECK(xt_wait(cq, NULL, NULL, 20) == 1, "the completion of a send");
+}
+
 void xt_spawn(int n, xt_child_fn fn, int *socks, pid_t *pids)
 {
 	for (int i = 0; i < n; i++) {

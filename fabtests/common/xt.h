@@ -65,6 +65,10 @@ fi_addr_t xt_insert(struct xt_ep *x, const void *name);
 /* Waits for one completion on cq (success: returns 1, fills e; error: returns 0, fills err).
  * Fails the program after `seconds` without any. */
 int xt_wait(struct fid_cq *cq, struct fi_cq_tagged_entry *e, struct fi_cq_err_entry *err, int seconds);
+/* Sends one tagged message (retrying while the provider says -FI_EAGAIN, progressing cq) and
+ * waits for its completion on cq; fails the program on an error or after 20 s. */
+void xt_send_one(struct fid_ep *ep, struct fid_cq *cq, const void *buf, size_t len, fi_addr_t dest,
+		 uint64_t tag);
 /* Progresses cq until no entry arrives for a while; returns how many successes it drained. */
 int xt_drain(struct fid_cq *cq);
 

@@ -50,11 +50,7 @@ static int sender(int i, int sock)
 			to2 = xt_insert(&x, name);
 			continue;
 		}
-		ssize_t rc;
-		while ((rc = fi_tsend(x.ep, &v, sizeof v, NULL, cmd == SEND_EP2 ? to2 : to, 1, NULL)) == -FI_EAGAIN)
-			fi_cq_read(x.txcq, NULL, 0);
-		XT_RC(rc);
-		XT_CHECK(xt_wait(x.txcq, NULL, NULL, 10) == 1, "send completion");
+		xt_send_one(x.ep, x.txcq, &v, sizeof v, cmd == SEND_EP2 ? to2 : to, 1);
 		xt_sync(sock);
 	}
 	xt_close(&x);
