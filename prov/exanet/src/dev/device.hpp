@@ -142,6 +142,17 @@ struct mailbox_reservation {
   std::byte* data() const noexcept { return bytes; }
 };
 
+/// Room claimed in a peer's bounce ring (bounce_reserve), to be filled by bounce_write: where the
+/// bytes will be, as the packet naming them says it to the receiver. The protocol never writes
+/// into the ring itself (a backend on a network cannot hand out the receiver's memory): the
+/// handle is the backend's alone (the emulation's place in the mapped ring, found once at reserve
+/// time; an A/B at 1 KiB showed recomputing it in bounce_write cost a few ns).
+struct ring_space {
+  std::uint32_t ring = 0;    // the ring this sender holds at the receiver
+  std::uint64_t offset = 0;  // the first byte's position in the ring's byte sequence
+  void* handle = nullptr;    // the backend's: where bounce_write puts the bytes
+};
+
 // Archetypes: a concept can require a template operation (poll_mailbox(budget, F&&)) only by
 // calling it with some argument; these stand for every callable of the documented signature.
 // Declared, never defined: they appear in unevaluated operands only.
@@ -165,7 +176,8 @@ concept device =
              const packet& pk, mailbox_reservation& r, const mailbox_reservation& cr,
              std::size_t n, bool flag, std::uint32_t u32, std::uint32_t& u32out,
              std::uint64_t u64, std::uint64_t& u64out, std::uintptr_t place, const dma_write& w,
-             dma_state& st, std::span<const iovec> dst, notification& nout,
+             dma_state& st, std::span<const iovec> dst, std::span<const iovec> src,
+             ring_space& rs, const ring_space& crs, notification& nout,
              const notification& nin, const key_grant& g, key_grant& gout, rma_target& tout,
              packet_handler_archetype on_packet, event_handler_archetype on_event,
              slot_handler_archetype on_slot) {
@@ -196,10 +208,12 @@ concept device =
       { d.set_intake_held(flag) } noexcept -> std::same_as<void>;
       { cd.peer_intake_held(p) } noexcept -> std::same_as<bool>;
       // ---- bounce rings: receiver memory, one ring per sender, credits in bytes (medium) -------
-      // acquire(peer, len, place_like, ring, offset): room for len bytes, or nullptr (no ring or
-      // no credit: the caller takes another protocol); commit(peer, end) makes it used.
-      { d.bounce_acquire(p, n, place, u32out, u64out) } noexcept -> std::same_as<std::byte*>;
-      { d.bounce_commit(p, u64) } noexcept -> std::same_as<void>;
+      // reserve(peer, len, place_like, space): room for len bytes, placed at place_like's offset
+      // within a cache line, or false (no ring or no credit: the caller takes another protocol);
+      // nothing changes until write(peer, space, src, len) puts the bytes there and makes them
+      // the receiver's (a remote ring write; the packet naming them follows).
+      { d.bounce_reserve(p, n, place, rs) } noexcept -> std::same_as<bool>;
+      { d.bounce_write(p, crs, src, n) } noexcept -> std::same_as<void>;
       // Receiver: data(from, ring, offset, len) is nullptr unless `from` produced that range in
       // its ring here; consume(ring, end) gives the credit back.
       { cd.bounce_data(p, u32, u64, n) } noexcept -> std::same_as<const std::byte*>;
@@ -282,8 +296,8 @@ class interface_of : private D {
   using D::set_intake_held;
   using D::peer_intake_held;
   // bounce rings
-  using D::bounce_acquire;
-  using D::bounce_commit;
+  using D::bounce_reserve;
+  using D::bounce_write;
   using D::bounce_data;
   using D::bounce_consume;
   // notification slots

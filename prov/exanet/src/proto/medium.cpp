@@ -15,19 +15,17 @@
 namespace exanet::proto {
 
 core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept {
-  std::uint32_t ring = 0;
-  std::uint64_t offset = 0;
   // Placed like the source: the copy in is aligned, and so is the copy out when the receive
   // buffer sits where the send buffer does.
-  std::byte* dst = dev_.bounce_acquire(a.peer, len, core::first_byte(a.iov), ring, offset);
+  dev::ring_space space;
   // No ring at this receiver, or no credit in it (the receiver has not drained it yet): the
   // caller uses the rendezvous, which needs only a mailbox slot, rather than refusing the send.
-  if (!dst) return core::status::not_supported;
+  if (!dev_.bounce_reserve(a.peer, len, core::first_byte(a.iov), space))
+    return core::status::not_supported;
   // Claim the mailbox slot before touching the ring, so a full mailbox leaves the ring untouched.
   dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
-  core::copy_from_iov(dst, a.iov, 0, len);
-  dev_.bounce_commit(a.peer, offset + len);
+  dev_.bounce_write(a.peer, space, a.iov, len);
 
   wire::medium p{};
   p.hdr = wire::make_header(
@@ -36,8 +34,8 @@ core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept
       static_cast<std::uint32_t>(len));
   p.tag = a.tag;
   p.cq_data = a.cq_data;
-  p.ring_offset = offset;
-  p.ring = ring;
+  p.ring_offset = space.offset;
+  p.ring = space.ring;
   p.psn = next_psn(a.peer);
   wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);

@@ -15,23 +15,21 @@ namespace exanet::proto {
 
 core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target& t,
                                         std::size_t len) noexcept {
-  std::uint32_t ring = 0;
-  std::uint64_t offset = 0;
   // Placed like the target address: the target's copy out is aligned.
-  std::byte* dst = dev_.bounce_acquire(a.peer, len, t.va, ring, offset);
-  if (!dst) return core::status::not_supported;  // no ring or no credit: DMA instead
+  dev::ring_space space;
+  if (!dev_.bounce_reserve(a.peer, len, t.va, space))
+    return core::status::not_supported;  // no ring or no credit: DMA instead
   dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
-  core::copy_from_iov(dst, a.iov, 0, len);
-  dev_.bounce_commit(a.peer, offset + len);
+  dev_.bounce_write(a.peer, space, a.iov, len);
   wire::rma_write_inline p{};
   p.hdr = wire::make_header(wire::pkt_type::rma_write_inline,
                             a.has_cq_data ? wire::flag_cq_data : 0,
                             static_cast<std::uint32_t>(len));
   p.dst_va = t.va;
   p.cq_data = a.cq_data;
-  p.ring_offset = offset;
-  p.ring = ring;
+  p.ring_offset = space.offset;
+  p.ring = space.ring;
   p.key_slot = t.key_slot;
   wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);

@@ -597,6 +597,37 @@ TEST(emu_device, dma_writes_land_only_where_the_target_armed_them) {
   EXPECT_EQ(t.drops().bad_field, 1u);
 }
 
+// The interface's remote ring write: bounce_reserve claims room (no side effect until the write),
+// bounce_write gathers the iovecs into it and makes it the receiver's, placed at the source's
+// offset within a cache line. Through dev::interface_of, as the protocols hold a device.
+TEST(emu_device, a_ring_write_through_the_interface_lands_placed_and_whole) {
+  interface_of<device> a;
+  device b;
+  ASSERT_EQ(a.open(make_params(test_pdid(17))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(17))), core::status::ok);
+  peer_id ab, ba;
+  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  ASSERT_EQ(b.connect(a.local_address(), ba), core::status::ok);
+  alignas(64) std::byte first[64 + 300], second[400];
+  for (std::size_t i = 0; i < sizeof first; ++i) first[i] = std::byte(i * 3 + 1);
+  for (std::size_t i = 0; i < sizeof second; ++i) second[i] = std::byte(i * 5 + 2);
+  const iovec v[2] = {{first + 24, 300}, {second, 400}};
+  ring_space sp, again;
+  ASSERT_TRUE(a.bounce_reserve(ab, 700, reinterpret_cast<std::uintptr_t>(first + 24), sp));
+  ASSERT_TRUE(a.bounce_reserve(ab, 700, reinterpret_cast<std::uintptr_t>(first + 24), again));
+  EXPECT_EQ(again.offset, sp.offset) << "a reservation alone must not use the ring";
+  a.bounce_write(ab, sp, v, 700);
+  const std::byte* seen = b.bounce_data(ba, sp.ring, sp.offset, 700);
+  ASSERT_NE(seen, nullptr) << "the written range is not the sender's at the receiver";
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(seen) & 63, 24u) << "placed like the source";
+  EXPECT_EQ(std::memcmp(seen, first + 24, 300), 0);
+  EXPECT_EQ(std::memcmp(seen + 300, second, 400), 0);
+  ring_space next;
+  ASSERT_TRUE(a.bounce_reserve(ab, 10, 0, next));
+  EXPECT_GE(next.offset, sp.offset + 700) << "the write made its bytes used";
+  b.bounce_consume(sp.ring, sp.offset + 700);
+}
+
 // A staged write alone in the target's staging area is cut into quarters of at least 16 KiB, so
 // the target copies one out while the next goes in; one that finds chunks in flight (a stream)
 // takes whole chunks. Either way the bytes land exactly and the notification comes with the last.

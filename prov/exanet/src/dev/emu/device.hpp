@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/iov.hpp"
 #include "core/status.hpp"
 #include "dev/device.hpp"
 #include "dev/emu/layout.hpp"
@@ -99,6 +100,18 @@ class device {
   /// Makes the space from bounce_acquire used (the packet naming it is being published).
   void bounce_commit(peer_id p, std::uint64_t end) noexcept { peers_[p].bounce_head = end; 
     peer_view(p).bounce[peers_[p].bounce_ring].head.store(end, std::memory_order_release); }
+  /// The interface's form of the two (dev::device): room without a pointer, then the copy and
+  /// the commit. The emulation copies straight into the receiver's mapped ring.
+  bool bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_like,
+                      ring_space& out) noexcept {
+    out.handle = bounce_acquire(p, len, place_like, out.ring, out.offset);
+    return out.handle != nullptr;
+  }
+  void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
+                    std::size_t len) noexcept {
+    core::copy_from_iov(at.handle, src, 0, len);
+    bounce_commit(p, at.offset + len);
+  }
   /// Receiver: the bytes a medium packet from `from` names, or nullptr unless the ring is the one
   /// `from` holds here and the range lies between what was consumed and what it produced.
   const std::byte* bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
