@@ -149,7 +149,10 @@ struct side {
 	void *desc_s, *desc_r;
 	uint64_t peer_saddr, peer_skey, peer_raddr, peer_rkey; /* the peer's buffers, for RMA */
 	uint64_t nsent, nseen; /* unexpected modes: own sends, peer's sends seen */
-	size_t nsend_bufs, nrecv_bufs; /* -C: messages sent and receives posted in this cell */
+	/* -C: this cell's buffers (1 without -C), their spacing, the next one each way, and the
+	 * buffer of the last receive posted (what the cell's check reads) */
+	size_t cyc_n, cyc_stride, send_slot, recv_slot;
+	unsigned char *last_rbuf;
 	int tx_pending;
 	double *t; /* the leader's samples, one per timed iteration */
 	struct fi_exanet_counters_ops *cops;
@@ -345,9 +348,24 @@ static size_t cycle_count(size_t size)
 	return n ? n : 1;
 }
 
-static unsigned char *cycle_buf(unsigned char *base, int off, size_t size, size_t k)
+/* The buffer at `slot` (then the next slot, wrapping): set up once per cell in cell(), so the
+ * timed loops pay an add and a compare per message, not a division. */
+static unsigned char *next_buf(struct side *d, unsigned char *base, int off, size_t *slot)
 {
-	return base + (k % cycle_count(size)) * cycle_stride(size) + off;
+	unsigned char *p = base + *slot * d->cyc_stride + off;
+	if (++*slot == d->cyc_n)
+		*slot = 0;
+	return p;
+}
+
+static unsigned char *next_send_buf(struct side *d, int s)
+{
+	return next_buf(d, d->sbase, s, &d->send_slot);
+}
+
+static unsigned char *next_recv_buf(struct side *d, int r)
+{
+	return d->last_rbuf = next_buf(d, d->rbase, r, &d->recv_slot);
 }
 
 /* Receives that found their receive posted (exanet's counters; 0 elsewhere). */
@@ -499,7 +517,7 @@ static void bw_one_way(struct side *d, int s, int r, size_t size, size_t n)
 		if (d->first) {
 			const double t0 = xt_now_us();
 			for (size_t k = 0; k < w; k++)
-				post_send(d, cycle_buf(d->sbase, s, size, d->nsend_bufs++), size, TAG_DATA);
+				post_send(d, next_send_buf(d, s), size, TAG_DATA);
 			wait_tx(d, 0);
 			wait_rx(d, 1);
 			if (i + 1 < n)
@@ -509,7 +527,7 @@ static void bw_one_way(struct side *d, int s, int r, size_t size, size_t n)
 			wait_rx(d, w);
 			if (i + 1 < n)
 				for (size_t k = 0; k < w; k++)
-					post_recv(d, cycle_buf(d->rbase, r, size, d->nrecv_bufs++), size, TAG_DATA);
+					post_recv(d, next_recv_buf(d, r), size, TAG_DATA);
 			post_send(d, d->ack, 4, TAG_ACK);
 			wait_tx(d, 0);
 		}
@@ -520,7 +538,7 @@ static void bw_pre(struct side *d, int r, size_t size)
 {
 	if (opt.mode == BIBW || !d->first)
 		for (size_t k = 0; k < window_of(size); k++)
-			post_recv(d, cycle_buf(d->rbase, r, size, d->nrecv_bufs++), size, TAG_DATA);
+			post_recv(d, next_recv_buf(d, r), size, TAG_DATA);
 	else
 		post_recv(d, d->ack, sizeof d->ack, TAG_ACK);
 }
@@ -535,9 +553,9 @@ static void bw_both_ways(struct side *d, int s, int r, size_t size, size_t n)
 		const double t0 = xt_now_us();
 		if (i + 1 < n)
 			for (size_t k = 0; k < w; k++)
-				post_recv(d, cycle_buf(d->rbase, r, size, d->nrecv_bufs++), size, TAG_DATA);
+				post_recv(d, next_recv_buf(d, r), size, TAG_DATA);
 		for (size_t k = 0; k < w; k++)
-			post_send(d, cycle_buf(d->sbase, s, size, d->nsend_bufs++), size, TAG_DATA);
+			post_send(d, next_send_buf(d, s), size, TAG_DATA);
 		wait_tx(d, 0);
 		wait_rx(d, w);
 		d->t[i] = xt_now_us() - t0;
@@ -610,9 +628,12 @@ static int receives_data(const struct side *d)
  * counters of both sides (-1 where there are none). */
 static double cell(struct side *d, size_t size, int s, int r, size_t warm, size_t n, int probe, double *fast_pct)
 {
-	for (size_t k = 0; k < cycle_count(size); k++) /* every buffer a send of the cell may use */
-		fill(cycle_buf(d->sbase, s, size, k), size, seed_of(size, s, r, d->me, probe));
-	d->nsend_bufs = d->nrecv_bufs = 0;
+	d->cyc_n = cycle_count(size);
+	d->cyc_stride = cycle_stride(size);
+	d->send_slot = d->recv_slot = 0;
+	d->last_rbuf = d->rbase + r;
+	for (size_t k = 0; k < d->cyc_n; k++) /* every buffer a send of the cell may use */
+		fill(d->sbase + k * d->cyc_stride + s, size, seed_of(size, s, r, d->me, probe));
 	const uint64_t gen = __atomic_load_n(&shr->stop_gen, __ATOMIC_ACQUIRE);
 	const uint64_t fast0 = fast_recvs(d);
 	const size_t all = warm + n;
@@ -634,7 +655,7 @@ static double cell(struct side *d, size_t size, int s, int r, size_t warm, size_
 	if (receives_data(d)) {
 		const uint64_t seed = seed_of(size, s, r, !d->me, probe);
 		/* the buffer of the last receive posted (the bandwidth modes' last message) */
-		unsigned char *const got = cycle_buf(d->rbase, r, size, d->nrecv_bufs ? d->nrecv_bufs - 1 : 0);
+		unsigned char *const got = d->last_rbuf;
 		size_t bad = verify(got, size, seed);
 		/* With -T a write completes at its initiator before the target may have placed it:
 		 * the data must still arrive, the target progressing, within two seconds. */

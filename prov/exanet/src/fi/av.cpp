@@ -214,6 +214,19 @@ class av {
     out = e.addr;
     return true;
   }
+  /// Opened with FI_READ: inserts and removals are refused.
+  bool read_only() const noexcept { return shared && shared->read_only(); }
+  /// Bumped by every removal (in the file, for a named AV: every process's endpoints see it).
+  std::atomic<std::uint64_t>& epoch_counter() noexcept {
+    return shared ? shared->header().epoch : epoch;
+  }
+  const std::atomic<std::uint64_t>& epoch_counter() const noexcept {
+    return shared ? shared->header().epoch : epoch;
+  }
+  void mark_removed(std::uint64_t idx) noexcept {
+    if (shared) shared->entries()[idx].state.store(shared_av_entry::removed, std::memory_order_release);
+    else entries[idx].live = false;
+  }
   /// Adds the entries other processes put in the shared file since the last look.
   void sync_reverse() {
     if (!shared) return;
@@ -307,7 +320,7 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
   av& a = av_of(f);
   if (flags & ~(FI_MORE | FI_SYNC_ERR | FI_EVENT)) return -FI_EBADFLAGS;
   if (count && !addr) return -FI_EINVAL;
-  if (a.shared && a.shared->read_only()) return -FI_EOPNOTSUPP;  // opened with FI_READ
+  if (a.read_only()) return -FI_EOPNOTSUPP;
   if ((flags & FI_SYNC_ERR) && !context) return -FI_EINVAL;
   int inserted = 0;
   std::vector<std::size_t> failed;
@@ -347,7 +360,7 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
 int av_insertsvc(fid_av* f, const char* node, const char* service, fi_addr_t* fi_addr,
                  uint64_t flags, void* context) noexcept {
   av& a = av_of(f);
-  if (a.shared && a.shared->read_only()) return -FI_EOPNOTSUPP;
+  if (a.read_only()) return -FI_EOPNOTSUPP;
   dev::address addr;
   fi_addr_t r = FI_ADDR_NOTAVAIL;
   if (addr_from_node_service(domain_names(a.domain), node, service, addr) == 0 && addr.port != 0) {
@@ -369,7 +382,7 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) noexc
   av& a = av_of(f);
   if (flags) return -FI_EBADFLAGS;
   if (count && !fi_addr) return -FI_EINVAL;
-  if (a.shared && a.shared->read_only()) return -FI_EOPNOTSUPP;
+  if (a.read_only()) return -FI_EOPNOTSUPP;
   core::level_guard g(a.lock);
   int rc = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -379,13 +392,12 @@ int av_remove(fid_av* f, fi_addr_t* fi_addr, size_t count, uint64_t flags) noexc
       rc = -FI_EINVAL;
       continue;
     }
-    if (a.shared) a.shared->entries()[idx].state.store(shared_av_entry::removed, std::memory_order_release);
-    else a.entries[idx].live = false;
+    a.mark_removed(idx);
     if (auto it = a.reverse.find(av::key(addr)); it != a.reverse.end() && it->second == idx)
       a.reverse.erase(it);
   }
   // Endpoints (of every process, for a named AV) drop the routes they cached.
-  (a.shared ? a.shared->header().epoch : a.epoch).fetch_add(1, std::memory_order_release);
+  a.epoch_counter().fetch_add(1, std::memory_order_release);
   return rc;
 }
 
@@ -523,7 +535,7 @@ std::uint64_t av_remove_epoch(const av& a) noexcept {
 }
 
 const std::atomic<std::uint64_t>& av_remove_epoch_counter(const av& a) noexcept {
-  return a.shared ? a.shared->header().epoch : a.epoch;
+  return a.epoch_counter();
 }
 
 void av_ref(av& a) noexcept { a.refs.fetch_add(1, std::memory_order_acq_rel); }

@@ -31,9 +31,12 @@ class cntr {
   std::atomic<int> set_refs{0};  // poll sets holding it
 
   void progress() noexcept { sources.progress(); }
+  void checkpoint_at(std::uint64_t v, std::uint64_t e) noexcept {
+    seen_value.store(v, std::memory_order_release);
+    seen_errors.store(e, std::memory_order_release);
+  }
   void checkpoint() noexcept {
-    seen_value.store(value.load(std::memory_order_acquire), std::memory_order_release);
-    seen_errors.store(errors.load(std::memory_order_acquire), std::memory_order_release);
+    checkpoint_at(value.load(std::memory_order_acquire), errors.load(std::memory_order_acquire));
   }
   void signal() noexcept {
     fd.signal();
@@ -209,10 +212,7 @@ bool cntr_progress_changed(cntr& c, bool take) noexcept {
   const std::uint64_t e = c.errors.load(std::memory_order_acquire);
   const bool changed = v != c.seen_value.load(std::memory_order_acquire) ||
                        e != c.seen_errors.load(std::memory_order_acquire);
-  if (changed && take) {
-    c.seen_value.store(v, std::memory_order_release);
-    c.seen_errors.store(e, std::memory_order_release);
-  }
+  if (changed && take) c.checkpoint_at(v, e);
   return changed;
 }
 

@@ -27,6 +27,9 @@ struct member {
 
   /// Progresses it; true if it has events (a counter's change is taken when `take`).
   bool ready(bool take) const noexcept { return q ? cq_progress_ready(*q) : cntr_progress_changed(*c, take); }
+  fid_domain* domain() const noexcept { return q ? cq_domain(*q) : cntr_domain(*c); }
+  /// A poll set starts (+1) or stops (-1) holding it.
+  void hold(int delta) const noexcept { q ? cq_set_ref(*q, delta) : cntr_set_ref(*c, delta); }
 };
 
 member member_of(fid* f) noexcept {
@@ -84,12 +87,12 @@ int poll_add(fid_poll* f, fid* event_fid, uint64_t flags) noexcept {
   pollset& p = pollset_of(f);
   const member m = member_of(event_fid);
   if (!m.q && !m.c) return -FI_EINVAL;  // CQs and counters only, and exanet's own
-  if ((m.q ? cq_domain(*m.q) : cntr_domain(*m.c)) != p.domain) return -FI_EINVAL;
+  if (m.domain() != p.domain) return -FI_EINVAL;
   return fi_guard([&]() -> int {
     core::level_guard g(p.lock);
     if (is_member(p.members, event_fid)) return -FI_EALREADY;
     p.members.push_back(m);
-    if (m.q) cq_set_ref(*m.q, 1); else cntr_set_ref(*m.c, 1);
+    m.hold(1);
     return 0;
   });
 }
@@ -99,10 +102,9 @@ int poll_del(fid_poll* f, fid* event_fid, uint64_t flags) noexcept {
   pollset& p = pollset_of(f);
   core::level_guard g(p.lock);
   if (!event_fid || !is_member(p.members, event_fid)) return -FI_ENOENT;
-  const member m = member_of(event_fid);
   erase_member(p.members, event_fid);
   p.next = 0;
-  if (m.q) cq_set_ref(*m.q, -1); else cntr_set_ref(*m.c, -1);
+  member_of(event_fid).hold(-1);
   return 0;
 }
 
@@ -285,7 +287,7 @@ int waitset_trywait(waitset& s) noexcept {
   // Counters' changes are not taken here: fi_trywait only says whether blocking is safe.
   core::level_guard g(s.lock);
   for (const member& m : s.members) {
-    if (m.q ? cq_progress_ready(*m.q) : cntr_progress_changed(*m.c, false)) {
+    if (m.ready(false)) {
       s.armed.store(false, std::memory_order_release);
       return -FI_EAGAIN;
     }
