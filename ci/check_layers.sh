@@ -9,12 +9,14 @@
 # Rules (a layer may always include itself):
 #   core      includes no other layer
 #   match     core
-#   dev       core (the interface: dev/*.hpp); only the bridge, dev/backend.hpp, includes dev/emu
-#   dev/emu   core, dev
-#   proto     core, match, dev (never dev/emu, never fi)
-#   fi        anything but dev/emu
+#   dev       core (the interface: dev/*.hpp); only the bridge, dev/backend.hpp, includes a backend
+#   dev/emu   core, dev (the emulated backend)
+#   dev/net   core, dev (the network backend), and <rdma/...>: a lower libfabric provider is its
+#             transport, as shared memory is the emulation's; it never includes proto/ or fi/
+#   proto     core, match, dev (never a backend, never fi)
+#   fi        anything but a backend
 #   core, match, dev and dev/emu never include <rdma/...> (they know nothing of libfabric)
-#   no file outside dev/emu names emu:: except the bridge
+#   no file outside a backend names its namespace (emu::, net::) except the bridge
 #   the dev::device concept and interface_of<D> (dev/device.hpp) list the same operations, and
 #   proto/ calls the device (dev_.) only through operations of that list
 # Tests and tools (prov/exanet/test, fabtests) are outside src/ and may speak the emulated
@@ -33,6 +35,7 @@ violation() {  # file:line, what
 layer_of() {
   case $1 in
     dev/emu/*) echo dev/emu ;;
+    dev/net/*) echo dev/net ;;
     core/* | match/* | dev/* | proto/* | fi/*) echo "${1%%/*}" ;;
     *) echo "" ;;
   esac
@@ -46,9 +49,9 @@ allowed() {
     core) return 1 ;;
     match) [[ $to == core ]] ;;
     dev) [[ $to == core ]] ;;
-    dev/emu) [[ $to == core || $to == dev ]] ;;
+    dev/emu | dev/net) [[ $to == core || $to == dev ]] ;;
     proto) [[ $to == core || $to == match || $to == dev ]] ;;
-    fi) [[ $to != dev/emu ]] ;;
+    fi) [[ $to != dev/emu && $to != dev/net ]] ;;
     *) return 1 ;;
   esac
 }
@@ -100,7 +103,7 @@ for f in "${files[@]}"; do
     [[ -n $target ]] || continue  # a system or libfabric header
     to=$(layer_of "$target")
     [[ -n $to ]] || continue
-    if [[ $to == dev/emu && $from != dev/emu ]]; then
+    if [[ ($to == dev/emu || $to == dev/net) && $from != "$to" ]]; then
       [[ $f == "$bridge" ]] ||
         violation "$f:$line" "includes $target: only $bridge may include a backend header"
       continue
@@ -109,11 +112,13 @@ for f in "${files[@]}"; do
       violation "$f:$line" "$from/ may not include $target ($to/): the layers are fi -> proto -> match, dev -> core"
   done < <(grep -n '^[[:space:]]*#[[:space:]]*include' "$f" || true)
 
-  if [[ $from != dev/emu && $f != "$bridge" ]]; then
-    while IFS= read -r hit; do
-      violation "$f:${hit%%:*}" "names emu:: (the emulated backend): use the dev:: names; only $bridge chooses the backend"
-    done < <(grep -n 'emu::' "$f" || true)
-  fi
+  for backend in emu net; do
+    if [[ $from != dev/$backend && $f != "$bridge" ]]; then
+      while IFS= read -r hit; do
+        violation "$f:${hit%%:*}" "names $backend:: (a backend): use the dev:: names; only $bridge chooses the backend"
+      done < <(grep -nE "(^|[^a-z_])$backend::" "$f" || true)
+    fi
+  done
 done
 
 # The concept and the wrapper proto holds list the same operations; proto calls no other.

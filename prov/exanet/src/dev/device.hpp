@@ -60,6 +60,9 @@ struct dma_write {
   std::span<const iovec> src;
   std::size_t src_offset = 0;
   std::uint64_t dst_addr = 0;     // virtual address in the target process
+  std::uint64_t dst_base = 0;     // where the window or registration it lands in starts, as the
+                                  // target announced it; backends whose transport addresses by
+                                  // offset (dev/net over tcp) write at dst_addr - dst_base
   std::size_t len = 0;
   bool notify = false;
   std::uint32_t notify_slot = 0;
@@ -106,6 +109,7 @@ struct drop_counts {
 struct dma_state {
   std::size_t done = 0;  // bytes of the payload handed to the engine
   bool notified = false;
+  void* in_flight = nullptr;  // the backend's: a lower operation this write waits for (dev/net)
 };
 
 /// How many of each resource an endpoint's device is opened with. Every backend sizes its

@@ -1,0 +1,259 @@
+// The ExaNeST primitives carried across hosts by one of libfabric's own network providers (issue
+// 13 part 2): the "lower" provider, `tcp` (tcp;ofi_rxm) by default, opened as an RDM endpoint of
+// its own. exanet never selects itself as the lower provider.
+//
+// How each primitive travels:
+//  - Mailbox packets are lower messages of exactly 64 bytes, sent with fi_injectdata; the 8 bytes
+//    of remote CQ data carry the sender's incarnation (a random 64-bit id chosen at open), which
+//    the receiver maps to the peer it learned from that sender's hello packet. They land in
+//    multi-receive buffers the receiver keeps posted. FIFO per pair is the lower endpoint's
+//    FI_ORDER_SAS. Every packet a sender sends takes one of its credits at that receiver; the
+//    receiver gives credits back in batches once it has consumed them, so what one sender can
+//    have in flight at a receiver is bounded and a full receiver means "again", never loss.
+//  - A DMA write is a lower RMA write (fi_writemsg) into memory the target registered with the
+//    lower provider. A receive window (window_open: slot, generation, range) is registered under
+//    a key derived from its slot and generation, so a write naming a stale generation or a range
+//    outside the window is refused by the lower provider at the target, and the initiator gets
+//    the error. The 16-byte notification follows as a device packet on the mailbox path: the
+//    lower endpoint's FI_ORDER_SAW (a send is not processed before an earlier write) makes the
+//    data visible at the target before the notification, as ExaNeST's engine guarantees.
+//
+// This is the first step of the backend: the mailbox (with credits, hellos and the PDID check),
+// notification slots with windows, and DMA writes into them. Bounce rings, RMA registrations,
+// reads, access events and liveness come next; until then it is not selectable as the
+// endpoint's backend (dev/backend.hpp) and is exercised by its own test
+// (prov/exanet/test/dev/net_device_test.cpp), also across network namespaces.
+#pragma once
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <deque>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/status.hpp"
+#include "dev/device.hpp"
+
+namespace exanet::dev::net {
+
+/// Device packet types of this backend (byte 0; dev::first_device_packet_type and above).
+enum class device_packet : std::uint8_t {
+  notify = 0xF1,  // a DMA write's notification, behind its data
+  hello = 0xF2,   // first packet to a peer: who I am and how to answer me
+  credit = 0xF3,  // the receiver consumed this many of my packets
+};
+
+inline constexpr std::size_t max_name_bytes = 40;
+
+/// What another host needs to reach an endpoint: the lower provider's name for it, the PDID and
+/// the incarnation that stamps its packets. Trivially copyable: it travels in a hello packet
+/// (dev::packet_bytes) and, later, inside the endpoint's name.
+struct address {
+  std::uint32_t pdid = 0;
+  std::uint16_t name_len = 0;
+  std::uint16_t version = 1;
+  std::uint64_t incarnation = 0;
+  std::array<std::byte, max_name_bytes> name{};
+  friend bool operator==(const address&, const address&) = default;
+};
+static_assert(sizeof(address) == 56 && std::is_trivially_copyable_v<address>);
+
+struct open_params {
+  std::string provider = "tcp";  // the lower provider (fi_info's prov_name, first of its stack)
+  std::string node;              // local address to bind (empty: the lower provider's first)
+  std::uint32_t pdid = 0;
+  std::uint32_t notify_slots = 1024;
+  std::uint32_t credits = 128;           // packets a sender may have unconsumed at a receiver
+  std::uint32_t receive_bytes = 1 << 18;  // each of the two multi-receive buffers
+};
+
+/// What the target's checks refused, by reason (net counterpart of dev::drop_counts).
+struct net_drops {
+  std::uint64_t foreign_pdid = 0;    // a hello of another protection domain
+  std::uint64_t unknown_sender = 0;  // a packet from an incarnation that sent no hello
+  std::uint64_t bad_field = 0;       // a device packet naming a slot or length that is not
+  std::uint64_t notify_refused = 0;  // a notification for a slot not armed with that generation
+};
+
+class device {
+ public:
+  device() = default;
+  device(const device&) = delete;
+  device& operator=(const device&) = delete;
+  ~device() { close(); }
+
+  /// Opens the lower provider's fabric, domain, endpoint, CQ and AV, and posts the receive
+  /// buffers. not_supported: no such lower provider with what this backend needs (logged);
+  /// invalid: the lower provider is exanet itself.
+  core::status open(const open_params& p) noexcept;
+  void close() noexcept;
+
+  const address& local_address() const noexcept { return self_; }
+  caps capabilities() const noexcept { return {.dma_read = false, .direct_user_write = true}; }
+  const std::string& lower_provider() const noexcept { return lower_name_; }
+
+  // ---- peers ------------------------------------------------------------------------------
+  /// Inserts a's lower name and queues our hello to it. access: another PDID.
+  core::status connect(const address& a, peer_id& out) noexcept;
+  const address& peer_address(peer_id p) const noexcept { return peers_[p].addr; }
+  std::size_t peer_count() const noexcept { return peers_.size(); }
+
+  // ---- packetizer -> mailbox ---------------------------------------------------------------
+  /// A packet to p: again when p has no credit left for us (or the lower endpoint is busy).
+  core::status mailbox_send(peer_id p, const packet& pk) noexcept;
+  core::status mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept;
+  void mailbox_publish(const mailbox_reservation& r) noexcept;
+
+  /// Drives the lower provider and hands up to budget protocol packets, in arrival order per
+  /// sender, to on_packet(peer_id, const packet&). Device packets (hello, credit, notification)
+  /// are handled here; write completions are recorded for dma_post. A call with budget 0 (or
+  /// one that reads more than its budget) only makes progress: the packets it read wait, in
+  /// order, for the next call. They are bounded: each holds a credit its sender gets back only
+  /// when the packet is delivered.
+  template <class F>
+  std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
+    std::size_t n = 0;
+    for (; n < budget && !held_.empty(); ++n) {
+      const held_packet h = held_.front();
+      held_.pop_front();
+      consumed(h.from);
+      on_packet(h.from, h.pk);
+    }
+    do {
+      fi_cq_data_entry e[16];
+      const ssize_t got = fi_cq_read(cq_, e, 16);
+      if (got == -FI_EAGAIN) break;
+      if (got < 0) {
+        on_cq_error();
+        continue;
+      }
+      for (ssize_t i = 0; i < got; ++i) {
+        if (e[i].flags & FI_RECV) {
+          packet pk;
+          peer_id from = no_peer;
+          if (take_received(e[i], pk, from)) {
+            if (n < budget && held_.empty()) {
+              consumed(from);
+              on_packet(from, pk);
+              ++n;
+            } else {
+              held_.push_back({from, pk});
+            }
+          }
+          if (e[i].flags & FI_MULTI_RECV) repost(e[i].op_context);
+        } else {
+          on_tx_done(e[i].op_context, 0);
+        }
+      }
+    } while (n < budget);
+    flush_pending();
+    return n;
+  }
+
+  // ---- notification slots ------------------------------------------------------------------
+  bool notify_alloc(std::uint32_t& slot, std::uint32_t& gen) noexcept;
+  /// Registers [va, va + len) with the lower provider for this use of the slot: the only range a
+  /// write naming (slot, gen) may land in. false: the lower provider refused the registration.
+  bool window_open(std::uint32_t slot, std::uint64_t va, std::uint64_t len) noexcept;
+  bool notify_test(std::uint32_t slot, std::uint32_t gen, notification& out) const noexcept {
+    if (slot >= slots_.size() || slots_[slot].landed != gen || gen == 0) return false;
+    out = slots_[slot].data;
+    return true;
+  }
+  void notify_free(std::uint32_t slot) noexcept;
+
+  // ---- DMA engine --------------------------------------------------------------------------
+  /// A write into a window the target armed (w.notify_slot, w.notify_gen), then its
+  /// notification. again: in flight (the lower write has not completed, so the source buffers
+  /// are still in use) or no credit for the notification; call again after poll_mailbox.
+  /// access: the target refused the range (stale generation, outside the window); peer_dead.
+  /// RMA writes (w.key_slot) are not carried yet: not_supported.
+  core::status dma_post(const dma_write& w, dma_state& st) noexcept;
+
+  const net_drops& drops() const noexcept { return drops_; }
+
+ private:
+  struct peer {
+    address addr{};
+    fi_addr_t fa = FI_ADDR_UNSPEC;
+    std::uint32_t credits = 0;    // packets we may still send it
+    std::uint32_t consumed = 0;   // its packets we consumed and have not given credit for
+    bool hello_due = true;        // our hello has not been sent yet
+    std::uint32_t queued = 0;     // our packets to it waiting in pending_ (FIFO behind them)
+  };
+  struct held_packet {
+    peer_id from = 0;
+    packet pk{};
+  };
+  struct pending_packet {
+    peer_id to = 0;
+    packet pk{};
+  };
+  struct slot {
+    std::uint32_t gen = 0;     // current use, 0: free
+    std::uint32_t landed = 0;  // generation whose notification arrived
+    notification data{};
+    fid_mr* mr = nullptr;
+  };
+  /// A lower operation in flight; its fi_context2 must come first (FI_CONTEXT2 mode).
+  struct op_context {
+    fi_context2 ctx{};
+    enum class kind : std::uint8_t { free, receive, write } what = kind::free;
+    bool done = false;
+    int err = 0;
+    std::uint32_t index = 0;
+    std::size_t len = 0;  // a write's bytes
+  };
+
+  bool take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from) noexcept;
+  void on_device_packet(peer_id from, const packet& pk) noexcept;
+  void on_hello(std::uint64_t incarnation, const packet& pk) noexcept;
+  void on_cq_error() noexcept;
+  void on_tx_done(void* ctx, int err) noexcept;
+  void repost(void* ctx) noexcept;
+  core::status post_receive(std::uint32_t buffer) noexcept;
+  core::status inject(peer_id p, const packet& pk) noexcept;
+  core::status send_or_queue(peer_id p, const packet& pk) noexcept;
+  void flush_pending() noexcept;
+  void give_credit(peer_id p) noexcept;
+  /// A packet of p's was delivered or handled: its credit may go back.
+  void consumed(peer_id p) noexcept {
+    ++peers_[p].consumed;
+    give_credit(p);
+  }
+  core::status send_hello(peer_id p) noexcept;
+  op_context* op_acquire() noexcept;
+  static std::uint64_t window_key(std::uint32_t slot, std::uint32_t gen) noexcept {
+    return (std::uint64_t{1} << 63) | (std::uint64_t{gen & 0x7fffffffu} << 32) | slot;
+  }
+
+  open_params params_{};
+  std::string lower_name_;
+  fi_info* info_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_av* av_ = nullptr;
+  address self_{};
+  std::vector<peer> peers_;
+  std::unordered_map<std::uint64_t, peer_id> by_incarnation_;
+  std::deque<pending_packet> pending_;  // bounded: each holds one of the receiver's credits
+  std::deque<held_packet> held_;        // read, not yet delivered; bounded by the senders' credits
+  std::vector<slot> slots_;
+  std::uint32_t next_gen_ = 1;
+  std::vector<std::vector<std::byte>> receive_buffers_;
+  std::vector<op_context> ops_;  // receives first (one per buffer), then writes
+  std::vector<std::uint32_t> free_ops_;
+  packet reserved_{};            // mailbox_reserve's packet, sent by publish
+  peer_id reserved_for_ = no_peer;
+  std::size_t iov_limit_ = 1;
+  bool offset_addressing_ = false;  // the lower provider names remote memory by offset
+  net_drops drops_{};
+};
+
+}  // namespace exanet::dev::net

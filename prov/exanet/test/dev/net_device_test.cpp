@@ -1,0 +1,387 @@
+// The network backend (dev/net) between two real processes over a real lower provider (tcp by
+// default): mailbox packets in order under back-pressure, a DMA write with a random iovec layout
+// into a window followed by its notification, writes the target must refuse (stale generation,
+// outside the window) leaving its memory unchanged, and a sender of another PDID whose packets
+// the target drops.
+//
+//   net_device_test pair [provider]            both processes here (fork), over 127.0.0.1
+//   net_device_test serve FILE NODE [provider] the target: binds NODE, writes its address to FILE
+//   net_device_test client FILE NODE [provider] the initiator: reads FILE (another host's target)
+// Exit 0 when every check held; each failed check is printed.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "dev/net/device.hpp"
+
+namespace {
+using namespace exanet;
+using dev::net::device;
+
+int failures = 0;
+#define CHECK(cond, ...)                                   \
+  do {                                                     \
+    if (!(cond)) {                                         \
+      ++failures;                                          \
+      std::fprintf(stderr, "[%d] FAILED %s: ", getpid(), #cond); \
+      std::fprintf(stderr, __VA_ARGS__);                   \
+      std::fprintf(stderr, "\n");                          \
+    }                                                      \
+  } while (0)
+
+// Protocol packets of this test (types below the device's own).
+enum : std::uint8_t { seq_pkt = 1, seq_done, window_offer, write_done, refusal_offer, refusal_done };
+
+constexpr std::uint32_t packets = 20000;
+constexpr std::size_t window_bytes = (1u << 20) + 4093;  // not a multiple of anything
+
+struct offer {
+  std::uint8_t type;
+  std::uint8_t pad[3];
+  std::uint32_t slot;
+  std::uint32_t gen;
+  std::uint32_t pad2;
+  std::uint64_t va;
+  std::uint64_t len;
+};
+
+template <class T>
+dev::packet pack(const T& v) {
+  dev::packet p{};
+  std::memcpy(p.data(), &v, sizeof v);
+  return p;
+}
+template <class T>
+T unpack(const dev::packet& p) {
+  T v;
+  std::memcpy(&v, p.data(), sizeof v);
+  return v;
+}
+
+std::byte pattern(std::size_t i, std::uint32_t seed) {
+  return static_cast<std::byte>((i * 131 + seed * 7 + (i >> 11)) & 0xff);
+}
+
+// Polls until one protocol packet arrives (60 s at most).
+bool next_packet(device& d, dev::peer_id& from, dev::packet& out) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  bool got = false;
+  while (!got && std::chrono::steady_clock::now() < end)
+    d.poll_mailbox(1, [&](dev::peer_id f, const dev::packet& p) {
+      from = f;
+      out = p;
+      got = true;
+    });
+  return got;
+}
+
+core::status send_blocking(device& d, dev::peer_id p, const dev::packet& pk) {
+  for (;;) {
+    const core::status s = d.mailbox_send(p, pk);
+    if (s != core::status::again) return s;
+    d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+  }
+}
+
+core::status write_blocking(device& d, const dev::dma_write& w) {
+  dev::dma_state st;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (;;) {
+    const core::status s = d.dma_post(w, st);
+    if (s != core::status::again) return s;
+    if (std::chrono::steady_clock::now() > end) return core::status::io;
+    d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+  }
+}
+
+dev::net::open_params params_for(const std::string& node, const std::string& provider,
+                                 std::uint32_t pdid = 7) {
+  dev::net::open_params p;
+  p.provider = provider;
+  p.node = node;
+  p.pdid = pdid;
+  p.credits = 64;  // small, so back-pressure happens
+  return p;
+}
+
+// ---- the target --------------------------------------------------------------------------------
+
+int serve(int out_fd, const std::string& file, const std::string& node, const std::string& prov) {
+  device d;
+  if (core::status s = d.open(params_for(node, prov)); !core::ok(s)) {
+    std::fprintf(stderr, "target: open over %s failed: %d\n", prov.c_str(), core::to_int(s));
+    return 2;
+  }
+  const dev::net::address self = d.local_address();
+  if (out_fd >= 0) {
+    if (write(out_fd, &self, sizeof self) != sizeof self) return 2;
+    ::close(out_fd);
+  } else {
+    const std::string tmp = file + ".tmp";
+    std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(&self), sizeof self);
+    std::rename(tmp.c_str(), file.c_str());
+  }
+
+  // 1. Packets in order, whatever the back-pressure.
+  dev::peer_id from = dev::no_peer;
+  dev::packet pk;
+  std::uint32_t expect = 0;
+  while (expect < packets) {
+    if (!next_packet(d, from, pk)) { CHECK(false, "packet %u never came", expect); return 1; }
+    if (static_cast<std::uint8_t>(pk[0]) != seq_pkt) { CHECK(false, "type %u", unsigned(pk[0])); break; }
+    std::uint32_t seq;
+    std::memcpy(&seq, pk.data() + 4, 4);
+    CHECK(seq == expect, "packet %u arrived as number %u", seq, expect);
+    CHECK(pk[63] == pattern(seq, 1), "packet %u corrupted", seq);
+    expect = seq + 1;
+  }
+  const dev::peer_id initiator = from;
+  CHECK(send_blocking(d, initiator, pack(std::uint8_t{seq_done})) == core::status::ok, "seq_done");
+
+  // 2. A window for a DMA write, at an odd offset.
+  std::vector<std::byte> buf(window_bytes + 64, std::byte{0xAB});
+  std::byte* window = buf.data() + 13;
+  offer o{};
+  o.type = window_offer;
+  CHECK(d.notify_alloc(o.slot, o.gen), "notify_alloc");
+  o.va = reinterpret_cast<std::uint64_t>(window);
+  o.len = window_bytes;
+  CHECK(d.window_open(o.slot, o.va, o.len), "window_open");
+  CHECK(send_blocking(d, initiator, pack(o)) == core::status::ok, "offer");
+  dev::notification n{};
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!d.notify_test(o.slot, o.gen, n) && std::chrono::steady_clock::now() < end)
+    d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});  // progress; packets wait
+  CHECK(d.notify_test(o.slot, o.gen, n), "the notification never landed");
+  std::uint32_t seed;
+  std::memcpy(&seed, n.data(), 4);
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < window_bytes; ++i) bad += window[i] != pattern(i, seed);
+  CHECK(bad == 0, "%zu of %zu bytes differ after the notification", bad, window_bytes);
+  CHECK(buf[12] == std::byte{0xAB} && window[window_bytes] == std::byte{0xAB},
+        "bytes outside the window changed");
+  d.notify_free(o.slot);
+  (void)next_packet(d, from, pk);
+  CHECK(static_cast<std::uint8_t>(pk[0]) == write_done, "write_done, got %u", unsigned(pk[0]));
+
+  // 3. The sender of another PDID: its hello is refused, nothing of it is delivered.
+  const auto quiet = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+  std::size_t stray = 0;
+  while (std::chrono::steady_clock::now() < quiet)
+    stray += d.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+  CHECK(stray == 0, "%zu packets delivered from another PDID", stray);
+  CHECK(d.drops().foreign_pdid >= 1, "no hello of another PDID was refused");
+  CHECK(d.drops().unknown_sender >= 1, "the foreign sender's packet was not dropped");
+  // 4. Writes the target must refuse, last: tcp answers a refused write by closing the
+  // connection between the pair, so nothing follows them on it. The target's memory stays as it
+  // is and the initiator sees an error (its own exit status); a lone notification for a wrong
+  // generation, sent before them, is dropped and counted.
+  std::vector<std::byte> guarded(8192, std::byte{0x5A});
+  offer r{};
+  r.type = refusal_offer;
+  CHECK(d.notify_alloc(r.slot, r.gen), "notify_alloc 2");
+  r.va = reinterpret_cast<std::uint64_t>(guarded.data() + 4096);
+  r.len = 1024;
+  CHECK(d.window_open(r.slot, r.va, r.len), "window_open 2");
+  CHECK(send_blocking(d, initiator, pack(r)) == core::status::ok, "refusal offer");
+  const auto refusals = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  bool told = false;
+  while (!told && std::chrono::steady_clock::now() < refusals)
+    d.poll_mailbox(16, [&](dev::peer_id, const dev::packet& p) {
+      told = static_cast<std::uint8_t>(p[0]) == refusal_done;
+    });
+  std::size_t changed = 0;
+  for (std::byte b : guarded) changed += b != std::byte{0x5A};
+  CHECK(changed == 0, "%zu guarded bytes changed by refused writes", changed);
+  CHECK(!d.notify_test(r.slot, r.gen, n), "a refused write's notification landed");
+  CHECK(d.drops().notify_refused >= 1, "the forged notification was not counted");
+  return failures == 0 ? 0 : 1;
+}
+
+// ---- the initiator -----------------------------------------------------------------------------
+
+int initiate(const dev::net::address& target, const std::string& node, const std::string& prov) {
+  device d;
+  if (core::status s = d.open(params_for(node, prov)); !core::ok(s)) {
+    std::fprintf(stderr, "initiator: open failed: %d\n", core::to_int(s));
+    return 2;
+  }
+  dev::peer_id t = dev::no_peer;
+  CHECK(d.connect(target, t) == core::status::ok, "connect");
+  dev::net::address other_pdid = target;
+  other_pdid.pdid += 1;
+  CHECK(d.connect(other_pdid, t) == core::status::access, "connect across PDIDs must fail");
+
+  std::size_t agains = 0;
+  for (std::uint32_t seq = 0; seq < packets; ++seq) {
+    dev::packet pk{};
+    pk[0] = std::byte{seq_pkt};
+    std::memcpy(pk.data() + 4, &seq, 4);
+    pk[63] = pattern(seq, 1);
+    for (;;) {
+      const core::status s = d.mailbox_send(t, pk);
+      if (s == core::status::ok) break;
+      CHECK(s == core::status::again, "send %u: %d", seq, core::to_int(s));
+      if (s != core::status::again) return 1;
+      ++agains;
+      d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+    }
+  }
+  dev::peer_id from;
+  dev::packet pk;
+  CHECK(next_packet(d, from, pk) && static_cast<std::uint8_t>(pk[0]) == seq_done, "seq_done");
+  CHECK(agains > 0, "credits never ran out in %u packets (the bound is not exercised)", packets);
+
+  // The DMA write: random iovec layout, two posts (the second notifies).
+  CHECK(next_packet(d, from, pk) && static_cast<std::uint8_t>(pk[0]) == window_offer, "offer");
+  const offer o = unpack<offer>(pk);
+  std::mt19937 rng(getpid());
+  const std::uint32_t seed = rng();
+  std::vector<std::byte> src(o.len + 256);
+  std::byte* data = src.data() + (rng() % 64);
+  for (std::size_t i = 0; i < o.len; ++i) data[i] = pattern(i, seed);
+  std::vector<iovec> iov;
+  for (std::size_t at = 0; at < o.len;) {
+    const std::size_t take = std::min<std::size_t>(o.len - at, 1 + rng() % 300000);
+    iov.push_back({data + at, take});
+    at += take;
+  }
+  const std::size_t first = o.len / 3 + 5;
+  dev::dma_write w;
+  w.peer = t;
+  w.src = iov;
+  w.src_offset = 0;
+  w.dst_addr = o.va;
+  w.dst_base = o.va;
+  w.len = first;
+  w.notify_slot = o.slot;
+  w.notify_gen = o.gen;
+  { const core::status ws = write_blocking(d, w); CHECK(ws == core::status::ok, "first write: %d", core::to_int(ws)); }
+  w.src_offset = first;
+  w.dst_addr = o.va + first;
+  w.len = o.len - first;
+  w.notify = true;
+  std::memcpy(w.notify_data.data(), &seed, 4);
+  CHECK(write_blocking(d, w) == core::status::ok, "second write with its notification");
+  CHECK(send_blocking(d, t, pack(std::uint8_t{write_done})) == core::status::ok, "write_done");
+
+  // Another PDID: a second device that claims the target's PDID locally to get its packets out.
+  {
+    device foreign;
+    if (core::ok(foreign.open(params_for(node, prov, 8)))) {
+      dev::net::address as_if = target;
+      as_if.pdid = 8;
+      dev::peer_id ft;
+      CHECK(foreign.connect(as_if, ft) == core::status::ok, "foreign connect");
+      dev::packet fp{};
+      fp[0] = std::byte{seq_pkt};
+      CHECK(send_blocking(foreign, ft, fp) == core::status::ok, "foreign send");
+      const auto settle = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+      while (std::chrono::steady_clock::now() < settle)
+        foreign.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+    } else {
+      CHECK(false, "second device");
+    }
+  }
+  // Refused writes: a stale generation, then a range past the window.
+  CHECK(next_packet(d, from, pk) && static_cast<std::uint8_t>(pk[0]) == refusal_offer, "offer 2");
+  const offer r = unpack<offer>(pk);
+  std::vector<std::byte> junk(4096, std::byte{0xEE});
+  const iovec jv{junk.data(), junk.size()};
+  dev::dma_write bad;
+  bad.peer = t;
+  bad.src = {&jv, 1};
+  bad.dst_addr = r.va;
+  bad.dst_base = r.va;
+  bad.len = 512;
+  bad.notify_slot = r.slot;
+  bad.notify_gen = r.gen + 1;  // not the generation the target armed
+  bad.notify = true;
+  // First a lone notification for a wrong generation: the target's device drops it.
+  bad.len = 0;
+  bad.notify = true;
+  bad.notify_gen = r.gen + 7;
+  CHECK(write_blocking(d, bad) == core::status::ok, "a lone notification is sent");
+  bad.len = 512;
+  bad.notify_gen = r.gen + 1;
+  core::status s = write_blocking(d, bad);
+  CHECK(s != core::status::ok, "a write with a stale generation succeeded");
+  // tcp has closed this pair's connection now: the range refusal goes through a fresh endpoint.
+  {
+    device fresh;
+    dev::peer_id ft = dev::no_peer;
+    CHECK(core::ok(fresh.open(params_for(node, prov))) && fresh.connect(target, ft) == core::status::ok,
+          "a second initiator");
+    bad.peer = ft;
+    bad.notify_gen = r.gen;
+    bad.dst_addr = r.va + r.len - 100;  // runs 412 bytes past the window
+    bad.notify = false;
+    bad.len = 512;
+    s = write_blocking(fresh, bad);
+    CHECK(s != core::status::ok, "a write past the window succeeded");
+  }
+  (void)d.mailbox_send(t, pack(std::uint8_t{refusal_done}));  // the connection may be gone
+
+  return failures == 0 ? 0 : 1;
+}
+
+dev::net::address read_address(const std::string& file) {
+  dev::net::address a{};
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (std::chrono::steady_clock::now() < end) {
+    std::ifstream in(file, std::ios::binary);
+    if (in.read(reinterpret_cast<char*>(&a), sizeof a)) return a;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  std::fprintf(stderr, "no address in %s\n", file.c_str());
+  std::exit(2);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  alarm(120);  // a hang is a failure
+  const std::string mode = argc > 1 ? argv[1] : "pair";
+  if (mode == "pair") {
+    const std::string prov = argc > 2 ? argv[2] : "tcp";
+    int fds[2];
+    if (pipe(fds) != 0) return 2;
+    const pid_t child = fork();
+    if (child == 0) {
+      ::close(fds[0]);
+      _exit(serve(fds[1], "", "127.0.0.1", prov));
+    }
+    ::close(fds[1]);
+    dev::net::address target{};
+    if (read(fds[0], &target, sizeof target) != sizeof target) {
+      std::fprintf(stderr, "the target did not start\n");
+      waitpid(child, nullptr, 0);
+      return 2;
+    }
+    const int rc = initiate(target, "127.0.0.1", prov);
+    int status = 0;
+    waitpid(child, &status, 0);
+    const int target_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    std::printf("net_device_test over %s: initiator %s, target %s\n", prov.c_str(),
+                rc == 0 ? "ok" : "FAILED", target_rc == 0 ? "ok" : "FAILED");
+    return rc == 0 && target_rc == 0 ? 0 : 1;
+  }
+  if ((mode == "serve" || mode == "client") && argc >= 4) {
+    const std::string prov = argc > 4 ? argv[4] : "tcp";
+    if (mode == "serve") return serve(-1, argv[2], argv[3], prov);
+    return initiate(read_address(argv[2]), argv[3], prov);
+  }
+  std::fprintf(stderr, "usage: %s pair [provider] | serve FILE NODE [provider] | client FILE "
+               "NODE [provider]\n", argv[0]);
+  return 2;
+}
