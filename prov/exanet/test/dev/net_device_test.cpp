@@ -229,7 +229,18 @@ int initiate(const dev::net::address& target, const std::string& node, const std
     std::memcpy(pk.data() + 4, &seq, 4);
     pk[63] = pattern(seq, 1);
     for (;;) {
-      const core::status s = d.mailbox_send(t, pk);
+      // Both ways of sending, interleaved: send, and reserve + write in place + publish.
+      core::status s;
+      if (seq % 3 == 1) {
+        dev::mailbox_reservation slot;
+        s = d.mailbox_reserve(t, slot);
+        if (core::ok(s)) {
+          std::memcpy(slot.data(), pk.data(), pk.size());
+          d.mailbox_publish(slot);
+        }
+      } else {
+        s = d.mailbox_send(t, pk);
+      }
       if (s == core::status::ok) break;
       CHECK(s == core::status::again, "send %u: %d", seq, core::to_int(s));
       if (s != core::status::again) return 1;
