@@ -3,7 +3,7 @@
 // per (sender, receiver) pair into the receiver's mailbox, tagged with the sender's PDID; and a DMA
 // engine that writes local data to a remote virtual address, then a 16-byte notification. The rest
 // is what the engine and the target keep around those two: notification slots and their windows,
-// bounce rings, the RMA protection table and access events, peer liveness, drop counts.
+// bounce rings, the RMA protection table and access events, lost peers as events, drop counts.
 //
 // `device` below is the contract, grouped by primitive. A backend is chosen at compile time
 // (dev/backend.hpp: dev/emu today), so the data path makes no virtual call; proto/ holds it as
@@ -134,6 +134,10 @@ struct open_params {
   geometry geo{};
   bool use_cma = true;  // false: never write user memory directly, always stage (tests the
                         // fallback; also for hosts where the kernel refuses cross-memory attach)
+  // A backend that learns of lost peers only by asking about each (the emulation: the process
+  // and the endpoint's closed flag) asks at most this often, however often take_lost_peers is
+  // called; one whose transport reports lost peers (a connection error) ignores it.
+  std::uint32_t liveness_period_ms = 200;
 };
 
 /// A claimed, not yet published packet slot in a peer's mailbox: the protocol writes the packet
@@ -169,6 +173,9 @@ struct event_handler_archetype {
 struct slot_handler_archetype {
   void operator()(std::uint32_t slot) const noexcept;
 };
+struct lost_peer_handler_archetype {
+  void operator()(peer_id lost) const noexcept;
+};
 
 // The contract, grouped by primitive. Every operation is noexcept (the data path never throws);
 // "again" always means back-pressure, never loss; a peer_id is one connect() or a poll gave.
@@ -184,7 +191,7 @@ concept device =
              ring_space& rs, const ring_space& crs, notification& nout,
              const notification& nin, const key_grant& g, key_grant& gout, rma_target& tout,
              packet_handler_archetype on_packet, event_handler_archetype on_event,
-             slot_handler_archetype on_slot) {
+             slot_handler_archetype on_slot, lost_peer_handler_archetype on_lost) {
       // ---- lifetime, addressing, capabilities -------------------------------------------------
       // open(params): this endpoint's mailbox, slots, rings and table; close(): gives them back.
       { d.open(op) } noexcept -> std::same_as<core::status>;
@@ -262,14 +269,21 @@ concept device =
       // not_supported: none for us); poll_events(budget, on_event(peer_id, const notification&)).
       { d.event_post(p, nin) } noexcept -> std::same_as<core::status>;
       { d.poll_events(n, on_event) } noexcept -> std::same_as<std::size_t>;
-      // ---- liveness: a dead peer becomes error completions, never a hang ----------------------
-      // alive(peer): false once its process is gone or it closed. forget(peer) frees what we hold
-      // there (forgotten(peer) says so). take_dead_found(): true once after an operation found a
-      // peer dead that is not forgotten yet.
-      { d.peer_alive(p) } noexcept -> std::same_as<bool>;
+      // ---- lost peers, as events: a dead peer becomes error completions, never a hang -------
+      // take_lost_peers(now_ms, on_lost(peer_id)): each peer the device has learned is gone (its
+      // process died, its endpoint closed, its host is unreachable) and that is not forgotten
+      // yet, once; false when it reported none. Where it learns is the backend's business: the
+      // emulation asks the kernel and the peer's segment here, at most once per open_params'
+      // liveness_period_ms by the caller's monotonic clock now_ms; a network backend reports the
+      // connection errors and lost keepalives its transport gave it, and needs no clock.
+      // Protocols ask only while something waits on a peer, so an idle endpoint costs nothing.
+      // take_dead_found(): true once after an operation found a peer gone (peer_dead) that is
+      // not forgotten yet; one load, for the data path, which then calls take_lost_peers at once.
+      // forget(peer) frees what we hold there (forgotten(peer) says so from then on).
+      { d.take_lost_peers(u64, on_lost) } noexcept -> std::same_as<bool>;
+      { d.take_dead_found() } noexcept -> std::same_as<bool>;
       { cd.peer_forgotten(p) } noexcept -> std::same_as<bool>;
       { d.forget_dead_peer(p) } noexcept -> std::same_as<void>;
-      { d.take_dead_found() } noexcept -> std::same_as<bool>;
       // ---- what the target's checks refused, by reason -----------------------------------------
       { cd.drops() } noexcept -> std::same_as<const drop_counts&>;
     };
@@ -325,11 +339,11 @@ class interface_of : private D {
   using D::grant_check;
   using D::event_post;
   using D::poll_events;
-  // liveness
-  using D::peer_alive;
+  // lost peers
+  using D::take_lost_peers;
+  using D::take_dead_found;
   using D::peer_forgotten;
   using D::forget_dead_peer;
-  using D::take_dead_found;
   // drops
   using D::drops;
 };

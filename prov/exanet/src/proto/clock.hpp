@@ -1,4 +1,4 @@
-// The clock of the liveness check and the rendezvous timeout. CLOCK_MONOTONIC_COARSE is read
+// The clock of the watch over peers (lost peers, the rendezvous timeout). CLOCK_MONOTONIC_COARSE is read
 // through the vDSO (no syscall), and its resolution (a few ms) is far finer than the periods it
 // measures (hundreds of ms to tens of seconds).
 #pragma once

@@ -47,7 +47,9 @@ struct config {
                                            // with cross-memory attach, which lands without the
                                            // target's progress
   core::copy_policy copy = core::copy_policy::automatic;  // FI_EXANET_COPY: misaligned copies
-  unsigned dead_peer_check_ms = 200;       // liveness check period while waiting on a peer
+  unsigned dead_peer_check_ms = 200;       // period of the watch over peers waited on (lost
+                                           // peers, rendezvous timeouts); the device polls
+                                           // liveness at most this often (open_params)
   unsigned rndv_timeout_ms = 30000;        // FI_EXANET_RNDV_TIMEOUT_MS: a receive matched to a
                                            // rendezvous whose data has not come for this long
                                            // probes its sender (rndv_probe.cpp); 0: never

@@ -64,6 +64,7 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
   p.geo.key_slots = next_pow2(cfg.mr_keys);
   p.geo.event_rings = static_cast<std::uint32_t>(cfg.event_rings);
   p.use_cma = cfg.use_cma;
+  p.liveness_period_ms = cfg.dead_peer_check_ms;
   protocols_ = protocol_table::build(selection_inputs::from(cfg, p.geo.bounce_ring_bytes));
   cfg_.medium_max = protocols_.medium_max();  // as the table clamped it
   if (core::status s = open_intake(); !core::ok(s)) return s;

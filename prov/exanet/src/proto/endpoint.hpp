@@ -476,12 +476,15 @@ class endpoint {
   std::size_t retry_backlog() noexcept;
   /// True while something waits on a peer: a transfer, a posted receive (directed or not).
   bool waiting_on_peers() const noexcept;
-  void check_dead_peers() noexcept;
-  void fail_dead_peers() noexcept;  // every peer found dead and not forgotten yet: fail_peer
+  /// Once per dead_peer_check_ms while waiting on peers: lost peers, rendezvous timeouts.
+  void watch_peers() noexcept;
+  void fail_lost_peers(std::uint64_t now_ms) noexcept;  // each peer the device reports lost
+  /// What an operation that met a dead peer calls (cold: once per death found).
+  [[gnu::cold, gnu::noinline]] void fail_found_dead() noexcept;
   /// After an operation that may have found a peer dead (the device says so once): fail that
   /// peer's operations and reclaim its segment before the caller sees any error.
   void settle_found_dead() noexcept {
-    if (dev_.take_dead_found()) [[unlikely]] fail_dead_peers();
+    if (dev_.take_dead_found()) [[unlikely]] fail_found_dead();
   }
   /// Takes what a peer that just died had already delivered, before its operations fail.
   void settle_arrivals() noexcept;
@@ -575,7 +578,7 @@ class endpoint {
   std::vector<std::uint64_t> source_cache_;  // peer -> fi_addr; unknown_source + 1 = unresolved
   std::size_t min_multi_recv_ = 64;
   std::uint32_t progress_calls_ = 0;
-  std::uint64_t last_dead_check_ms_ = 0;
+  std::uint64_t last_watch_ms_ = 0;  // watch_peers
   bool unstick_due_ = false;  // a peer died: watch the mailbox head for a slot it never published
   endpoint_stats stats_{};
   bool open_ = false;

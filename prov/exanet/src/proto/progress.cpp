@@ -36,7 +36,7 @@ struct protocol_access {
 namespace {
 constexpr auto g_rx_handlers = protocol_access::table();
 constexpr std::size_t mailbox_budget = 64;
-constexpr std::uint32_t dead_check_every = 256;  // progress calls between clock reads
+constexpr std::uint32_t watch_every = 256;  // progress calls between clock reads
 
 recv_request& recv_of(match::posted_entry& e) noexcept {
   return *reinterpret_cast<recv_request*>(reinterpret_cast<char*>(&e) -
@@ -98,9 +98,9 @@ std::size_t endpoint::progress() noexcept {
   if (!dma_backlog_.empty()) n += retry_dma();          // our writes that met a busy engine
   if (!backlog_.empty()) n += retry_backlog();          // control packets that met a full mailbox
   if (lift_due_) lift_suspended();                       // late RTRs, after this round's matches
-  // Liveness and the rendezvous timeout: one coarse clock read (vDSO, no syscall) every
-  // dead_check_every calls, and only while something waits on a peer.
-  if (++progress_calls_ % dead_check_every == 0 && waiting_on_peers()) check_dead_peers();
+  // Lost peers and the rendezvous timeout: one coarse clock read (vDSO, no syscall) every
+  // watch_every calls, and only while something waits on a peer.
+  if (++progress_calls_ % watch_every == 0 && waiting_on_peers()) watch_peers();
   // An operation above met a dead peer: everything of that peer fails now, and its segment is
   // reclaimed, before the application can see the first error.
   settle_found_dead();
@@ -109,9 +109,10 @@ std::size_t endpoint::progress() noexcept {
 
 bool endpoint::waiting_on_peers() const noexcept {
   // Posted receives count, any-source ones too: a survivor whose only business is a receive
-  // (a ping-pong waiting for its next message) must learn that the peer died, and the check
-  // also reclaims dead peers' segments. Its cost is a clock read per dead_check_every calls and
-  // one kill(pid, 0) per peer per dead_peer_check_ms.
+  // (a ping-pong waiting for its next message) must learn that the peer died, and the watch
+  // also reclaims dead peers' segments. Its cost is a clock read per watch_every calls, and per
+  // dead_peer_check_ms a look at the device's lost peers (a backend that must ask about each
+  // peer does so at most once per the period it was told at open).
   return !(wait_notify_.empty() && wait_cts_.empty() && dma_backlog_.empty() && backlog_.empty() &&
            rma_active_.empty() && wait_ri_.empty() && matchers_[0].posted_count() == 0 &&
            matchers_[1].posted_count() == 0);
@@ -138,31 +139,32 @@ std::size_t endpoint::retry_backlog() noexcept {
   return n;
 }
 
-void endpoint::check_dead_peers() noexcept {
+void endpoint::watch_peers() noexcept {
   const std::uint64_t now = coarse_now_ms();
-  if (now - last_dead_check_ms_ < cfg_.dead_peer_check_ms) return;
-  last_dead_check_ms_ = now;
-  // One kill(pid, 0) per known peer, only while something waits on a peer: cheap, and it also
-  // reclaims the segments of peers that died with nothing in flight.
-  fail_dead_peers();
+  if (now - last_watch_ms_ < cfg_.dead_peer_check_ms) return;
+  last_watch_ms_ = now;
+  // Only while something waits on a peer: the device's lost peers fail their transfers, and
+  // their segments are reclaimed even when they died with nothing in flight.
+  fail_lost_peers(now);
   expire_rendezvous(now);
 }
 
-void endpoint::fail_dead_peers() noexcept {
+void endpoint::fail_lost_peers(std::uint64_t now_ms) noexcept {
   bool settled = false;
-  for (dev::peer_id p = 0; p < dev_.peer_count(); ++p) {
-    if (dev_.peer_forgotten(p) || dev_.peer_alive(p)) continue;
+  dev_.take_lost_peers(now_ms, [this, &settled](dev::peer_id p) {
     if (!settled) {
       settle_arrivals();
       settled = true;
     }
     fail_peer(p);
     unstick_due_ = true;
-  }
+  });
   // A peer killed between claiming a slot of our mailbox and publishing it stops the ring for
   // every sender; the device skips such a slot once it stayed unpublished for a period.
   if (unstick_due_) unstick_due_ = dev_.mailbox_unstick();
 }
+
+void endpoint::fail_found_dead() noexcept { fail_lost_peers(coarse_now_ms()); }
 
 void endpoint::settle_arrivals() noexcept {
   // What the dead process published before it died is still valid: its eager and medium

@@ -388,33 +388,130 @@ TEST(emu_device, staged_writes_land_exactly_at_every_destination_offset) {
       dma_into_other_process(false, len, 10, skew);
 }
 
-TEST(emu_device, dead_peer_is_detected_and_its_segment_reclaimed) {
-  int to_parent[2];
-  ASSERT_EQ(pipe(to_parent), 0);
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    device d;
-    if (d.open(make_params(test_pdid(10))) != core::status::ok) _exit(2);
-    address a = d.local_address();
-    if (write(to_parent[1], &a, sizeof a) != sizeof a) _exit(3);
-    pause();
-    _exit(0);
+// An endpoint in a child process that lives until it is killed (at the latest when this goes:
+// a failed assertion leaves no process behind; open() reclaims its segment later).
+struct child_endpoint {
+  pid_t pid = -1;
+  address addr{};
+  explicit child_endpoint(std::uint32_t pdid) {
+    int to_parent[2];
+    if (pipe(to_parent) != 0) return;
+    const pid_t child = fork();
+    if (child == 0) {
+      ::close(to_parent[0]);
+      device d;
+      if (d.open(make_params(pdid)) != core::status::ok) _exit(2);
+      address a = d.local_address();
+      if (write(to_parent[1], &a, sizeof a) != sizeof a) _exit(3);
+      pause();
+      _exit(0);
+    }
+    ::close(to_parent[1]);
+    if (child > 0) {
+      pid = child;
+      if (read(to_parent[0], &addr, sizeof addr) != sizeof addr) kill();
+    }
+    ::close(to_parent[0]);
   }
-  address child{};
-  ASSERT_EQ(read(to_parent[0], &child, sizeof child), static_cast<ssize_t>(sizeof child));
-  device d;
-  ASSERT_EQ(d.open(make_params(test_pdid(10))), core::status::ok);
-  peer_id p;
-  ASSERT_EQ(d.connect(child, p), core::status::ok);
-  EXPECT_TRUE(d.peer_alive(p));
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  EXPECT_FALSE(d.peer_alive(p));
-  EXPECT_TRUE(segment_exists(child)) << "a killed process cannot unlink its own segment";
-  d.forget_dead_peer(p);
-  EXPECT_FALSE(segment_exists(child));
-  EXPECT_EQ(d.mailbox_send(p, numbered(1, 0, 0)), core::status::peer_dead);
+  child_endpoint(const child_endpoint&) = delete;
+  child_endpoint& operator=(const child_endpoint&) = delete;
+  ~child_endpoint() { kill(); }
+  void kill() {
+    if (pid <= 0) return;
+    ::kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+    pid = -1;
+  }
+};
+
+std::vector<peer_id> lost_peers(device& d, std::uint64_t now_ms = 0) {
+  std::vector<peer_id> lost;
+  d.take_lost_peers(now_ms, [&](peer_id p) { lost.push_back(p); });
+  std::sort(lost.begin(), lost.end());
+  return lost;
+}
+
+// Lost peers come as events: a live peer is never reported; a killed one and one that closed its
+// endpoint are, each exactly once (also while not forgotten); forgetting the killed one reclaims
+// the segment it could not unlink.
+TEST(emu_device, lost_peers_are_reported_once_each_and_live_ones_never) {
+  alarm(30);
+  child_endpoint live(test_pdid(10)), killed(test_pdid(10));
+  ASSERT_GT(live.pid, 0);
+  ASSERT_GT(killed.pid, 0);
+  params pp = make_params(test_pdid(10));
+  pp.liveness_period_ms = 0;  // asks at every call
+  device d, closing;
+  ASSERT_EQ(d.open(pp), core::status::ok);
+  ASSERT_EQ(closing.open(make_params(test_pdid(10))), core::status::ok);
+  peer_id pl, pk, pc;
+  ASSERT_EQ(d.connect(live.addr, pl), core::status::ok);
+  ASSERT_EQ(d.connect(killed.addr, pk), core::status::ok);
+  ASSERT_EQ(d.connect(closing.local_address(), pc), core::status::ok);
+  EXPECT_FALSE(d.take_lost_peers(0, [](peer_id) {})) << "nobody is gone yet";
+
+  killed.kill();
+  closing.close();
+  EXPECT_EQ(lost_peers(d), (std::vector<peer_id>{pk, pc}));
+  EXPECT_TRUE(lost_peers(d).empty()) << "reported again before being forgotten";
+  EXPECT_FALSE(d.take_lost_peers(0, [](peer_id) {}));
+  EXPECT_FALSE(d.peer_forgotten(pk));
+
+  EXPECT_TRUE(segment_exists(killed.addr)) << "a killed process cannot unlink its own segment";
+  d.forget_dead_peer(pk);
+  d.forget_dead_peer(pc);
+  EXPECT_TRUE(d.peer_forgotten(pk));
+  EXPECT_FALSE(segment_exists(killed.addr));
+  EXPECT_EQ(d.mailbox_send(pk, numbered(1, 0, 0)), core::status::peer_dead);
+  EXPECT_EQ(d.mailbox_send(pl, numbered(1, 0, 0)), core::status::ok) << "the live peer";
+  EXPECT_TRUE(lost_peers(d).empty());
+
+  live.kill();  // and reclaim its segment
+  EXPECT_EQ(lost_peers(d), std::vector<peer_id>{pl});
+  d.forget_dead_peer(pl);
+  EXPECT_FALSE(segment_exists(live.addr));
+  alarm(0);
+}
+
+// The emulation asks the kernel at most once per the period it was told at open (by the
+// caller's clock, given here), however often it is called; and at once, about every peer, when
+// an operation found a peer gone, which leaves the periodic schedule as it was.
+TEST(emu_device, lost_peers_are_looked_for_once_per_period_or_after_a_death_found) {
+  alarm(30);
+  child_endpoint killed(test_pdid(8)), killed_later(test_pdid(8));
+  ASSERT_GT(killed.pid, 0);
+  ASSERT_GT(killed_later.pid, 0);
+  constexpr std::uint64_t period = 3'600'000, t0 = 10'000'000;
+  params pp = make_params(test_pdid(8));
+  pp.liveness_period_ms = period;
+  device d, closing;
+  ASSERT_EQ(d.open(pp), core::status::ok);
+  ASSERT_EQ(closing.open(make_params(test_pdid(8))), core::status::ok);
+  peer_id pk, pl, pc;
+  ASSERT_EQ(d.connect(killed.addr, pk), core::status::ok);
+  ASSERT_EQ(d.connect(killed_later.addr, pl), core::status::ok);
+  ASSERT_EQ(d.connect(closing.local_address(), pc), core::status::ok);
+  EXPECT_TRUE(lost_peers(d, t0).empty());  // the first call looks: nobody is gone
+
+  killed.kill();
+  EXPECT_TRUE(lost_peers(d, t0 + period - 1).empty()) << "looked again within the period";
+  EXPECT_FALSE(d.take_dead_found());
+
+  closing.close();
+  EXPECT_EQ(d.mailbox_send(pc, numbered(1, 0, 0)), core::status::peer_dead);
+  EXPECT_TRUE(d.take_dead_found());
+  EXPECT_FALSE(d.take_dead_found()) << "once";
+  EXPECT_EQ(lost_peers(d, t0 + period - 1), (std::vector<peer_id>{pk, pc}))
+      << "a death found: every peer looked at";
+
+  killed_later.kill();
+  EXPECT_TRUE(lost_peers(d, t0 + period - 1).empty()) << "within the period";
+  EXPECT_EQ(lost_peers(d, t0 + period), std::vector<peer_id>{pl})
+      << "a period after the last periodic look (the one after the death found does not count)";
+  for (peer_id p : {pk, pl, pc}) d.forget_dead_peer(p);
+  EXPECT_FALSE(segment_exists(killed.addr));
+  EXPECT_FALSE(segment_exists(killed_later.addr));
+  alarm(0);
 }
 
 TEST(emu_device, open_reclaims_segments_of_dead_processes) {

@@ -11,7 +11,8 @@ bool through_the_interface(selected_device& d, peer_id p) {
   mailbox_reservation r;
   if (!core::ok(d.mailbox_reserve(p, r))) return false;
   d.mailbox_publish(r);
-  return d.peer_alive(p) && !d.capabilities().dma_read;
+  const bool lost = d.take_lost_peers(0, [](peer_id) {});
+  return !lost && !d.peer_forgotten(p) && !d.capabilities().dma_read;
 }
 
 #ifdef CALL_OUTSIDE_THE_CONCEPT

@@ -162,7 +162,7 @@ TEST_P(rndv_timeout_test, an_opt_in_deadline_fails_a_silent_rendezvous) {
 
 INSTANTIATE_TEST_SUITE_P(timeout_ms, rndv_timeout_test, ::testing::Values(400u, 0u));
 
-// A send that finds its peer gone fails that peer's other operations at once (fail_dead_peers),
+// A send that finds its peer gone fails that peer's other operations at once (fail_lost_peers),
 // not at the next liveness check: the application must not see the first error while the rest
 // still looks pending (and, for a killed peer, while its segment is still there: the peer-death
 // matrix checks that part with real processes). The periodic check is set to an hour here, so

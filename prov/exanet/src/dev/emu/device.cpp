@@ -40,6 +40,9 @@ core::status device::open(const params& p) noexcept {
   geo_ = p.geo;
   self_ = p.self;
   use_cma_ = p.use_cma;
+  liveness_period_ms_ = p.liveness_period_ms;
+  liveness_checked_ms_ = 0;
+  death_since_check_ = false;
   reclaim_stale_segments();
 
   const segment_offsets off = offsets_of(geo_);
@@ -680,12 +683,16 @@ bool device::mailbox_unstick() noexcept {
   return true;
 }
 
-bool device::peer_alive(peer_id p) noexcept {
-  peer& pr = peers_[p];
-  if (pr.dead) return false;
-  if (pr.view.header->closed.load(std::memory_order_acquire) || !process_alive(pr.pid))
-    mark_dead(pr);
-  return !pr.dead;
+void device::check_liveness(std::uint64_t now_ms) noexcept {
+  // A look because a death was found leaves the periodic schedule alone: a caller that asks once
+  // per the same period (proto) is never turned away by it.
+  if (now_ms - liveness_checked_ms_ >= liveness_period_ms_) liveness_checked_ms_ = now_ms;
+  for (peer& pr : peers_) {
+    if (pr.dead) continue;
+    if (pr.view.header->closed.load(std::memory_order_acquire) || !process_alive(pr.pid))
+      mark_dead(pr);
+  }
+  death_since_check_ = false;
 }
 
 void device::forget_dead_peer(peer_id p) noexcept {

@@ -229,8 +229,25 @@ class device {
   }
 
   // ---- peers ----------------------------------------------------------------------------------
-  /// False once the process owning p's segment is gone or it closed the endpoint.
-  bool peer_alive(peer_id p) noexcept;
+  /// Hands on_lost(peer_id) each peer found gone (its process exited, or it closed the
+  /// endpoint) and not forgotten yet, once. The emulation learns it by asking: kill(pid, 0) and
+  /// the closed flag of every peer, at most once per params::liveness_period_ms by now_ms (the
+  /// caller's coarse monotonic clock), and at once after an operation found a peer gone (the
+  /// ranks of a job tend to die together). on_lost may forget the peer, and may call this again.
+  template <class F>
+  bool take_lost_peers(std::uint64_t now_ms, F&& on_lost) noexcept {
+    if (death_since_check_ || now_ms - liveness_checked_ms_ >= liveness_period_ms_)
+      check_liveness(now_ms);
+    bool any = false;
+    for (peer_id p = 0; p < peers_.size(); ++p) {
+      peer& pr = peers_[p];
+      if (!pr.dead || pr.forgotten || pr.lost_reported) continue;
+      pr.lost_reported = true;  // before on_lost: a nested call does not report it again
+      any = true;
+      on_lost(p);
+    }
+    return any;
+  }
   /// True once forget_dead_peer ran for p.
   bool peer_forgotten(peer_id p) const noexcept { return peers_[p].forgotten; }
   /// Frees what this endpoint holds at a dead peer and unlinks its segment (stale reclaim).
@@ -282,6 +299,7 @@ class device {
     bool cma = true;
     bool dead = false;
     bool forgotten = false;
+    bool lost_reported = false;  // take_lost_peers handed it up
   };
 
   /// What this endpoint armed for one notification slot: the authoritative copy, in private
@@ -332,10 +350,17 @@ class device {
   std::vector<peer> peers_;
   std::unordered_map<std::uint64_t, peer_id> peer_index_;  // entries live until close
   bool dead_found_ = false;  // take_dead_found
+  // take_lost_peers: when the peers were last asked about, how often they may be, and whether a
+  // death was found since (then all are asked at the next call, whatever the period).
+  std::uint64_t liveness_checked_ms_ = 0;
+  std::uint32_t liveness_period_ms_ = 200;
+  bool death_since_check_ = false;
   void mark_dead(peer& pr) noexcept {
     pr.dead = true;
-    if (!pr.forgotten) dead_found_ = true;
+    if (!pr.forgotten) dead_found_ = death_since_check_ = true;
   }
+  /// Marks dead every peer whose process is gone or whose endpoint closed.
+  void check_liveness(std::uint64_t now_ms) noexcept;
   std::uint64_t last_sender_key_ = ~0ull;  // sender_of's cache of one index entry
   peer_id last_sender_ = no_peer;
   std::vector<std::uint32_t> free_notify_;
