@@ -4,7 +4,8 @@
 //
 //  initiator                                         target
 //    arm reply slot (+ window for initial values)
-//    operands: in the packet (<= 16 bytes, no CQ data) or bounce_write into my ring there
+//    operands: in the packet (<= 16 bytes, no CQ data), or bounce_write into my ring there, or
+//    (no ring or no credit for them) a train of atomic_operands packets
 //    ---- atomic_req(key, addr, op, type, count) ---->  grant_check(key, range, rights), alignment,
 //                                                       op/type valid: else status, nothing changes
 //                                                       perform, element by element (atomic_ops.hpp)
@@ -16,8 +17,11 @@
 // operand that arrives unannounced, and arming one would cost a round trip; the ring is already the
 // initiator's room at the target, is written before the packet naming it (so FIFO delivery keeps
 // the two together), and gives its credit back as soon as the target has performed the operation.
-// The reply, in contrast, goes into a window the initiator armed before sending, exactly as a read
-// by request's data does.
+// When the ring cannot take them (every ring of the target is held by other senders, or its
+// pages could not be reserved, or there is no credit now), the operands go in atomic_operands
+// packets of 52 bytes just before the request: slower, but it needs nothing but the mailbox, so an
+// atomic never waits for a ring that may never come. The reply, in contrast, goes into a window
+// the initiator armed before sending, exactly as a read by request's data does.
 //
 // Every atomic waits for its reply, so its completion always means the target performed it
 // (delivery complete) and a refusal (key, range, rights, alignment, op/type) is an error
@@ -123,17 +127,16 @@ bool endpoint::atomic_send(atomic_request& r) noexcept {
     std::array<iovec, 2> pieces{iovec{landing, opnd ? n * size : 0},
                                 iovec{r.data.data() + all_bytes + first * size,
                                       compare ? n * size : 0}};
+    // No room in the bounce ring (no ring left for us at this target, or no credit): the
+    // operands go ahead in atomic_operands packets, FIFO before the request.
+    dev::ring_space space;
+    if (use_ring && !r.by_train &&
+        !dev_.bounce_reserve(r.peer, opnd, reinterpret_cast<std::uintptr_t>(landing), space))
+      r.by_train = true;
+    if (r.by_train && !atomic_send_train(r, {pieces.data(), pieces.size()}, opnd)) return false;
     std::uint32_t slot = 0, gen = 0;
     if (!dev_.notify_alloc(slot, gen)) return false;
     if (r.fetch) dev_.window_open(slot, reinterpret_cast<std::uint64_t>(landing), n * size);
-    dev::ring_space space;
-    if (use_ring && !dev_.bounce_reserve(r.peer, opnd, reinterpret_cast<std::uintptr_t>(landing),
-                                           space)) {
-      // No ring at this target or no credit yet: it comes back as the target performs what is
-      // already there. The request waits (in order) and progress tries again.
-      dev_.notify_free(slot);
-      return false;
-    }
     dev::mailbox_reservation mb;
     if (const core::status s = dev_.mailbox_reserve(r.peer, mb); !core::ok(s)) {
       dev_.notify_free(slot);
@@ -142,6 +145,7 @@ bool endpoint::atomic_send(atomic_request& r) noexcept {
     }
     wire::atomic_req q{};
     std::uint16_t flags = (r.fetch ? wire::flag_fetch : 0) | (cq_data ? wire::flag_cq_data : 0);
+    if (r.by_train) flags |= wire::flag_assembled;
     if (in_packet) {
       flags |= wire::flag_inline;
       std::byte inline_operands[wire::atomic_inline_bytes]{};
@@ -149,7 +153,7 @@ bool endpoint::atomic_send(atomic_request& r) noexcept {
       std::memcpy(&q.ring_offset, inline_operands, sizeof q.ring_offset);
       std::memcpy(&q.cq_data, inline_operands + sizeof q.ring_offset, sizeof q.cq_data);
     } else {
-      if (use_ring) {
+      if (use_ring && !r.by_train) {
         dev_.bounce_write(r.peer, space, {pieces.data(), pieces.size()}, opnd);
         q.ring_offset = space.offset;
         q.ring = space.ring;
@@ -170,8 +174,29 @@ bool endpoint::atomic_send(atomic_request& r) noexcept {
     r.slot[k] = slot;
     r.gen[k] = gen;
     ++r.sent;
+    r.by_train = false;
+    r.train_sent = 0;
     first += n;
     if (r.sent == r.remote_count) --atomic_unsent_;
+  }
+  return true;
+}
+
+bool endpoint::atomic_send_train(atomic_request& r, std::span<const iovec> operands,
+                                 std::size_t len) noexcept {
+  while (r.train_sent < len) {
+    wire::atomic_operands p{};
+    const std::size_t n = std::min(len - r.train_sent, wire::atomic_operands_bytes);
+    p.hdr = wire::make_header(wire::pkt_type::atomic_operands, 0, static_cast<std::uint32_t>(n));
+    p.offset = static_cast<std::uint32_t>(r.train_sent);
+    core::copy_from_iov(p.data, operands, r.train_sent, n);
+    dev::packet pkt;
+    wire::write(pkt.data(), p);
+    if (const core::status s = dev_.mailbox_send(r.peer, pkt); !core::ok(s)) {
+      if (s != core::status::again) r.err = -core::to_int(s);
+      return false;
+    }
+    r.train_sent += n;
   }
   return true;
 }
@@ -266,13 +291,44 @@ void endpoint::fail_atomics_of(dev::peer_id p) noexcept {
 
 // ---- target -----------------------------------------------------------------------------------
 
+void endpoint::on_atomic_operands(dev::peer_id from, const dev::packet& pkt) noexcept {
+  if (from == dev::no_peer) return;
+  const auto p = wire::read<wire::atomic_operands>(pkt);
+  const std::size_t len = p.hdr.len;
+  constexpr std::size_t room = 2 * atomics::max_bytes;  // a compare request's two buffers
+  if (len > wire::atomic_operands_bytes || p.offset > room - len) {
+    ++stats_.drop_bad_field;
+    EXANET_LOG_ONCE(warn, ep_data, "atomic operands beyond one request's room; dropped");
+    return;
+  }
+  try {  // cold: the first train from this sender
+    if (assembly_.size() <= from) assembly_.resize(from + 1);
+    if (assembly_[from].bytes.empty()) assembly_[from].bytes.resize(room);
+  } catch (...) {
+    EXANET_LOG(warn, ep_data, "no memory for atomic operands from port %u; dropped",
+               dev_.peer_address(from).port);
+    return;  // the request that follows finds them missing and is refused
+  }
+  operand_assembly& a = assembly_[from];
+  std::memcpy(a.bytes.data() + p.offset, p.data, len);
+  a.filled = std::max(a.filled, p.offset + len);
+}
+
 void endpoint::on_atomic_req(dev::peer_id from, const dev::packet& pkt) noexcept {
   if (from == dev::no_peer) return;  // cannot answer a sender we cannot map
   const auto q = wire::read<wire::atomic_req>(pkt);
   const std::size_t opnd_len = q.hdr.len;
   const bool in_packet = q.hdr.flags & wire::flag_inline;
+  const bool assembled = q.hdr.flags & wire::flag_assembled;
   const std::byte* operands = nullptr;
-  if (in_packet) {
+  bool operands_missing = false;
+  if (assembled) {
+    // FIFO: its train came just before it. What did not arrive (no memory) refuses the request.
+    operand_assembly* a = from < assembly_.size() ? &assembly_[from] : nullptr;
+    if (a && a->filled >= opnd_len) operands = a->bytes.data();
+    else operands_missing = true;
+    if (a) a->filled = 0;
+  } else if (in_packet) {
     if (opnd_len > wire::atomic_inline_bytes) {
       ++stats_.drop_bad_field;
       EXANET_LOG_ONCE(warn, ep_data, "atomic request with %zu in-packet operand bytes; dropped",
@@ -290,7 +346,7 @@ void endpoint::on_atomic_req(dev::peer_id from, const dev::packet& pkt) noexcept
     }
   }
   auto give_back_ring = [&] {
-    if (!in_packet && opnd_len) dev_.bounce_consume(q.ring, q.ring_offset + opnd_len);
+    if (!in_packet && !assembled && opnd_len) dev_.bounce_consume(q.ring, q.ring_offset + opnd_len);
   };
   // Each request names one of the peer's notification slots, so a correct peer never has more
   // answers owed than it has slots (as for reads by request, rma.cpp).
@@ -327,6 +383,8 @@ void endpoint::on_atomic_req(dev::peer_id from, const dev::packet& pkt) noexcept
   dev::rma_target t;
   if (!atomics::valid(dt, op, fam) || (fam == atomics::family::compare && !fetch)) {
     err = FI_EOPNOTSUPP;
+  } else if (operands_missing) {
+    err = FI_ENOMEM;
   } else if (q.count == 0 || q.count > atomics::max_count(dt, op, fam) ||
              opnd_len != operand_bytes(op, q.count, size)) {
     err = FI_EINVAL;

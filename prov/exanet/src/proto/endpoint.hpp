@@ -141,6 +141,8 @@ struct atomic_request {
   std::size_t remote_count = 0;
   std::size_t count = 0;     // elements in all
   std::size_t sent = 0;      // ranges whose request packet went
+  std::size_t train_sent = 0;  // operand bytes of range `sent` gone as atomic_operands packets
+  bool by_train = false;       // range `sent` goes by atomic_operands (its ring could not take it)
   std::size_t answered = 0;  // ranges whose reply landed
   std::array<std::uint32_t, max_iov> slot{}, gen{};  // each range's reply slot
   std::array<iovec, max_iov> result{};
@@ -509,6 +511,9 @@ class endpoint {
   std::size_t progress_rma() noexcept;
   // atomic.cpp
   void on_atomic_req(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_atomic_operands(dev::peer_id from, const dev::packet& pkt) noexcept;
+  /// Sends the rest of r's current range's operands as atomic_operands; false: blocked or failed.
+  bool atomic_send_train(atomic_request& r, std::span<const iovec> operands, std::size_t len) noexcept;
   /// Sends what it can of r's range requests (in order); false: blocked on a resource.
   bool atomic_send(atomic_request& r) noexcept;
   bool atomic_advance(atomic_request& r, bool may_send) noexcept;  // true: finished, released
@@ -637,6 +642,13 @@ class endpoint {
   core::pool<rma_request> rmas_{64};
   core::pool<atomic_request> atomics_{16};
   std::size_t atomic_unsent_ = 0;  // initiator requests with ranges still to send
+  /// Target: per sender, operand bytes that came as atomic_operands for its next atomic_req
+  /// (made on first use: 8 KiB, one request's operands), and how many have arrived.
+  struct operand_assembly {
+    std::vector<std::byte> bytes;
+    std::size_t filled = 0;
+  };
+  std::vector<operand_assembly> assembly_;
   // In post order: a request sends its ranges only once every earlier one has sent all of its
   // own, so the target performs one initiator's atomics in the order they were posted.
   core::intrusive_list<atomic_request, &atomic_request::hook> atomic_active_;

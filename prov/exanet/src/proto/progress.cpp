@@ -30,6 +30,7 @@ struct protocol_access {
     t[static_cast<std::size_t>(wire::pkt_type::rndv_probe)] = &endpoint::on_rndv_probe;
     t[static_cast<std::size_t>(wire::pkt_type::rndv_probe_reply)] = &endpoint::on_rndv_probe_reply;
     t[static_cast<std::size_t>(wire::pkt_type::atomic_req)] = &endpoint::on_atomic_req;
+    t[static_cast<std::size_t>(wire::pkt_type::atomic_operands)] = &endpoint::on_atomic_operands;
     return t;
   }
 };

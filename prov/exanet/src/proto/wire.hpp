@@ -30,7 +30,8 @@ enum class pkt_type : std::uint8_t {
   rndv_probe = 13,        // a receiver heard nothing for a while: "is this send yours?"     (rndv_probe.cpp)
   rndv_probe_reply = 14,  // the sender's answer: it has no such send                         (rndv_probe.cpp)
   atomic_req = 15,        // "perform this atomic on your memory and answer me"              (atomic.cpp)
-  count = 16,
+  atomic_operands = 16,   // operand bytes of the next atomic_req, when no bounce ring serves  (atomic.cpp)
+  count = 17,
 };
 static_assert(static_cast<std::uint8_t>(pkt_type::count) < dev::first_device_packet_type);
 
@@ -48,6 +49,7 @@ enum : std::uint16_t {
   flag_rtr_first = 1u << 9,    // ri_notification: the RTR was at the sender before the send
   flag_fetch = 1u << 10,       // atomic_req: write the target's initial values back (fetch, compare)
   flag_inline = 1u << 11,      // atomic_req: the operands are in the packet, not in the bounce ring
+  flag_assembled = 1u << 12,   // atomic_req: the operands came before it in atomic_operands packets
 };
 
 /// Packet sequence number: every message a sender sends to one receiver (env_data, medium, rts,
@@ -246,6 +248,16 @@ struct atomic_req {
   std::uint8_t datatype;      // enum fi_datatype
 };
 inline constexpr std::size_t atomic_inline_bytes = 16;
+
+/// Operands of the next atomic_req from this sender, when its bounce ring at the target cannot
+/// take them (no ring left for it, or no credit): a train of these, in order, then the request
+/// with flag_assembled. The target keeps them in one buffer per sender until the request.
+struct atomic_operands {
+  header hdr;            // len: bytes used of data
+  std::uint32_t offset;  // where they go among the request's operand bytes
+  std::byte data[52];
+};
+inline constexpr std::size_t atomic_operands_bytes = sizeof(atomic_operands::data);
 static_assert(offsetof(atomic_req, cq_data) == offsetof(atomic_req, ring_offset) + 8);
 
 template <class P>
@@ -254,7 +266,8 @@ inline constexpr bool is_packet = sizeof(P) == dev::packet_bytes &&
 static_assert(is_packet<env_data> && is_packet<medium> && is_packet<rts> && is_packet<cts> &&
               is_packet<rma_read_req> && is_packet<rma_done> && is_packet<rma_write_inline> &&
               is_packet<rndv_ack> && is_packet<rtr> && is_packet<rtr_answer> &&
-              is_packet<rndv_probe> && is_packet<atomic_req>);
+              is_packet<rndv_probe> && is_packet<atomic_req> &&
+              is_packet<atomic_operands>);
 static_assert(offsetof(env_data, hdr) == 0 && offsetof(rts, hdr) == 0 && offsetof(cts, hdr) == 0);
 inline constexpr std::size_t psn_offset = 24;
 static_assert(offsetof(env_data, psn) == psn_offset && offsetof(medium, psn) == psn_offset &&
