@@ -119,9 +119,12 @@ bool endpoint::atomic_send(atomic_request& r) noexcept {
     const std::size_t opnd = operand_bytes(r.op, n, size);
     const bool last = k + 1 == r.remote_count;
     const bool cq_data = last && r.has_cq_data;
-    // CQ data and in-packet operands share the packet's last 16 bytes.
-    const bool use_ring = opnd > wire::atomic_inline_bytes || (cq_data && opnd > 0);
-    const bool in_packet = !use_ring && opnd > 0;
+    // The table says where the operands go (CQ data and in-packet operands share the packet's
+    // last 16 bytes); a ring without room for them takes the class's fallback, the train.
+    const protocol how = protocols_.choose(
+        op_kind::atomic, cq_data ? situation::cq_data : situation::transmit_complete, opnd);
+    const bool use_ring = how == protocol::atomic_ring;
+    const bool in_packet = how == protocol::atomic_packet && opnd > 0;
     std::byte* landing = r.data.data() + first * size;  // over this range's own operands
     // The operands of this range, as they travel: operand elements, then compare elements.
     std::array<iovec, 2> pieces{iovec{landing, opnd ? n * size : 0},
