@@ -616,6 +616,18 @@ static void run_exanet_only(struct init *in, int sock)
 	XT_CHECK(rc == -FI_EINVAL, "count %zu over the limit %zu: %zd", attr.count + 1, attr.count, rc);
 	rc = fi_atomic(in->a.x.ep, many, 0, NULL, in->peer, big, in->t.key, FI_UINT8, FI_SUM, in);
 	XT_CHECK(rc == -FI_EINVAL, "count 0: %zd", rc);
+	struct fi_ioc two = {many, 2};
+	struct fi_rma_ioc halves[2] = {{big, 2, in->t.key}, {big + 2, 0, in->t.key}};
+	struct fi_msg_atomic empty_half = {.msg_iov = &two, .iov_count = 1, .addr = in->peer,
+					   .rma_iov = halves, .rma_iov_count = 2, .datatype = FI_UINT8,
+					   .op = FI_SUM, .context = in};
+	rc = fi_atomicmsg(in->a.x.ep, &empty_half, 0);
+	XT_CHECK(rc == -FI_EINVAL, "a remote ioc of 0 elements: %zd", rc);
+	struct fi_rma_ioc split[2] = {{big, 1, in->t.key}, {big + 1, 2, in->t.key}};
+	struct fi_msg_atomic disagree = empty_half;
+	disagree.rma_iov = split;
+	rc = fi_atomicmsg(in->a.x.ep, &disagree, 0);
+	XT_CHECK(rc == -FI_EINVAL, "3 remote elements for 2 local ones: %zd", rc);
 	/* refused at the target: error completions */
 	uint64_t one = 1, res = 0;
 	struct {

@@ -86,7 +86,9 @@ ssize_t post_atomic(fid_ep* f, const atomic_call& c) noexcept {
   std::array<proto::remote_range, proto::max_iov> remote;
   std::size_t count = 0;
   for (size_t i = 0; i < c.remote_count; ++i) {
-    if (c.remote[i].count > atomics::max_bytes) [[unlikely]] return -FI_EINVAL;
+    // Each remote ioc is one request the target performs: an empty one has nothing to do.
+    if (c.remote[i].count == 0 || c.remote[i].count > atomics::max_bytes) [[unlikely]]
+      return -FI_EINVAL;
     remote[i] = {c.remote[i].addr, c.remote[i].count, c.remote[i].key};
     count += c.remote[i].count;
   }
