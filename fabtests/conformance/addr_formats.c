@@ -224,9 +224,9 @@ static int explains(int index, int sock)
 	setenv("FI_LOG_LEVEL", "info", 1);
 	setenv("FI_LOG_PROV", "exanet", 1);
 	struct fi_info *h = xt_hints(), *info = NULL;
-	h->caps |= FI_ATOMIC;
+	h->caps |= FI_TRIGGER;
 	const int rc1 = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
-	h->caps &= ~(uint64_t)FI_ATOMIC;
+	h->caps &= ~(uint64_t)FI_TRIGGER;
 	h->tx_attr->size = (size_t)1 << 30;
 	const int rc2 = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
 	h->tx_attr->size = 0;
@@ -239,7 +239,7 @@ static int explains(int index, int sock)
 	unlink(path);
 	dup2(saved, 2); /* failures below are reported where they belong */
 	XT_CHECK(rc1 == -FI_ENODATA && rc2 == -FI_ENODATA && rc3 == -FI_ENODATA, "refusals %d %d %d", rc1, rc2, rc3);
-	XT_CHECK(n > 0 && strstr(log, "unsupported caps: requested FI_ATOMIC"), "no reason for FI_ATOMIC logged");
+	XT_CHECK(n > 0 && strstr(log, "unsupported caps: requested FI_TRIGGER"), "no reason for FI_TRIGGER logged");
 	XT_CHECK(strstr(log, "tx_attr->size 1073741824 requested, at most 65536"), "no reason for the size logged");
 	XT_CHECK(strstr(log, "address format FI_ADDR_PSMX2 requested"), "no reason for the format logged");
 	fi_freeinfo(h);

@@ -31,7 +31,8 @@ static int query(struct fi_info *h, const char *node, const char *service, uint6
 }
 
 static const uint64_t primaries[] = {FI_MSG,  FI_TAGGED, FI_SEND,        FI_RECV,        FI_DIRECTED_RECV,
-				     FI_RMA,  FI_READ,   FI_WRITE,       FI_REMOTE_READ, FI_REMOTE_WRITE};
+				     FI_RMA,  FI_READ,   FI_WRITE,       FI_REMOTE_READ, FI_REMOTE_WRITE,
+				     FI_ATOMIC};
 #define NPRIMARIES (sizeof primaries / sizeof primaries[0])
 static const uint64_t all_primary = FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST | FI_COLLECTIVE |
 				    FI_READ | FI_WRITE | FI_RECV | FI_SEND | FI_REMOTE_READ | FI_REMOTE_WRITE |
@@ -60,8 +61,33 @@ int main(void)
 	}
 	xt_pass("primary caps echoed without extras");
 
+	/* FI_ATOMIC: offered on both sides with the atomic orders exanet keeps, and not returned to
+	 * hints that do not ask for it */
+	h = base();
+	h->caps = FI_TAGGED | FI_ATOMIC;
+	h->tx_attr->msg_order = FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR |
+				FI_ORDER_ATOMIC_WAW;
+	XT_RC(query(h, NULL, NULL, 0, 0, &info));
+	XT_CHECK((info->tx_attr->caps & FI_ATOMIC) && (info->rx_attr->caps & FI_ATOMIC) &&
+			 (info->tx_attr->msg_order & FI_ORDER_ATOMIC_WAW) &&
+			 info->ep_attr->max_order_waw_size > 0,
+		 "FI_ATOMIC attributes: tx caps 0x%llx, msg_order 0x%llx, max_order_waw_size %zu",
+		 (unsigned long long)info->tx_attr->caps, (unsigned long long)info->tx_attr->msg_order,
+		 info->ep_attr->max_order_waw_size);
+	fi_freeinfo(info);
+	h->tx_attr->msg_order = FI_ORDER_RMA_WAW; /* RMA is not ordered */
+	XT_CHECK(query(h, NULL, NULL, 0, 0, NULL) == -FI_ENODATA, "FI_ORDER_RMA_WAW must be refused");
+	fi_freeinfo(h);
+	h = base();
+	h->caps = FI_TAGGED | FI_RMA;
+	XT_RC(query(h, NULL, NULL, 0, 0, &info));
+	XT_CHECK(!(info->caps & FI_ATOMIC) && !(info->tx_attr->caps & FI_ATOMIC), "FI_ATOMIC not asked for");
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	xt_pass("FI_ATOMIC offered when asked for, with its orders");
+
 	/* not offered: -FI_ENODATA */
-	const uint64_t absent[] = {FI_ATOMIC, FI_FENCE, FI_NAMED_RX_CTX, FI_TRIGGER};
+	const uint64_t absent[] = {FI_FENCE, FI_NAMED_RX_CTX, FI_TRIGGER};
 	for (size_t i = 0; i < sizeof absent / sizeof absent[0]; i++) {
 		h = base();
 		h->caps = FI_TAGGED | absent[i];

@@ -14,10 +14,17 @@
  *  - tagged messages with the source rank as 4-byte CQ data (fi_tinjectdata, fi_tsenddata);
  *  - FI_PEEK of an absent message (FI_ENOMSG);
  *  - RMA window writes and reads with FI_DELIVERY_COMPLETE and no FI_COMPLETION, counted on the
- *    counter and waited for with fi_cntr_wait.
+ *    counter and waited for with fi_cntr_wait;
+ *  - atomics (the default set enables them): FI_ATOMIC with the atomic message orders in the
+ *    hints, MPICH's check of both in the answer, its table of (MPI datatype, MPI op) pairs built
+ *    with fi_atomicvalid / fi_fetch_atomicvalid / fi_compare_atomicvalid, and MPI_Accumulate,
+ *    MPI_Fetch_and_op, MPI_Compare_and_swap and MPI_Get_accumulate(MPI_NO_OP) on the window as
+ *    fi_atomicmsg / fi_fetch_atomicmsg / fi_compare_atomicmsg with FI_DELIVERY_COMPLETE, counted
+ *    on the counter.
  */
 #include "xt.h"
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_rma.h>
 #include <string.h>
 #include <unistd.h>
@@ -51,6 +58,9 @@ struct am_hdr {
 };
 
 static const uint64_t proto_bits = 0x00E0000000000000ull, tag_bits = 0x000000007FFFFFFFull;
+/* MPICH asks for these when atomics are enabled, and turns atomics off unless they come back. */
+static const uint64_t atomic_orders = FI_ORDER_ATOMIC_RAR | FI_ORDER_ATOMIC_RAW |
+				      FI_ORDER_ATOMIC_WAR | FI_ORDER_ATOMIC_WAW;
 
 static struct fi_info *mpich_hints(uint64_t caps)
 {
@@ -69,6 +79,8 @@ static struct fi_info *mpich_hints(uint64_t caps)
 	h->domain_attr->mr_mode = FI_MR_ENDPOINT; /* virt/alloc/prov-key off in the first try */
 	h->tx_attr->op_flags = FI_COMPLETION | FI_DELIVERY_COMPLETE;
 	h->tx_attr->msg_order = FI_ORDER_SAS;
+	if (caps & FI_ATOMIC)
+		h->tx_attr->msg_order |= atomic_orders;
 	h->tx_attr->comp_order = FI_ORDER_NONE;
 	h->rx_attr->op_flags = FI_COMPLETION;
 	h->rx_attr->total_buffered_recv = 0;
@@ -108,9 +120,118 @@ static struct fi_info *select_exanet(void)
 	XT_CHECK(info->tx_attr->op_flags & FI_DELIVERY_COMPLETE, "FI_DELIVERY_COMPLETE kept in op_flags");
 	XT_CHECK((info->caps & (FI_MSG | FI_MULTI_RECV | FI_TAGGED | FI_RMA)) ==
 		 (FI_MSG | FI_MULTI_RECV | FI_TAGGED | FI_RMA), "caps 0x%llx", (unsigned long long)info->caps);
+	/* MPICH keeps atomics on only with FI_ATOMIC and the atomic orders; it reads the order sizes */
+	XT_CHECK((info->caps & FI_ATOMIC) && (info->tx_attr->msg_order & atomic_orders) == atomic_orders &&
+			 info->ep_attr->max_order_waw_size >= 8 && info->ep_attr->max_order_raw_size >= 8,
+		 "atomics: caps 0x%llx, msg_order 0x%llx, max_order_waw_size %zu",
+		 (unsigned long long)info->caps, (unsigned long long)info->tx_attr->msg_order,
+		 info->ep_attr->max_order_waw_size);
 	fi_freeinfo(h);
 	fi_freeinfo(all);
 	return info;
+}
+
+/* MPICH's window-op table (MPIDI_OFI_index_datatypes): every predefined MPI datatype with an OFI
+ * counterpart against every MPI op, asked of the endpoint in the three families. Checks that the
+ * pairs MPI defines for accumulate and compare-and-swap are all offered, and that the endpoint's
+ * answers agree with the domain's fi_query_atomic. Returns how many pairs are valid. */
+static int atomic_table(struct rank *r)
+{
+	static const enum fi_datatype types[] = {
+		FI_INT8, FI_UINT8, FI_INT16, FI_UINT16, FI_INT32, FI_UINT32, FI_INT64, FI_UINT64,
+		FI_FLOAT, FI_DOUBLE, FI_LONG_DOUBLE, FI_FLOAT_COMPLEX, FI_DOUBLE_COMPLEX,
+		FI_LONG_DOUBLE_COMPLEX};
+	/* MPI_MIN, MAX, SUM, PROD, LAND, BAND, LOR, BOR, LXOR, BXOR, REPLACE, NO_OP, and CAS */
+	static const enum fi_op ops[] = {FI_MIN, FI_MAX, FI_SUM, FI_PROD, FI_LAND, FI_BAND, FI_LOR,
+					 FI_BOR, FI_LXOR, FI_BXOR, FI_ATOMIC_WRITE, FI_ATOMIC_READ,
+					 FI_CSWAP};
+	int valid = 0;
+	for (size_t t = 0; t < sizeof types / sizeof types[0]; t++)
+		for (size_t o = 0; o < sizeof ops / sizeof ops[0]; o++) {
+			const enum fi_datatype dt = types[t];
+			const enum fi_op op = ops[o];
+			const int integer = dt <= FI_UINT64, complex = dt == FI_FLOAT_COMPLEX ||
+				dt == FI_DOUBLE_COMPLEX || dt == FI_LONG_DOUBLE_COMPLEX;
+			size_t n[3] = {0, 0, 0};
+			const int rc[3] = {fi_atomicvalid(r->ep, dt, op, &n[0]),
+					   fi_fetch_atomicvalid(r->ep, dt, op, &n[1]),
+					   fi_compare_atomicvalid(r->ep, dt, op, &n[2])};
+			const uint64_t flags[3] = {0, FI_FETCH_ATOMIC, FI_COMPARE_ATOMIC};
+			for (int f = 0; f < 3; f++) {
+				struct fi_atomic_attr a = {0, 0};
+				const int q = fi_query_atomic(r->domain, dt, op, &a, flags[f]);
+				XT_CHECK(q == rc[f] && (q != 0 || a.count == n[f]),
+					 "type %d op %d family %d: endpoint %d (%zu), domain %d (%zu)", dt, op,
+					 f, rc[f], n[f], q, a.count);
+				valid += rc[f] == 0;
+			}
+			/* what MPI defines must be there: accumulate (and get_accumulate) with every op
+			 * on its types, MPI_NO_OP as a fetch, compare-and-swap on integers */
+			const int mpi_acc = op == FI_SUM || op == FI_PROD || op == FI_ATOMIC_WRITE ||
+					    ((op == FI_MIN || op == FI_MAX) && !complex) ||
+					    ((op == FI_BAND || op == FI_BOR || op == FI_BXOR) && integer) ||
+					    ((op == FI_LAND || op == FI_LOR || op == FI_LXOR) && !complex);
+			if (mpi_acc)
+				XT_CHECK(rc[0] == 0 && rc[1] == 0 && n[0] >= 1 && n[1] >= 1,
+					 "MPI_Accumulate/Get_accumulate type %d op %d: %d, %d", dt, op, rc[0], rc[1]);
+			if (op == FI_ATOMIC_READ)
+				XT_CHECK(rc[1] == 0 && rc[0] == -FI_EOPNOTSUPP, "MPI_NO_OP type %d: %d %d", dt,
+					 rc[1], rc[0]);
+			if (op == FI_CSWAP && integer)
+				XT_CHECK(rc[2] == 0 && n[2] >= 1, "MPI_Compare_and_swap type %d: %d", dt, rc[2]);
+		}
+	return valid;
+}
+
+/* MPI_Accumulate, MPI_Fetch_and_op, MPI_Compare_and_swap and MPI_Get_accumulate(MPI_NO_OP) on the
+ * peer's window, as MPICH issues them: *msg calls with FI_DELIVERY_COMPLETE and no FI_COMPLETION
+ * (selective completion), counted on the counter. `pattern` is what the window holds now. */
+static void window_atomics(struct rank *r, const unsigned char *pattern)
+{
+	struct fi_context ctx;
+	const uint64_t before = fi_cntr_read(r->cntr);
+	int32_t acc[4] = {1, 2, 3, 4}, was32[4];
+	memcpy(was32, pattern, sizeof was32);
+	struct fi_ioc acc_iov = {acc, 4};
+	struct fi_rma_ioc at0 = {r->peer_win_addr, 4, r->peer_win_key};
+	struct fi_msg_atomic m = {.msg_iov = &acc_iov, .iov_count = 1, .addr = r->peer, .rma_iov = &at0,
+				  .rma_iov_count = 1, .datatype = FI_INT32, .op = FI_SUM, .context = &ctx};
+	XT_RC(fi_atomicmsg(r->ep, &m, FI_DELIVERY_COMPLETE)); /* MPI_Accumulate */
+	int64_t add = 1000, fetched = 0, was64;
+	memcpy(&was64, pattern + 64, sizeof was64);
+	struct fi_ioc add_iov = {&add, 1}, res_iov = {&fetched, 1};
+	struct fi_rma_ioc at64 = {r->peer_win_addr + 64, 1, r->peer_win_key};
+	struct fi_msg_atomic fm = {.msg_iov = &add_iov, .iov_count = 1, .addr = r->peer, .rma_iov = &at64,
+				   .rma_iov_count = 1, .datatype = FI_INT64, .op = FI_SUM, .context = &ctx};
+	XT_RC(fi_fetch_atomicmsg(r->ep, &fm, &res_iov, NULL, 1, FI_DELIVERY_COMPLETE)); /* MPI_Fetch_and_op */
+	/* MPI_Compare_and_swap: the compare value is what the fetch-and-op left (ordered after it) */
+	int64_t swap = -5, expect = was64 + 1000, old = 0;
+	struct fi_ioc swap_iov = {&swap, 1}, cmp_iov = {&expect, 1}, old_iov = {&old, 1};
+	struct fi_msg_atomic cm = {.msg_iov = &swap_iov, .iov_count = 1, .addr = r->peer, .rma_iov = &at64,
+				   .rma_iov_count = 1, .datatype = FI_INT64, .op = FI_CSWAP, .context = &ctx};
+	XT_RC(fi_compare_atomicmsg(r->ep, &cm, &cmp_iov, NULL, 1, &old_iov, NULL, 1, FI_DELIVERY_COMPLETE));
+	/* MPI_Get_accumulate with MPI_NO_OP: read both back */
+	int32_t now32[4];
+	int64_t now64 = 0;
+	struct fi_ioc r32 = {now32, 4}, r64 = {&now64, 1};
+	struct fi_msg_atomic g32 = {.msg_iov = &r32, .iov_count = 1, .addr = r->peer, .rma_iov = &at0,
+				    .rma_iov_count = 1, .datatype = FI_INT32, .op = FI_ATOMIC_READ, .context = &ctx};
+	struct fi_msg_atomic g64 = {.msg_iov = &r64, .iov_count = 1, .addr = r->peer, .rma_iov = &at64,
+				    .rma_iov_count = 1, .datatype = FI_INT64, .op = FI_ATOMIC_READ, .context = &ctx};
+	XT_RC(fi_fetch_atomicmsg(r->ep, &g32, &r32, NULL, 1, FI_DELIVERY_COMPLETE));
+	XT_RC(fi_fetch_atomicmsg(r->ep, &g64, &r64, NULL, 1, FI_DELIVERY_COMPLETE));
+	XT_CHECK(fi_cntr_wait(r->cntr, before + 5, 10000) == 0 && fi_cntr_readerr(r->cntr) == 0,
+		 "fi_cntr_wait for five window atomics (count %llu, errors %llu)",
+		 (unsigned long long)(fi_cntr_read(r->cntr) - before),
+		 (unsigned long long)fi_cntr_readerr(r->cntr));
+	for (int i = 0; i < 4; i++)
+		XT_CHECK(now32[i] == (int32_t)((uint32_t)was32[i] + (uint32_t)acc[i]),
+			 "MPI_Accumulate element %d: %d, %d + %d expected", i, now32[i], was32[i], acc[i]);
+	XT_CHECK(fetched == was64 && old == was64 + 1000 && now64 == -5,
+		 "fetch_and_op fetched %lld (%lld), compare_and_swap saw %lld, window now %lld",
+		 (long long)fetched, (long long)was64, (long long)old, (long long)now64);
+	struct fi_cq_tagged_entry e;
+	XT_CHECK(fi_cq_read(r->cq, &e, 1) == -FI_EAGAIN, "selective completion: no CQ entry for atomics");
 }
 
 static void reg_bound(struct rank *r, void *buf, size_t len, uint64_t access, uint64_t key, struct fid_mr **mr)
@@ -350,6 +471,11 @@ int main(void)
 	xt_pass("RMA window: FI_DELIVERY_COMPLETE writes and a read counted and waited for on the counter");
 
 	xt_sync_progress(sock, r.cq);
+	/* rank 1 has checked our writes and progresses while it waits for the next sync */
+	const int pairs = atomic_table(&r);
+	printf("MPICH's window-op table: %d valid (datatype, op, family) entries\n", pairs);
+	window_atomics(&r, got);
+	xt_pass("atomics: MPICH's capability check, op table and window atomics counted on the counter");
 	xt_sync_progress(sock, r.cq);
 	XT_RC(fi_close(&r.win_mr->fid));
 	XT_RC(fi_close(&r.ep->fid));

@@ -188,7 +188,8 @@ int main(void)
 	/* RMA exists, but this endpoint did not ask for FI_RMA */
 	XT_CHECK(fi_write(x.ep, mem, 8, NULL, 0, 0, 0, NULL) == -FI_EOPNOTSUPP, "fi_write without FI_RMA");
 	XT_CHECK(fi_read(x.ep, mem, 8, NULL, 0, 0, 0, NULL) == -FI_EOPNOTSUPP, "fi_read without FI_RMA");
-	XT_CHECK(fi_atomic(x.ep, mem, 1, NULL, 0, 0, 0, FI_INT32, FI_SUM, NULL) == -FI_ENOSYS, "fi_atomic");
+	XT_CHECK(fi_atomic(x.ep, mem, 1, NULL, 0, 0, 0, FI_INT32, FI_SUM, NULL) == -FI_EOPNOTSUPP,
+		 "fi_atomic without FI_ATOMIC");
 	XT_CHECK(fi_connect(x.ep, names[0], NULL, 0) == -FI_ENOSYS, "fi_connect");
 	struct fid_ep *sep;
 	XT_CHECK(fi_scalable_ep(x.domain, x.info, &sep, NULL) == -FI_ENOSYS, "fi_scalable_ep");

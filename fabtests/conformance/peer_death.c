@@ -2,10 +2,11 @@
  * A peer killed in the middle of a rendezvous: the survivor gets an error completion within
  * seconds instead of waiting forever, in both directions, and the dead peer's shared memory is
  * reclaimed by the survivor (the killed process cannot unlink it itself). The same for an RMA
- * read waiting on a target that dies.
+ * read, and for a fetching atomic, waiting on a target that dies.
  */
 #include "xt.h"
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_ext_exanet.h>
 #include <rdma/fi_rma.h>
 #include <signal.h>
@@ -141,7 +142,7 @@ static void run_closed(void)
 static void open_rma(struct xt_ep *x)
 {
 	struct fi_info *h = xt_hints();
-	h->caps |= FI_RMA;
+	h->caps |= FI_RMA | FI_ATOMIC;
 	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_PROV_KEY;
 	xt_open(x, h, 0);
 	fi_freeinfo(h);
@@ -155,7 +156,7 @@ static int stalled_target(int i, int sock)
 	xt_exchange(&x, sock, 1, NULL);
 	void *buf = calloc(1, BIG);
 	struct fid_mr *mr;
-	XT_RC(fi_mr_reg(x.domain, buf, BIG, FI_REMOTE_READ, 0, 0, 0, &mr, NULL));
+	XT_RC(fi_mr_reg(x.domain, buf, BIG, FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 0, 0, &mr, NULL));
 	/* the returned mr_mode says how to address it (exanet: offsets, whatever was offered) */
 	const uint64_t base = (x.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf : 0;
 	uint64_t desc[2] = {base, fi_mr_key(mr)};
@@ -238,6 +239,32 @@ static void run_rma_target_killed(void)
 	unsetenv("FI_EXANET_USE_CMA");
 }
 
+/* An atomic waits for the target to perform it and answer: a target killed first fails it. */
+static void run_atomic_target_killed(void)
+{
+	int sock;
+	pid_t pid;
+	xt_spawn(1, stalled_target, &sock, &pid);
+	struct xt_ep x;
+	open_rma(&x);
+	fi_addr_t peer = xt_exchange(&x, sock, 0, NULL);
+	uint64_t desc[2];
+	xt_recv_all(sock, desc, sizeof desc);
+	uint64_t one = 1, old = 0;
+	int ctx;
+	XT_RC(fi_fetch_atomic(x.ep, &one, 1, NULL, &old, NULL, peer, desc[0], desc[1], FI_UINT64, FI_SUM,
+			      &ctx));
+	for (int i = 0; i < 1000; i++)
+		fi_cq_read(x.txcq, NULL, 0);
+	kill(pid, SIGKILL);
+	int status;
+	waitpid(pid, &status, 0);
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(x.txcq, NULL, &err, 20) == 0 && err.err == FI_ECONNRESET && err.op_context == &ctx,
+		 "an atomic on a dead target must fail with FI_ECONNRESET (err %d)", err.err);
+	xt_close(&x);
+}
+
 int main(void)
 {
 	xt_init(120);
@@ -251,5 +278,7 @@ int main(void)
 	xt_pass("receiver killed while the sender waits for its CTS");
 	run_rma_target_killed();
 	xt_pass("RMA target killed while a read waits for its answer");
+	run_atomic_target_killed();
+	xt_pass("atomic target killed while a fetch-add waits for its answer");
 	return 0;
 }

@@ -510,6 +510,56 @@ void attack(target& t, const identity& me, const victim_map& m, std::uint64_t se
     publish_as(t, me, p);
   }
   }
+  // 8. Atomics the victim must refuse (or drop) without touching its memory: operands outside the
+  // packet or the ring, operands announced by a train that never came, unknown keys, ranges
+  // outside the registration, a misaligned element, op and datatype values that do not exist,
+  // counts of 0 and beyond the limit, a compare op without results; trains beyond a request.
+  if (step(8)) {
+  for (const identity& id : ids) {
+    auto atomic = [&](std::uint16_t flags, std::uint32_t len, std::uint64_t key, std::uint64_t addr,
+                      std::uint8_t op, std::uint8_t dt, std::uint16_t count) {
+      wire::atomic_req q{};
+      q.hdr = wire::make_header(wire::pkt_type::atomic_req, flags, len);
+      q.key = key;
+      q.remote_addr = addr;
+      q.reply_addr = m.global;
+      q.ring = static_cast<std::uint32_t>(rng() % 70);
+      // In-packet operands that would change whatever they were added to.
+      q.ring_offset = (flags & wire::flag_inline) ? 0x0101010101010101ull : wild(rng);
+      q.cq_data = 0x0101010101010101ull;
+      q.notify_slot = static_cast<std::uint32_t>(rng() % 1024);
+      q.notify_gen = static_cast<std::uint32_t>(rng());
+      q.count = count;
+      q.op = op;
+      q.datatype = dt;
+      publish_as(t, id, q);
+    };
+    constexpr std::uint8_t sum = 2, cswap = 12;  // FI_SUM, FI_CSWAP
+    constexpr std::uint8_t i64 = 6;                // FI_INT64
+    atomic(wire::flag_inline, 200, kKey, m.region, sum, i64, 25);
+    atomic(0, 64, kKey, m.region, sum, i64, 8);                       // ring bytes not ours
+    atomic(wire::flag_assembled, 64, kKey, m.region, sum, i64, 8);    // no train came
+    atomic(wire::flag_inline, 8, kKey + 1, m.region, sum, i64, 1);    // unknown key
+    atomic(wire::flag_inline, 8, kKey, m.global, sum, i64, 1);        // outside the region
+    atomic(wire::flag_inline, 8, kKey, m.region + kRegion - 4, sum, i64, 1);  // straddles its end
+    atomic(wire::flag_inline, 8, kKey, m.region + 1, sum, i64, 1);    // misaligned
+    atomic(wire::flag_inline, 8, kKey, m.region, 200, i64, 1);        // no such op
+    atomic(wire::flag_inline, 8, kKey, m.region, sum, 200, 1);        // no such datatype
+    atomic(wire::flag_inline, 0, kKey, m.region, sum, i64, 0);        // count 0
+    atomic(0, 64, kKey, m.region, sum, i64, 65535);                   // count beyond the limit
+    atomic(wire::flag_inline, 16, kKey, m.region, cswap, i64, 1);     // compare, no results
+    atomic(wire::flag_inline, 16, kKey, m.region, sum, i64, 1);       // operand bytes disagree
+    wire::atomic_operands o{};
+    o.hdr = wire::make_header(wire::pkt_type::atomic_operands, 0, 52);
+    for (std::uint32_t off : {8192u - 51u, ~0u, 0x7fffffffu}) {
+      o.offset = off;
+      publish_as(t, id, o);
+    }
+    o.hdr = wire::make_header(wire::pkt_type::atomic_operands, 0, 200);
+    o.offset = 0;
+    publish_as(t, id, o);
+  }
+  }
   // 7. Random packets: any type of ours with any fields, from us or from nobody.
   if (step(7)) {
   for (int i = 0; i < randoms; ++i) {
@@ -518,7 +568,7 @@ void attack(target& t, const identity& me, const victim_map& m, std::uint64_t se
       const std::uint64_t w = wild(rng);
       std::memcpy(p.data() + b, &w, 8);
     }
-    p[0] = std::byte(rng() % 16);
+    p[0] = std::byte(rng() % static_cast<unsigned>(wire::pkt_type::count));
     if (rng() % 4) p[1] = std::byte{wire::version};
     publish(t, ids[rng() % 2], p.data());
   }

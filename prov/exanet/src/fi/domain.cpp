@@ -69,7 +69,7 @@ constinit fi_ops_domain g_domain_ops = {
     .poll_open = &poll_open,
     .stx_ctx = enosys_ptr<decltype(fi_ops_domain::stx_ctx)>,
     .srx_ctx = enosys_ptr<decltype(fi_ops_domain::srx_ctx)>,
-    .query_atomic = enosys_ptr<decltype(fi_ops_domain::query_atomic)>,
+    .query_atomic = &domain_query_atomic,
     .query_collective = enosys_ptr<decltype(fi_ops_domain::query_collective)>,
     .endpoint2 = enosys_ptr<decltype(fi_ops_domain::endpoint2)>,
 };

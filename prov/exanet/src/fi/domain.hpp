@@ -1,6 +1,7 @@
 // fi_domain: owns the parameters of its endpoints and the memory-registration keys.
 #pragma once
 #include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_domain.h>
 
 #include "proto/config.hpp"
@@ -25,6 +26,11 @@ const proto::config& domain_config(const fid_domain* domain) noexcept;
 
 /// How endpoint names are written and read in this domain (its fi_info's addr_format).
 const addr_codec& domain_names(const fid_domain* domain) noexcept;
+
+/// fi_query_atomic (ep_atomic.cpp): -FI_EOPNOTSUPP for an op and datatype exanet does not
+/// perform in the family the flags name, else the element size and the largest count.
+int domain_query_atomic(fid_domain* domain, fi_datatype dt, fi_op op, fi_atomic_attr* attr,
+                        uint64_t flags) noexcept;
 
 /// Keys of the memory regions registered in this domain.
 mr_registry& domain_mr_registry(fid_domain* domain) noexcept;

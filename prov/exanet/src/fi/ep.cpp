@@ -33,6 +33,7 @@ static_assert(sizeof(fi_exanet_addr) == sizeof(dev::address) &&
 extern fi_ops_msg g_msg_ops;        // ep_xfer.cpp
 extern fi_ops_tagged g_tagged_ops;  // ep_xfer.cpp
 extern fi_ops_rma g_rma_ops;        // ep_rma.cpp
+extern fi_ops_atomic g_atomic_ops;  // ep_atomic.cpp
 
 namespace {
 
@@ -56,7 +57,8 @@ void on_remote_access(void* self, const proto::rma_target_event& e) noexcept {
   if (c && e.op_end) cntr_sink(*c).add(cntr_sink(*c).self, false);
   if (e.has_cq_data && ep.rx_cq) {
     proto::completion cq;
-    cq.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+    cq.flags = (e.atomic ? FI_ATOMIC : FI_RMA) | (e.remote_read ? FI_REMOTE_READ : FI_REMOTE_WRITE) |
+               FI_REMOTE_CQ_DATA;
     cq.len = e.len;
     cq.data = e.cq_data;
     cq.src = e.src;
@@ -282,23 +284,6 @@ constinit fi_ops_cm g_cm_ops = {
     .reject = enosys_ptr<decltype(fi_ops_cm::reject)>,
     .shutdown = enosys_ptr<decltype(fi_ops_cm::shutdown)>,
     .join = enosys_ptr<decltype(fi_ops_cm::join)>,
-};
-
-constinit fi_ops_atomic g_atomic_ops = {
-    .size = sizeof(fi_ops_atomic),
-    .write = enosys_ptr<decltype(fi_ops_atomic::write)>,
-    .writev = enosys_ptr<decltype(fi_ops_atomic::writev)>,
-    .writemsg = enosys_ptr<decltype(fi_ops_atomic::writemsg)>,
-    .inject = enosys_ptr<decltype(fi_ops_atomic::inject)>,
-    .readwrite = enosys_ptr<decltype(fi_ops_atomic::readwrite)>,
-    .readwritev = enosys_ptr<decltype(fi_ops_atomic::readwritev)>,
-    .readwritemsg = enosys_ptr<decltype(fi_ops_atomic::readwritemsg)>,
-    .compwrite = enosys_ptr<decltype(fi_ops_atomic::compwrite)>,
-    .compwritev = enosys_ptr<decltype(fi_ops_atomic::compwritev)>,
-    .compwritemsg = enosys_ptr<decltype(fi_ops_atomic::compwritemsg)>,
-    .writevalid = enosys_ptr<decltype(fi_ops_atomic::writevalid)>,
-    .readwritevalid = enosys_ptr<decltype(fi_ops_atomic::readwritevalid)>,
-    .compwritevalid = enosys_ptr<decltype(fi_ops_atomic::compwritevalid)>,
 };
 
 constinit fi_ops_collective g_collective_ops = {

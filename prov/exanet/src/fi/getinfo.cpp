@@ -175,7 +175,8 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
   ep.protocol_version = 1;
   ep.max_msg_size = max_msg_size;
   ep.msg_prefix_size = 0;
-  ep.max_order_raw_size = ep.max_order_war_size = ep.max_order_waw_size = 0;
+  ep.max_order_raw_size = ep.max_order_war_size = ep.max_order_waw_size =
+      (caps & FI_ATOMIC) ? max_order_atomic_size : 0;
   ep.mem_tag_format = mem_tag_format;
   ep.tx_ctx_cnt = ep.rx_ctx_cnt = 1;
   ep.auth_key_size = 0;

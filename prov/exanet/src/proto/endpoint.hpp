@@ -30,6 +30,7 @@
 namespace exanet::proto {
 
 inline constexpr std::size_t max_iov = 8;
+inline constexpr std::size_t atomics_max_bytes = 4096;  // atomics::max_bytes (atomic_ops.hpp)
 inline constexpr std::uint64_t unknown_source = ~0ull;  // FI_ADDR_NOTAVAIL
 
 enum class queue_kind : std::uint8_t { msg = 0, tagged = 1 };
@@ -105,6 +106,58 @@ struct rma_request {
   std::uint64_t reply_addr = 0;
   std::int64_t reply_status = 0;
   static constexpr std::uint32_t no_slot = ~0u;
+};
+
+/// What fi/ hands down for fi_atomic*, fi_fetch_atomic* and fi_compare_atomic* (validated there:
+/// a valid op and datatype, counts that agree and fit atomics::max_count).
+struct atomic_args {
+  std::span<const iovec> operand;  // elements as iovecs (bytes); empty for FI_ATOMIC_READ
+  std::span<const iovec> compare;  // compare family only
+  std::span<const iovec> result;   // fetch and compare families: the initial values land here
+  std::span<const remote_range> remote;  // len in elements
+  int op = 0, datatype = 0;
+  bool fetch = false;               // fetch or compare family: results and FI_READ accounting
+  dev::peer_id peer = dev::no_peer;
+  void* context = nullptr;
+  std::uint64_t cq_data = 0;
+  bool has_cq_data = false;
+  bool completion = true;
+};
+
+/// An atomic operation in flight at its initiator (one request packet per remote range, sent in
+/// order, each answered), or the answer this endpoint owes a peer for one it performed.
+struct atomic_request {
+  atomic_request() noexcept {}  // data stays uninitialized: acquire() must not clear 4 KiB
+  enum class role : std::uint8_t { initiator, response };
+  core::list_hook hook;  // atomic_active_
+  role what = role::initiator;
+  int op = 0, datatype = 0;
+  bool fetch = false;
+  bool has_cq_data = false, completion = true;
+  void* context = nullptr;
+  dev::peer_id peer = dev::no_peer;
+  std::uint64_t cq_data = 0;
+  std::array<remote_range, max_iov> remote{};  // len in elements
+  std::size_t remote_count = 0;
+  std::size_t count = 0;     // elements in all
+  std::size_t sent = 0;      // ranges whose request packet went
+  std::size_t train_sent = 0;  // operand bytes of range `sent` gone as atomic_operands packets
+  bool by_train = false;       // range `sent` goes by atomic_operands (its ring could not take it)
+  std::size_t answered = 0;  // ranges whose reply landed
+  std::array<std::uint32_t, max_iov> slot{}, gen{};  // each range's reply slot
+  std::array<iovec, max_iov> result{};
+  std::size_t result_count = 0;
+  int err = 0;               // the first failure a reply reported
+  // response: the peer's window and slot, and what to tell it
+  std::uint64_t reply_addr = 0;
+  std::uint32_t reply_slot = 0, reply_gen = 0;
+  std::size_t reply_bytes = 0;
+  std::int64_t reply_status = 0;
+  dev::dma_state dma{};
+  // initiator: the operand elements, then the compare elements, copied at post (the caller's
+  // buffers are free at return); each range's initial values land over its own operands, which
+  // left with its packet. response: the initial values going back.
+  alignas(16) std::array<std::byte, atomics_max_bytes> data;
 };
 
 struct send_request {
@@ -241,6 +294,7 @@ struct source_resolver {
 struct rma_target_event {
   std::uint64_t key = 0;    // a live registration: events for any other are dropped
   bool remote_read = false;
+  bool atomic = false;      // an atomic the target performed (else an RMA access)
   bool op_end = true;      // the operation's last range: endpoint counters count operations
   bool region_end = true;  // its last range in this registration: MR counters count once each
   std::size_t len = 0;
@@ -292,6 +346,9 @@ class endpoint {
   /// fi_write* / fi_read*: protection-checked at the target before any byte moves; a refused
   /// access is an FI_EACCES error completion.
   core::status rma(const rma_args& a) noexcept;
+  /// fi_atomic family (atomic.cpp): performed by the target, in arrival order, after its own
+  /// protection check; every refusal is an error completion and leaves the target unchanged.
+  core::status atomic(const atomic_args& a) noexcept;
   /// Exposes a registration to peers through this endpoint's protection table.
   core::status expose(const dev::key_grant& g, std::uint32_t& slot) noexcept {
     return dev_.key_publish(g, slot);
@@ -452,6 +509,18 @@ class endpoint {
   rma_request* rma_reply_to(dev::peer_id from, std::uint32_t slot, std::uint32_t gen) noexcept;
   void rma_finish(rma_request& r, int err) noexcept;
   std::size_t progress_rma() noexcept;
+  // atomic.cpp
+  void on_atomic_req(dev::peer_id from, const dev::packet& pkt) noexcept;
+  void on_atomic_operands(dev::peer_id from, const dev::packet& pkt) noexcept;
+  /// Sends the rest of r's current range's operands as atomic_operands; false: blocked or failed.
+  bool atomic_send_train(atomic_request& r, std::span<const iovec> operands, std::size_t len) noexcept;
+  /// Sends what it can of r's range requests (in order); false: blocked on a resource.
+  bool atomic_send(atomic_request& r) noexcept;
+  bool atomic_advance(atomic_request& r, bool may_send) noexcept;  // true: finished, released
+  void atomic_finish(atomic_request& r, int err) noexcept;
+  std::size_t progress_atomic() noexcept;
+  /// The peer died: its atomics fail (FI_ECONNRESET), answers owed to it are dropped.
+  void fail_atomics_of(dev::peer_id p) noexcept;
   // intake.cpp: the bounds of what peers' packets make this endpoint keep
   /// Sizes the pools from cfg_ (resolve_queue_bounds) and allocates the held queue.
   core::status open_intake() noexcept;
@@ -574,6 +643,18 @@ class endpoint {
   core::buffer_cache payload_cache_;   // their buffers, kept for reuse (at most 1 MiB idle)
   bool bound_warned_ = false;
   core::pool<rma_request> rmas_{64};
+  core::pool<atomic_request> atomics_{16};
+  std::size_t atomic_unsent_ = 0;  // initiator requests with ranges still to send
+  /// Target: per sender, operand bytes that came as atomic_operands for its next atomic_req
+  /// (made on first use: 8 KiB, one request's operands), and how many have arrived.
+  struct operand_assembly {
+    std::vector<std::byte> bytes;
+    std::size_t filled = 0;
+  };
+  std::vector<operand_assembly> assembly_;
+  // In post order: a request sends its ranges only once every earlier one has sent all of its
+  // own, so the target performs one initiator's atomics in the order they were posted.
+  core::intrusive_list<atomic_request, &atomic_request::hook> atomic_active_;
   core::intrusive_list<rma_request, &rma_request::hook> rma_active_;
   std::vector<std::uint64_t> source_cache_;  // peer -> fi_addr; unknown_source + 1 = unresolved
   std::size_t min_multi_recv_ = 64;

@@ -29,6 +29,8 @@ struct protocol_access {
     t[static_cast<std::size_t>(wire::pkt_type::rtr_cancel_reply)] = &endpoint::on_rtr_cancel_reply;
     t[static_cast<std::size_t>(wire::pkt_type::rndv_probe)] = &endpoint::on_rndv_probe;
     t[static_cast<std::size_t>(wire::pkt_type::rndv_probe_reply)] = &endpoint::on_rndv_probe_reply;
+    t[static_cast<std::size_t>(wire::pkt_type::atomic_req)] = &endpoint::on_atomic_req;
+    t[static_cast<std::size_t>(wire::pkt_type::atomic_operands)] = &endpoint::on_atomic_operands;
     return t;
   }
 };
@@ -95,6 +97,7 @@ std::size_t endpoint::progress() noexcept {
   if (!wait_notify_.empty() && (rang || slot_starved_))
     n += poll_notifications();  // sender-initiated rendezvous data that landed here
   if (!rma_active_.empty()) n += progress_rma();        // RMA waiting on the engine or a reply
+  if (!atomic_active_.empty()) n += progress_atomic();  // atomics to send, replies owed or due
   if (!dma_backlog_.empty()) n += retry_dma();          // our writes that met a busy engine
   if (!backlog_.empty()) n += retry_backlog();          // control packets that met a full mailbox
   if (lift_due_) lift_suspended();                       // late RTRs, after this round's matches
@@ -114,7 +117,7 @@ bool endpoint::waiting_on_peers() const noexcept {
   // dead_peer_check_ms a look at the device's lost peers (a backend that must ask about each
   // peer does so at most once per the period it was told at open).
   return !(wait_notify_.empty() && wait_cts_.empty() && dma_backlog_.empty() && backlog_.empty() &&
-           rma_active_.empty() && wait_ri_.empty() && matchers_[0].posted_count() == 0 &&
+           rma_active_.empty() && atomic_active_.empty() && wait_ri_.empty() && matchers_[0].posted_count() == 0 &&
            matchers_[1].posted_count() == 0);
 }
 
@@ -224,6 +227,7 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
     if (r.what == rma_request::role::read_response) r.reply_slot = rma_request::no_slot;
     rma_finish(r, FI_ECONNRESET);
   });
+  fail_atomics_of(p);
   backlog_.for_each([&](backlog_packet& b) {
     if (b.peer != p) return;
     backlog_.remove(b);

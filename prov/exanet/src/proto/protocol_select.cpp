@@ -35,6 +35,11 @@ constexpr std::array<protocol_text, static_cast<std::size_t>(protocol::count)> g
     {"rma/dma", "DMA write (staged through the target, or CMA)"},
     {"rma/read-direct", "the engine reads the target's memory (CMA)"},
     {"rma/read-request", "the target checks the key and writes the data back"},
+    {"atomic/packet", "operands in the request packet; the target performs it and answers"},
+    {"atomic/ring", "operands through the bounce ring, one request packet; the target "
+                    "performs it and answers"},
+    {"atomic/train", "operands in packets ahead of the request; the target performs it and "
+                     "answers"},
     {"refused", "the call fails: an any-source receive of the optimistic family with "
                 "-FI_EOPNOTSUPP, an inject above inject_size (or the tx_attr's, if smaller) "
                 "with -FI_EMSGSIZE"},
@@ -48,6 +53,7 @@ constexpr std::string_view op_name(op_kind op) noexcept {
     case op_kind::recv: return "recv";
     case op_kind::rma_write: return "rma write";
     case op_kind::rma_read: return "rma read";
+    case op_kind::atomic: return "atomic";
     case op_kind::count: break;
   }
   return "?";
@@ -56,7 +62,9 @@ constexpr std::string_view op_name(op_kind op) noexcept {
 constexpr std::string_view situation_name(op_kind op, situation s) noexcept {
   switch (s) {
     case situation::transmit_complete:
-      return op == op_kind::rma_write ? "1 remote range" : "transmit-complete";
+      return op == op_kind::rma_write ? "1 remote range"
+             : op == op_kind::atomic  ? "no remote CQ data"
+                                      : "transmit-complete";
     case situation::delivery_complete: return "delivery-complete";
     case situation::directed: return "named source, 1 buffer";
     case situation::directed_iov: return "named source, iovecs";
@@ -65,6 +73,7 @@ constexpr std::string_view situation_name(op_kind op, situation s) noexcept {
     case situation::several_ranges: return "several remote ranges";
     case situation::peer_readable: return "peer readable (CMA)";
     case situation::peer_unreadable: return "peer not readable";
+    case situation::cq_data: return "remote CQ data";
     case situation::count: break;
   }
   return "?";
@@ -209,6 +218,16 @@ protocol_table protocol_table::build(const selection_inputs& in) noexcept {
          protocol::rma_read_direct);
   append(t.rows_[row_index(op_kind::rma_read, situation::peer_unreadable)], unbounded,
          protocol::rma_read_request);
+
+  // Atomics, by a range's operand bytes: in the packet while they fit its 16 spare bytes (which
+  // remote CQ data takes for itself), else through the bounce ring, and in a train of packets
+  // when the ring has no room for them (atomic.cpp).
+  size_row& atomic = t.rows_[row_index(op_kind::atomic, situation::transmit_complete)];
+  append(atomic, wire::atomic_inline_bytes, protocol::atomic_packet);
+  append(atomic, unbounded, protocol::atomic_ring, protocol::atomic_train);
+  size_row& atomic_data = t.rows_[row_index(op_kind::atomic, situation::cq_data)];
+  append(atomic_data, 0, protocol::atomic_packet);
+  append(atomic_data, unbounded, protocol::atomic_ring, protocol::atomic_train);
   return t;
 }
 

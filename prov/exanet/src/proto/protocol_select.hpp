@@ -8,7 +8,8 @@
 // inclusive upper bound and the protocol taken up to it; the last class ends at SIZE_MAX. A
 // lookup walks at most max_classes entries of one row: no allocation, no call, no branch on the
 // family. Runtime events that are not sizes stay where they happen and are named in the table:
-// a medium message or an inline RMA write whose ring has no credit takes its class's fallback,
+// a medium message, an inline RMA write or an atomic's operands whose ring has no credit take
+// their class's fallback,
 // a rendezvous send takes a stored RTR when one is waiting, an RTR'd receive may be suspended.
 #pragma once
 #include <array>
@@ -43,6 +44,9 @@ enum class protocol : std::uint8_t {
   rma_dma,           // "rma/dma": DMA write; the device stages or uses CMA (rma.cpp)
   rma_read_direct,   // "rma/read-direct": the engine reads the peer's memory (CMA)
   rma_read_request,  // "rma/read-request": the target answers with a DMA write (rma.cpp)
+  atomic_packet,     // "atomic/packet": operands inside the atomic_req packet (atomic.cpp)
+  atomic_ring,       // "atomic/ring": operands in the bounce ring + one atomic_req (atomic.cpp)
+  atomic_train,      // "atomic/train": operands in atomic_operands packets + one atomic_req
   refused,           // "refused": -FI_EOPNOTSUPP (optimistic any-source receive) or
                      // -FI_EMSGSIZE (inject above inject_size)
   count
@@ -58,6 +62,8 @@ enum class op_kind : std::uint8_t {
   recv,         // fi_recv, fi_trecv and their variants; the size is the buffer's capacity
   rma_write,    // fi_write and its variants, fi_inject_write
   rma_read,     // fi_read and its variants
+  atomic,       // fi_atomic, fi_fetch_atomic, fi_compare_atomic and their variants, per remote
+                // range; the size is the range's operand bytes (operand and compare elements)
   count
 };
 
@@ -71,6 +77,7 @@ enum class situation : std::uint8_t {
   several_ranges,     // RMA write: more than one remote range (transmit-complete)
   peer_readable,      // RMA read: the engine can read the peer (FI_EXANET_USE_CMA=1, allowed)
   peer_unreadable,    // RMA read: it cannot (the default, or the kernel refused CMA)
+  cq_data,            // atomic: the range carries remote CQ data (the operation's last range)
   count
 };
 
@@ -132,7 +139,7 @@ class protocol_table {
     op_kind op;
     situation s;
   };
-  static constexpr std::array<pair, 15> pairs{{
+  static constexpr std::array<pair, 17> pairs{{
       {op_kind::send, situation::transmit_complete},
       {op_kind::send, situation::delivery_complete},
       {op_kind::tagged_send, situation::transmit_complete},
@@ -148,6 +155,8 @@ class protocol_table {
       {op_kind::rma_write, situation::delivery_complete},
       {op_kind::rma_read, situation::peer_readable},
       {op_kind::rma_read, situation::peer_unreadable},
+      {op_kind::atomic, situation::transmit_complete},
+      {op_kind::atomic, situation::cq_data},
   }};
 
  private:

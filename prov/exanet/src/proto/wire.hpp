@@ -11,7 +11,8 @@
 
 namespace exanet::proto::wire {
 
-inline constexpr std::uint8_t version = 3;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first
+inline constexpr std::uint8_t version = 4;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first;
+                                            // 4: atomic_req
 
 enum class pkt_type : std::uint8_t {
   env_data = 1,  // eager: envelope and payload in one packet          (eager.cpp)
@@ -28,7 +29,9 @@ enum class pkt_type : std::uint8_t {
   rtr_cancel_reply = 12,  // the sender's answer: withdrawn, or already written            (rndv_rtr.cpp)
   rndv_probe = 13,        // a receiver heard nothing for a while: "is this send yours?"     (rndv_probe.cpp)
   rndv_probe_reply = 14,  // the sender's answer: it has no such send                         (rndv_probe.cpp)
-  count = 15,
+  atomic_req = 15,        // "perform this atomic on your memory and answer me"              (atomic.cpp)
+  atomic_operands = 16,   // operand bytes of the next atomic_req, when no bounce ring serves  (atomic.cpp)
+  count = 17,
 };
 static_assert(static_cast<std::uint8_t>(pkt_type::count) < dev::first_device_packet_type);
 
@@ -44,6 +47,9 @@ enum : std::uint16_t {
   flag_withdrawn = 1u << 7,    // rtr_cancel_reply: the RTR was still stored and is gone
   flag_optimistic = 1u << 8,   // rtr: optimistic variant, no ticket: "the next send of my tag"
   flag_rtr_first = 1u << 9,    // ri_notification: the RTR was at the sender before the send
+  flag_fetch = 1u << 10,       // atomic_req: write the target's initial values back (fetch, compare)
+  flag_inline = 1u << 11,      // atomic_req: the operands are in the packet, not in the bounce ring
+  flag_assembled = 1u << 12,   // atomic_req: the operands came before it in atomic_operands packets
 };
 
 /// Packet sequence number: every message a sender sends to one receiver (env_data, medium, rts,
@@ -222,13 +228,46 @@ struct rma_reply {
 };
 static_assert(sizeof(rma_reply) == dev::notification_bytes);
 
+/// An atomic operation the target performs (atomic.cpp): the operands (operand elements, then
+/// compare elements) wait in the initiator's bounce ring at the target, or, when they fit in 16
+/// bytes and no CQ data travels, in the packet itself (`operands`, over ring_offset and cq_data).
+/// The target answers with a DMA write of the initial values (flag_fetch) into the window the
+/// initiator armed at notify_slot, then an rma_reply carrying the status.
+struct atomic_req {
+  header hdr;                 // len: operand bytes; flag_cq_data, flag_fetch, flag_inline
+  std::uint64_t key;
+  std::uint64_t remote_addr;  // in the target's key space (virtual address or offset)
+  std::uint64_t reply_addr;   // initiator's window for the initial values (flag_fetch)
+  std::uint64_t ring_offset;  // flag_inline: the first 8 operand bytes
+  std::uint64_t cq_data;      // flag_inline: the next 8 operand bytes (no CQ data then)
+  std::uint32_t ring;
+  std::uint32_t notify_slot;  // initiator's slot for the rma_reply (always: every atomic is answered)
+  std::uint32_t notify_gen;
+  std::uint16_t count;        // elements
+  std::uint8_t op;            // enum fi_op
+  std::uint8_t datatype;      // enum fi_datatype
+};
+inline constexpr std::size_t atomic_inline_bytes = 16;
+
+/// Operands of the next atomic_req from this sender, when its bounce ring at the target cannot
+/// take them (no ring left for it, or no credit): a train of these, in order, then the request
+/// with flag_assembled. The target keeps them in one buffer per sender until the request.
+struct atomic_operands {
+  header hdr;            // len: bytes used of data
+  std::uint32_t offset;  // where they go among the request's operand bytes
+  std::byte data[52];
+};
+inline constexpr std::size_t atomic_operands_bytes = sizeof(atomic_operands::data);
+static_assert(offsetof(atomic_req, cq_data) == offsetof(atomic_req, ring_offset) + 8);
+
 template <class P>
 inline constexpr bool is_packet = sizeof(P) == dev::packet_bytes &&
                                   std::is_trivially_copyable_v<P> && std::is_standard_layout_v<P>;
 static_assert(is_packet<env_data> && is_packet<medium> && is_packet<rts> && is_packet<cts> &&
               is_packet<rma_read_req> && is_packet<rma_done> && is_packet<rma_write_inline> &&
               is_packet<rndv_ack> && is_packet<rtr> && is_packet<rtr_answer> &&
-              is_packet<rndv_probe>);
+              is_packet<rndv_probe> && is_packet<atomic_req> &&
+              is_packet<atomic_operands>);
 static_assert(offsetof(env_data, hdr) == 0 && offsetof(rts, hdr) == 0 && offsetof(cts, hdr) == 0);
 inline constexpr std::size_t psn_offset = 24;
 static_assert(offsetof(env_data, psn) == psn_offset && offsetof(medium, psn) == psn_offset &&

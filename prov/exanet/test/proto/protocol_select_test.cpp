@@ -130,6 +130,29 @@ TEST(protocol_table, a_medium_max_below_the_eager_size_leaves_no_medium_class) {
               protocol::medium);
 }
 
+// Atomics, whatever the family: operands in the packet while they fit its 16 spare bytes, which
+// remote CQ data takes; else the bounce ring, with the atomic_operands train as the fallback.
+TEST(protocol_table, atomic_operands_go_in_the_packet_the_ring_or_a_train) {
+  for (protocol_family f :
+       {protocol_family::write, protocol_family::read, protocol_family::optimistic}) {
+    const auto t = protocol_table::build(inputs(f));
+    using enum situation;
+    EXPECT_EQ(t.choose(op_kind::atomic, transmit_complete, 0), protocol::atomic_packet);
+    EXPECT_EQ(t.choose(op_kind::atomic, transmit_complete, 16), protocol::atomic_packet);
+    const size_class& ring = t.select(op_kind::atomic, transmit_complete, 17);
+    EXPECT_EQ(ring.proto, protocol::atomic_ring);
+    EXPECT_EQ(ring.fallback, protocol::atomic_train);
+    EXPECT_EQ(t.choose(op_kind::atomic, transmit_complete, 8192), protocol::atomic_ring);
+    EXPECT_EQ(t.choose(op_kind::atomic, cq_data, 0), protocol::atomic_packet);
+    EXPECT_EQ(t.select(op_kind::atomic, cq_data, 1).proto, protocol::atomic_ring);
+    EXPECT_EQ(t.select(op_kind::atomic, cq_data, 1).fallback, protocol::atomic_train);
+  }
+  const std::string text = protocol_table::build(inputs(protocol_family::write)).format("a");
+  for (const char* expect : {"atomic/packet", "atomic/ring (no ring credit: atomic/train)",
+                             "no remote CQ data", "remote CQ data"})
+    EXPECT_NE(text.find(expect), std::string::npos) << expect << "\n" << text;
+}
+
 TEST(protocol_table, rows_are_sorted_and_end_unbounded) {
   for (protocol_family f :
        {protocol_family::write, protocol_family::read, protocol_family::optimistic}) {
