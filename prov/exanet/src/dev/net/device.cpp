@@ -319,8 +319,8 @@ void device::give_credit(peer_id p) noexcept {
   c.count = pr.consumed;
   // Credit packets take no credit (the receiver handles them at once); one that cannot go now
   // goes with the next consumed packet.
-  if (pr.hello_due) {
-    if (!core::ok(send_hello(p))) return;
+  if (pr.hello_due) {  // the hello takes a credit like any packet; without one, wait
+    if (pr.credits == 0 || !core::ok(send_hello(p))) return;
   }
   if (inject(p, to_packet(c)) == core::status::ok) pr.consumed = 0;
 }
