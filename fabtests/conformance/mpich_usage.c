@@ -364,6 +364,8 @@ static int rank1(int index, int sock)
 	/* rank 0 is done reading our buffer and writing our window */
 	xt_sync_progress(sock, r.cq);
 	XT_CHECK(xt_verify(r.win, WIN, 77), "rank 0's window writes");
+	/* checked: rank 0's window atomics may come now (it waits for this) */
+	xt_sync_progress(sock, r.cq);
 	XT_RC(fi_close(&mr->fid));
 	xt_sync_progress(sock, r.cq);
 	free(payload);
@@ -471,7 +473,9 @@ int main(void)
 	xt_pass("RMA window: FI_DELIVERY_COMPLETE writes and a read counted and waited for on the counter");
 
 	xt_sync_progress(sock, r.cq);
-	/* rank 1 has checked our writes and progresses while it waits for the next sync */
+	/* rank 1 checks our writes before our atomics change its window; then it progresses while
+	 * it waits for the next sync */
+	xt_sync_progress(sock, r.cq);
 	const int pairs = atomic_table(&r);
 	printf("MPICH's window-op table: %d valid (datatype, op, family) entries\n", pairs);
 	window_atomics(&r, got);
