@@ -206,18 +206,9 @@ bool endpoint::atomic_send_train(atomic_request& r, std::span<const iovec> opera
 
 bool endpoint::atomic_advance(atomic_request& r, bool may_send) noexcept {
   if (r.what == atomic_request::role::response) {
-    dev::dma_write w;
     const iovec src{r.data.data(), r.reply_bytes};
-    w.peer = r.peer;
-    w.src = {&src, 1};
-    w.dst_addr = r.reply_addr;
-    w.len = r.reply_bytes;
-    w.notify = true;
-    w.notify_slot = r.reply_slot;
-    w.notify_gen = r.reply_gen;
-    const wire::rma_reply reply{r.reply_status, r.reply_bytes};
-    std::memcpy(w.notify_data.data(), &reply, sizeof reply);
-    const core::status s = dev_.dma_post(w, r.dma);
+    const core::status s = post_reply(r.peer, {&src, 1}, r.reply_addr, r.reply_slot,
+                                      r.reply_gen, r.reply_status, r.reply_bytes, r.dma);
     if (s == core::status::again) return false;
     if (!core::ok(s))
       EXANET_LOG(info, ep_data, "atomic reply to port %u failed: %d",

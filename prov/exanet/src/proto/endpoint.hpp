@@ -505,6 +505,11 @@ class endpoint {
   rma_step rma_post_events(rma_request& r) noexcept;
   core::status rma_post_event(rma_request& r, std::size_t seg, bool last) noexcept;
   bool rma_answer_read(rma_request& r) noexcept;
+  /// The answer to a peer's request (read, atomic): the bytes, if any, into the window it armed,
+  /// then an rma_reply notification with status and length. again: call again.
+  core::status post_reply(dev::peer_id peer, std::span<const iovec> src, std::uint64_t reply_addr,
+                          std::uint32_t slot, std::uint32_t gen, std::int64_t status,
+                          std::uint64_t bytes, dev::dma_state& st) noexcept;
   /// A request that answers a peer's slot (read data or an ack), or nullptr without memory.
   rma_request* rma_reply_to(dev::peer_id from, std::uint32_t slot, std::uint32_t gen) noexcept;
   void rma_finish(rma_request& r, int err) noexcept;

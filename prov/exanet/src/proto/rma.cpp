@@ -440,18 +440,26 @@ void endpoint::on_rma_read_req(dev::peer_id from, const dev::packet& pkt) noexce
 }
 
 // Writes the answer (data, if any) to the asking peer, then the rma_reply notification.
-bool endpoint::rma_answer_read(rma_request& r) noexcept {
+core::status endpoint::post_reply(dev::peer_id peer, std::span<const iovec> src,
+                                  std::uint64_t reply_addr, std::uint32_t slot, std::uint32_t gen,
+                                  std::int64_t status, std::uint64_t bytes,
+                                  dev::dma_state& st) noexcept {
   dev::dma_write w;
-  w.peer = r.peer;
-  w.src = {r.iov.data(), r.iov_count};
-  w.dst_addr = r.reply_addr;
-  w.len = r.total;
+  w.peer = peer;
+  w.src = src;
+  w.dst_addr = reply_addr;
+  w.len = bytes;
   w.notify = true;
-  w.notify_slot = r.reply_slot;
-  w.notify_gen = r.reply_gen;
-  const wire::rma_reply reply{r.reply_status, r.total};
+  w.notify_slot = slot;
+  w.notify_gen = gen;
+  const wire::rma_reply reply{status, bytes};
   std::memcpy(w.notify_data.data(), &reply, sizeof reply);
-  const core::status s = dev_.dma_post(w, r.dma);
+  return dev_.dma_post(w, st);
+}
+
+bool endpoint::rma_answer_read(rma_request& r) noexcept {
+  const core::status s = post_reply(r.peer, {r.iov.data(), r.iov_count}, r.reply_addr,
+                                    r.reply_slot, r.reply_gen, r.reply_status, r.total, r.dma);
   if (s == core::status::again) return false;
   if (!core::ok(s))
     EXANET_LOG(info, ep_data, "RMA reply to port %u failed: %d", dev_.peer_address(r.peer).port,
