@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sched.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "dev/emu/device.hpp"
 
@@ -53,15 +55,19 @@ bool file_exists(const std::string& name) {
 
 // A segment made by hand under a's name space at `port`: the header a real endpoint would
 // write (copied from `like`), then changed by `edit`; created with `mode`. The test keeps it
-// mapped, so owner_pid = getpid() is a process that maps it.
+// mapped, so owner_pid = getpid() is a process that maps it, and holds the creator's lock on
+// it, so its owner is alive until unlock().
 struct handmade {
   std::string name;
   void* base = nullptr;
   std::size_t bytes = 0;
+  int fd = -1;
   ~handmade() {
     if (base) munmap(base, bytes);
+    if (fd >= 0) close(fd);
     if (!name.empty()) shm_unlink(name.c_str());
   }
+  void unlock() { flock(fd, LOCK_UN); }
   segment_header& header() { return *static_cast<segment_header*>(base); }
 };
 
@@ -72,13 +78,14 @@ void make_segment(handmade& h, const device& like, std::uint32_t port, mode_t mo
   shm_unlink(h.name.c_str());
   const int fd = shm_open(h.name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   ASSERT_GE(fd, 0) << h.name;
+  h.fd = fd;
+  ASSERT_EQ(flock(fd, LOCK_EX), 0);
   ASSERT_EQ(fchmod(fd, mode), 0);
   shm_segment own;  // the real endpoint's header, as a template
   ASSERT_EQ(shm_segment::open(segment_name(getuid(), a.pdid, a.port), own), core::status::ok);
   h.bytes = own.size();
   ASSERT_EQ(ftruncate(fd, static_cast<off_t>(h.bytes)), 0);
   h.base = mmap(nullptr, h.bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
   ASSERT_NE(h.base, MAP_FAILED);
   std::memcpy(h.base, own.data(), h.bytes);
   h.header().port = port;
@@ -216,7 +223,10 @@ TEST(emu_segment, a_lying_geometry_is_refused_not_a_crash) {
   }
 }
 
-TEST(emu_segment, an_owner_pid_that_does_not_map_the_segment_is_not_trusted) {
+// Liveness is the creator's lock on the file: with it held, any pid in the header leaves the
+// peer reachable, and a pid that is not a process of ours mapping the file here only turns CMA
+// off for it; with it released, the peer is dead and its file reclaimed, whatever the pid says.
+TEST(emu_segment, an_owner_is_alive_while_it_holds_its_lock_and_an_untrusted_pid_only_loses_cma) {
   device d;
   ASSERT_EQ(d.open(make_params(test_pdid(5))), core::status::ok);
   const pid_t other = fork();  // ours, alive, but it never maps the hand-made file
@@ -225,18 +235,165 @@ TEST(emu_segment, an_owner_pid_that_does_not_map_the_segment_is_not_trusted) {
     pause();
     _exit(0);
   }
-  for (pid_t pid : {other, pid_t{1}, pid_t{0}, pid_t{-5}, pid_t{0x7ffffff0}}) {
-    handmade h;
-    make_segment(h, d, test_port(5), 0600, [](segment_header&) {});
-    h.header().owner_pid = pid;
-    peer_id p = no_peer;
-    // A pid that runs no process names a dead owner: the peer is dead (and its file reclaimed);
-    // one that runs but does not map the file, or no pid at all, is not trusted.
-    EXPECT_EQ(d.connect(at_port(d, test_port(5)), p),
-              pid == 0x7ffffff0 ? core::status::peer_dead : core::status::unreachable) << pid;
+  struct reaper {  // also when an assertion below returns early
+    pid_t pid;
+    ~reaper() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reap_other{other};
+  for (pid_t pid : {getpid(), other, pid_t{1}, pid_t{0}, pid_t{-5}, pid_t{0x7ffffff0}}) {
+    for (bool locked : {true, false}) {
+      handmade h;
+      make_segment(h, d, test_port(5), 0600, [](segment_header&) {});
+      h.header().owner_pid = pid;
+      device c;  // a fresh one each time: connect remembers peers
+      params pc = make_params(test_pdid(5));
+      pc.liveness_period_ms = 0;  // looks at every call
+      ASSERT_EQ(c.open(pc), core::status::ok);
+      EXPECT_TRUE(file_exists(h.name)) << "open() reclaimed a live owner's file; pid " << pid;
+      if (!locked) h.unlock();  // after open(), which would reclaim it at once
+      peer_id p = no_peer;
+      if (!locked) {
+        EXPECT_EQ(c.connect(at_port(d, test_port(5)), p), core::status::peer_dead) << pid;
+        EXPECT_FALSE(file_exists(h.name)) << "a dead owner's file is reclaimed; pid " << pid;
+        continue;
+      }
+      ASSERT_EQ(c.connect(at_port(d, test_port(5)), p), core::status::ok) << pid;
+      EXPECT_EQ(c.can_read(p), pid == getpid()) << "CMA only to a pid that maps the file: " << pid;
+      EXPECT_EQ(c.mailbox_send(p, packet{}), core::status::ok) << pid;
+      EXPECT_FALSE(c.take_lost_peers(0, [](peer_id) {})) << pid;
+      EXPECT_TRUE(file_exists(h.name));
+    }
   }
-  kill(other, SIGKILL);
-  waitpid(other, nullptr, 0);
+}
+
+// The smallest pid from `from` on that names no process in this PID namespace.
+pid_t free_pid_here(pid_t from) {
+  for (pid_t p = from; p < 30000; ++p)
+    if (kill(p, 0) != 0 && errno == ESRCH) return p;
+  return -1;
+}
+
+// An endpoint in another PID namespace (a container sharing /dev/shm, `unshare --pid`) records
+// a pid that here names nobody. CI found this: upstream fabtests ran in such a namespace, and an
+// exanet process outside it took their live segments for stale ones and unlinked them. Here
+// the inner endpoint gets exactly such a pid; outside, a new endpoint must leave its segment
+// alone, connect and exchange packets with it (without CMA), and learn of its death only when
+// it dies. Needs CAP_SYS_ADMIN for the namespace (skipped otherwise).
+TEST(emu_segment, an_endpoint_in_another_pid_namespace_is_alive_reachable_and_never_reclaimed) {
+  alarm(60);
+  const pid_t inner_pid = free_pid_here(2);
+  ASSERT_GT(inner_pid, 1) << "no free pid here";
+  int to_parent[2], init_pipe[2];
+  ASSERT_EQ(pipe(to_parent), 0);
+  ASSERT_EQ(pipe(init_pipe), 0);
+  const pid_t outer = fork();  // enters the namespace; its first child is the namespace's init
+  ASSERT_GE(outer, 0);
+  if (outer == 0) {
+    close(to_parent[0]);
+    close(init_pipe[0]);
+    if (unshare(CLONE_NEWPID) != 0) _exit(77);
+    const pid_t init = fork();
+    if (init != 0) {
+      // init's pid as we number it. It is reparented when we exit; killing it empties the
+      // namespace (the kernel kills every process in it).
+      if (init < 0 || write(init_pipe[1], &init, sizeof init) != sizeof init) _exit(3);
+      _exit(0);
+    }
+    close(init_pipe[1]);
+    // pid 1 now. Spend pids until the next child gets inner_pid, which names nobody outside.
+    for (;;) {
+      const pid_t c = fork();
+      if (c < 0) _exit(4);
+      if (c == 0) {
+        if (getpid() != inner_pid) _exit(0);
+        device d;
+        if (d.open(make_params(test_pdid(9))) != core::status::ok) _exit(5);
+        const address a = d.local_address();
+        if (write(to_parent[1], &a, sizeof a) != sizeof a) _exit(6);
+        // Echo each packet back to the address its payload names, for ever.
+        for (;;) {
+          address back{};
+          bool got = false;
+          d.poll_mailbox(1, [&](peer_id, const packet& pk) {
+            std::memcpy(&back, pk.data() + 8, sizeof back);
+            got = true;
+          });
+          peer_id to = no_peer;
+          if (got && d.connect(back, to) == core::status::ok) {
+            packet reply{};
+            reply[0] = std::byte{0x5a};
+            (void)d.mailbox_send(to, reply);
+          }
+          usleep(1000);
+        }
+      }
+      waitpid(c, nullptr, 0);
+      if (c >= inner_pid) {
+        pause();  // the endpoint runs; this init lives until killed, and takes it along
+        _exit(0);
+      }
+    }
+  }
+  close(to_parent[1]);
+  close(init_pipe[1]);
+  int st = 0;
+  waitpid(outer, &st, 0);
+  pid_t init = -1;
+  const bool forked = read(init_pipe[0], &init, sizeof init) == sizeof init;
+  close(init_pipe[0]);
+  if (WIFEXITED(st) && WEXITSTATUS(st) == 77) GTEST_SKIP() << "unshare(CLONE_NEWPID) not permitted";
+  ASSERT_TRUE(forked && init > 0) << "no init in the new PID namespace";
+  struct namespace_killer {  // whatever fails below, nothing is left running
+    pid_t init;
+    ~namespace_killer() { kill(init, SIGKILL); }
+  } killer{init};
+  address inner{};
+  const bool started = read(to_parent[0], &inner, sizeof inner) == sizeof inner;
+  close(to_parent[0]);
+  ASSERT_TRUE(started) << "the endpoint in the new PID namespace did not start";
+  const std::string name = segment_name(getuid(), inner.pdid, inner.port);
+  {
+    shm_segment seg;
+    ASSERT_EQ(shm_segment::open(name, seg), core::status::ok);
+    ASSERT_EQ(static_cast<segment_header*>(seg.data())->owner_pid, inner_pid)
+        << "the header should hold the namespace's pid, which names nobody here";
+  }
+
+  params pp = make_params(test_pdid(9));
+  pp.liveness_period_ms = 0;
+  device d;  // open() reclaims stale segments: the live one must stay
+  ASSERT_EQ(d.open(pp), core::status::ok);
+  ASSERT_TRUE(file_exists(name)) << "a live endpoint's segment was reclaimed";
+  peer_id p = no_peer;
+  ASSERT_EQ(d.connect(inner, p), core::status::ok);
+  EXPECT_FALSE(d.can_read(p)) << "its pid here is nobody's: no CMA";
+  packet ask{};
+  const address self = d.local_address();
+  std::memcpy(ask.data() + 8, &self, sizeof self);
+  ASSERT_EQ(d.mailbox_send(p, ask), core::status::ok);
+  bool echoed = false;
+  for (int i = 0; i < 5000 && !echoed; ++i) {
+    d.poll_mailbox(1, [&](peer_id from, const packet& pk) {
+      echoed = from == p && pk[0] == std::byte{0x5a};
+    });
+    if (!echoed) usleep(1000);
+  }
+  EXPECT_TRUE(echoed) << "no answer from the endpoint in the other PID namespace";
+  EXPECT_FALSE(d.take_lost_peers(0, [](peer_id) {})) << "alive";
+
+  // Its death is seen (its lock went with it), once, and its segment reclaimed.
+  ASSERT_EQ(kill(init, SIGKILL), 0);
+  std::vector<peer_id> lost;
+  for (int i = 0; i < 5000 && lost.empty(); ++i) {
+    d.take_lost_peers(0, [&](peer_id q) { lost.push_back(q); });
+    if (lost.empty()) usleep(1000);
+  }
+  EXPECT_EQ(lost, std::vector<peer_id>{p}) << "the death in the other namespace was not seen";
+  d.forget_dead_peer(p);
+  EXPECT_FALSE(file_exists(name));
+  alarm(0);
 }
 
 TEST(emu_segment, a_chosen_port_taken_by_a_file_not_ours_is_a_clear_error_and_untouched) {

@@ -21,13 +21,16 @@
 namespace exanet::dev::emu {
 namespace {
 
-bool process_alive(pid_t pid) noexcept {
-  if (pid <= 0) return false;
-  if (kill(pid, 0) != 0 && errno != EPERM) return false;
-  return !process_exited(pid);  // a zombie is dead: its mailbox is never read again
-}
-
 std::atomic<std::uint32_t> g_next_auto_port{0};
+
+// Whether the endpoint that made seg still lives. Segments of this layout hold their creator's
+// lock (shm_segment::owner_alive); one of an older layout was made by a version that held none,
+// and only its pid can tell (wrong across PID namespaces, as it always was for those).
+bool owner_alive(const shm_segment& seg) noexcept {
+  const auto* h = static_cast<const segment_header*>(seg.data());
+  if (h->version == layout_version) return seg.owner_alive();
+  return process_alive(h->owner_pid);
+}
 
 
 }  // namespace
@@ -77,7 +80,7 @@ core::status device::open(const params& p) noexcept {
       }
       if (core::ok(o) && old.size() >= sizeof(segment_header)) {
         auto* h = static_cast<segment_header*>(old.data());
-        if (h->ready.load(std::memory_order_acquire) && !process_alive(h->owner_pid)) {
+        if (h->ready.load(std::memory_order_acquire) && !owner_alive(old)) {
           old.unlink_name();
           s = shm_segment::create(name, off.total, reserved_at_open(geo_), seg_);
         }
@@ -183,8 +186,7 @@ void device::reclaim_stale_segments() noexcept {
     shm_segment seg;
     if (!core::ok(shm_segment::open(name, seg)) || seg.size() < sizeof(segment_header)) continue;
     auto* h = static_cast<segment_header*>(seg.data());
-    if (h->magic == segment_magic && h->ready.load(std::memory_order_acquire) &&
-        !process_alive(h->owner_pid)) {
+    if (h->magic == segment_magic && h->ready.load(std::memory_order_acquire) && !owner_alive(seg)) {
       EXANET_LOG(info, core, "reclaiming stale segment %s of dead pid %d", name.c_str(),
                  h->owner_pid);
       seg.unlink_name();
@@ -231,15 +233,25 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
     EXANET_LOG(warn, core, "segment %s refused: %s", pr.seg.name().c_str(), why);
     return core::status::unreachable;
   }
-  // The pid is used for kill(2) and process_vm_writev(2): believed only if that process runs
-  // as us and maps this very file. Otherwise nobody reads this mailbox (a stale segment) or
-  // the header lies; either way the peer cannot be served.
-  if (a.port == self_.port)
+  // A segment whose creator is gone (its lock released) is stale: nobody reads this mailbox,
+  // and nobody else will unlink it (the name still names the file checked).
+  if (!pr.seg.owner_alive()) {
+    EXANET_LOG(info, core, "segment %s: its owner is gone; peer dead", pr.seg.name().c_str());
+    pr.seg.unlink_name();
+    return core::status::peer_dead;
+  }
+  // The pid serves only process_vm_writev(2)/readv(2), and is believed only if it names, in our
+  // PID namespace, a process of ours that maps this very file. An owner in another PID
+  // namespace (a container, `unshare --pid`) has another number here: it is served through
+  // shared memory instead, as with FI_EXANET_USE_CMA=0.
+  const char* why = nullptr;
+  if (a.port == self_.port) {
     pr.pid = getpid();
-  else if (core::status s = pr.seg.check_mapped_by(pr.pid); !core::ok(s)) {
-    // A dead owner's segment: nobody else will unlink it (the name still names the file checked).
-    if (s == core::status::peer_dead) pr.seg.unlink_name();
-    return s;
+  } else if (pr.cma && !pr.seg.mapped_by(pr.pid, why)) {
+    EXANET_LOG(info, core, "segment %s names owner pid %d: %s; copies to it go through shared "
+               "memory (no process_vm_writev)", pr.seg.name().c_str(), pr.pid, why);
+    pr.cma = false;
+    pr.pid = 0;
   }
   pr.view = segment_view::of(pr.seg.data(), pr.geo);
   try {
@@ -296,7 +308,7 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
     } else if (diff < 0) {
       // Full: the consumer has not freed this slot yet. Now and then make sure it still can,
       // so a sender retrying on a dead peer gets an error instead of "again" forever.
-      if ((++mailbox_full_ & 1023) == 0 && !process_alive(pr.pid)) {
+      if ((++mailbox_full_ & 1023) == 0 && !pr.seg.owner_alive()) {
         mark_dead(pr);
         return core::status::peer_dead;
       }
@@ -689,7 +701,7 @@ void device::check_liveness(std::uint64_t now_ms) noexcept {
   if (now_ms - liveness_checked_ms_ >= liveness_period_ms_) liveness_checked_ms_ = now_ms;
   for (peer& pr : peers_) {
     if (pr.dead) continue;
-    if (pr.view.header->closed.load(std::memory_order_acquire) || !process_alive(pr.pid))
+    if (pr.view.header->closed.load(std::memory_order_acquire) || !pr.seg.owner_alive())
       mark_dead(pr);
   }
   death_since_check_ = false;
@@ -712,9 +724,9 @@ void device::forget_dead_peer(peer_id p) noexcept {
     std::uint64_t expected = key;
     local_.events[i].owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
   }
-  auto* h = pr.view.header;
-  if (h && h->owner_pid == pr.pid && !process_alive(pr.pid) && !pr.seg.name().empty()) {
-    // The dead process cannot unlink its own segment; whoever notices first does.
+  if (pr.view.header && !pr.seg.owner_alive()) {
+    // The dead process cannot unlink its own segment; whoever notices first does (only while
+    // the name still names the file we checked: never a successor's).
     pr.seg.unlink_name();
   }
 }

@@ -230,9 +230,9 @@ class device {
 
   // ---- peers ----------------------------------------------------------------------------------
   /// Hands on_lost(peer_id) each peer found gone (its process exited, or it closed the
-  /// endpoint) and not forgotten yet, once. The emulation learns it by asking: kill(pid, 0) and
-  /// the closed flag of every peer, at most once per params::liveness_period_ms by now_ms (the
-  /// caller's coarse monotonic clock), and at once after an operation found a peer gone (the
+  /// endpoint) and not forgotten yet, once. The emulation learns it by asking: the lock each
+  /// peer holds on its segment file (shm_segment::owner_alive) and its closed flag, at most once
+  /// per params::liveness_period_ms by now_ms (the caller's coarse monotonic clock), and at once after an operation found a peer gone (the
   /// ranks of a job tend to die together). on_lost may forget the peer, and may call this again.
   template <class F>
   bool take_lost_peers(std::uint64_t now_ms, F&& on_lost) noexcept {

@@ -1,6 +1,8 @@
 #include "dev/emu/segment.hpp"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -23,6 +25,8 @@ shm_segment& shm_segment::operator=(shm_segment&& o) noexcept {
     owner_ = o.owner_;
     dev_ = o.dev_;
     ino_ = o.ino_;
+    fd_ = o.fd_;
+    o.fd_ = -1;
     o.data_ = nullptr;
     o.size_ = 0;
     o.owner_ = false;
@@ -33,6 +37,8 @@ shm_segment& shm_segment::operator=(shm_segment&& o) noexcept {
 void shm_segment::reset() noexcept {
   if (owner_ && !name_.empty()) shm_unlink(name_.c_str());
   if (data_) munmap(data_, size_);
+  if (fd_ >= 0) ::close(fd_);  // last: an owner's lock says "alive" until the name is gone
+  fd_ = -1;
   data_ = nullptr;
   size_ = 0;
   owner_ = false;
@@ -78,6 +84,12 @@ core::status shm_segment::create(const std::string& name, std::size_t bytes, std
     shm_unlink(name.c_str());
     return s;
   };
+  // Held until reset() or the process's end. Nobody judges the segment before its header says
+  // ready, which comes after this; a new file cannot be locked by anyone else yet.
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    EXANET_LOG(warn, core, "flock(%s) failed: errno %d", name.c_str(), errno);
+    return fail(core::status::io);
+  }
   // The umask may have taken bits from 0600 (a segment we could not map) but never adds any;
   // set the mode explicitly so peers of our uid accept it (check_ours).
   struct stat st {};
@@ -101,10 +113,10 @@ core::status shm_segment::create(const std::string& name, std::size_t bytes, std
   }
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED) return fail(core::status::no_memory);
-  close(fd);
   out.reset();
   out.data_ = p;
   out.size_ = bytes;
+  out.fd_ = fd;
   out.owner_ = true;
   out.dev_ = st.st_dev;
   out.ino_ = st.st_ino;
@@ -113,7 +125,9 @@ core::status shm_segment::create(const std::string& name, std::size_t bytes, std
   } catch (...) {
     munmap(p, bytes);
     shm_unlink(name.c_str());
+    close(fd);
     out.data_ = nullptr;
+    out.fd_ = -1;
     out.owner_ = false;
     return core::status::no_memory;
   }
@@ -139,18 +153,23 @@ core::status shm_segment::open(const std::string& name, shm_segment& out) noexce
   }
   const auto bytes = static_cast<std::size_t>(st.st_size);
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (p == MAP_FAILED) return core::status::no_memory;
+  if (p == MAP_FAILED) {
+    close(fd);
+    return core::status::no_memory;
+  }
   out.reset();
   out.data_ = p;
   out.size_ = bytes;
+  out.fd_ = fd;
   out.dev_ = st.st_dev;
   out.ino_ = st.st_ino;
   try {
     out.name_ = name;
   } catch (...) {
     munmap(p, bytes);
+    close(fd);
     out.data_ = nullptr;
+    out.fd_ = -1;
     return core::status::no_memory;
   }
   return core::status::ok;
@@ -201,33 +220,31 @@ mapping maps_file(pid_t pid, dev_t dev, ino_t ino) noexcept {
 
 }  // namespace
 
-core::status shm_segment::check_mapped_by(pid_t pid) const noexcept {
+bool shm_segment::owner_alive() const noexcept {
+  if (owner_) return true;  // never probe our own lock: flock on its description would convert it
+  if (fd_ < 0) return false;
+  // A shared lock is granted only while nobody holds the exclusive one: then the creator is
+  // gone (the kernel released its lock with its last descriptor). Given back at once, so two
+  // processes probing together both learn the same.
+  if (flock(fd_, LOCK_SH | LOCK_NB) == 0) {
+    flock(fd_, LOCK_UN);
+    return false;
+  }
+  return true;  // EWOULDBLOCK: held; any other failure: unknown, never proof of death
+}
+
+bool shm_segment::mapped_by(pid_t pid, const char*& why) const noexcept {
   uid_t uid = 0;
-  if (pid <= 0) return core::status::unreachable;
-  if (!effective_uid_of(pid, uid) || process_exited(pid)) {
-    // The usual case is a stale segment of a process that died (or is dying: not reaped yet,
-    // its mappings gone): the peer is dead, as a send to it would have found a moment later.
-    EXANET_LOG(info, core, "segment %s: owner pid %d is not running; peer dead",
-               name_.c_str(), static_cast<int>(pid));
-    return core::status::peer_dead;
-  }
-  const char* why = nullptr;
-  if (uid != geteuid()) {
-    why = "the process belongs to another user";
-  } else {
-    const mapping m = maps_file(pid, dev_, ino_);
-    if (m == mapping::none) {
-      // Exiting (killed, its memory already gone): dead, as it is a moment later.
-      EXANET_LOG(info, core, "segment %s: owner pid %d is exiting; peer dead", name_.c_str(),
-                 static_cast<int>(pid));
-      return core::status::peer_dead;
-    }
-    if (m == mapping::others_only) why = "the process does not map this segment";
-  }
-  if (!why) return core::status::ok;
-  EXANET_LOG(warn, core, "segment %s names owner pid %d, not trusted: %s; peer unreachable",
-             name_.c_str(), static_cast<int>(pid), why);
-  return core::status::unreachable;
+  why = nullptr;
+  if (pid <= 0)
+    why = "no process id";
+  else if (!effective_uid_of(pid, uid) || process_exited(pid))
+    why = "no such process here";
+  else if (uid != geteuid())
+    why = "that process id runs as another user here";
+  else if (maps_file(pid, dev_, ino_) != mapping::of_file)
+    why = "that process id does not map this segment here";
+  return why == nullptr;
 }
 
 core::status shm_segment::reserve(std::size_t offset, std::size_t len) const noexcept {
@@ -266,6 +283,12 @@ std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port) {
 }
 
 // Whether pid has exited and waits to be reaped (state Z or X in /proc/<pid>/stat).
+bool process_alive(pid_t pid) noexcept {
+  if (pid <= 0) return false;
+  if (kill(pid, 0) != 0 && errno != EPERM) return false;
+  return !process_exited(pid);
+}
+
 bool process_exited(pid_t pid) noexcept {
   char path[32];
   std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));

@@ -6,6 +6,11 @@
 // can create a file under our segment names. A segment is created exclusively with mode 0600
 // (whatever the umask) and its pages reserved, and one is mapped only if it is a regular file
 // that our effective uid owns with mode exactly 0600, so no other user can have written a byte.
+//
+// Liveness is a lock on the file, not a process id: the creator holds an exclusive flock(2) on
+// it for as long as the segment lives, and the kernel drops that lock when the process ends,
+// however it ends. A pid means nothing across PID namespaces (a container, `unshare --pid`),
+// where another process of the same user shares /dev/shm; a lock on the very file does.
 #pragma once
 #include <sys/types.h>
 
@@ -43,10 +48,16 @@ class shm_segment {
   dev_t file_device() const noexcept { return dev_; }
   ino_t file_inode() const noexcept { return ino_; }
   explicit operator bool() const noexcept { return data_ != nullptr; }
-  /// Whether pid is a live process of our effective uid that maps this very file (by device and
-  /// inode in /proc/<pid>/maps): the check that lets a pid read from a segment header be used
-  /// for kill(2) and process_vm_writev(2). status::unreachable otherwise, logged with the reason.
-  core::status check_mapped_by(pid_t pid) const noexcept;
+  /// Whether the process that created this file still holds it: its exclusive lock cannot be
+  /// shared. True for a segment we created ourselves, and when the probe itself fails (unknown
+  /// is never proof of death). A segment a process created and then lost to exit, kill or
+  /// crash answers false from then on, in any PID namespace.
+  bool owner_alive() const noexcept;
+  /// Whether pid, as this process's PID namespace numbers it, is a live process of our
+  /// effective uid that maps this very file (by device and inode in /proc/<pid>/maps): the
+  /// check that lets a pid read from a segment header be used for process_vm_writev(2). When
+  /// not, `why` says why (the owner may live in another PID namespace, under another number).
+  bool mapped_by(pid_t pid, const char*& why) const noexcept;
   /// Reserves [offset, offset + len) of this segment's file in /dev/shm, from whichever process
   /// maps it: after ok, touching those bytes cannot raise SIGBUS. Reopens the file by name (no
   /// descriptor is kept per mapping) and reserves only if the name still names this file.
@@ -64,6 +75,7 @@ class shm_segment {
   std::string name_;
   dev_t dev_ = 0;
   ino_t ino_ = 0;
+  int fd_ = -1;  // kept open: the creator's lock lives on it; others probe the lock through it
   bool owner_ = false;
 };
 
@@ -73,5 +85,8 @@ std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port);
 
 /// True once pid has exited, even before its parent reaps it (a zombie answers kill(pid, 0)).
 bool process_exited(pid_t pid) noexcept;
+/// kill(pid, 0) and not a zombie: only for segments of an older layout, made by a version of
+/// exanet that held no lock; a pid from another PID namespace may mislead it.
+bool process_alive(pid_t pid) noexcept;
 
 }  // namespace exanet::dev::emu
