@@ -90,6 +90,18 @@ struct key_grant {
   bool events = false;          // the owner counts accesses: initiators post an event each time
 };
 
+/// The part of grant g that [addr, addr + len) names, checked for range and rights: the check
+/// every backend makes for the target (written so that nothing overflows).
+inline bool grant_admits(const key_grant& g, std::uint64_t addr, std::uint64_t len,
+                         std::uint32_t need, std::uint64_t& va) noexcept {
+  if ((g.access & need) != need) return false;
+  if (addr < g.addr_base) return false;
+  const std::uint64_t off = addr - g.addr_base;
+  if (off > g.len || len > g.len - off) return false;
+  va = g.va + off;
+  return true;
+}
+
 /// Where a checked RMA access lands at the target.
 struct rma_target {
   std::uint64_t va = 0;
@@ -263,6 +275,10 @@ concept device =
       // rma_check(peer, key, addr, len, rights, out): the check of an access at the peer's table;
       // grant_check: the same at our own table, for an access a peer asked us to carry out.
       // access: unknown or revoked key, range outside the registration, or a right missing.
+      // again (rma_check): the backend asked the peer about this key and its answer has not
+      // come yet; nothing was done, call again after polling. A backend that cannot read the
+      // peer's table asks once per key, keeps the answer, and still has the target's transport
+      // refuse what the table no longer grants (then the write fails with access).
       { d.rma_check(p, u64, u64, u64, u32, tout) } noexcept -> std::same_as<core::status>;
       { cd.grant_check(u64, u64, u64, u32, tout) } noexcept -> std::same_as<core::status>;
       // event_post(peer, 16 bytes): one access event to the owner (again: its ring is full;

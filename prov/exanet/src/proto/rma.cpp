@@ -2,7 +2,9 @@
 // the bounce ring instead, rma_inline.cpp); reads are direct when the engine can read the peer
 // (CMA) and otherwise a request the peer answers with a DMA write.
 // Every access passes the target's protection table first (dev rma_check / grant_check), so a bad
-// key, range or right fails before any byte moves. Accesses the target wants to hear about (its
+// key, range or right fails before any byte moves. A backend that must ask the target first
+// (dev/net) answers rma_check with again until the target's answer came: the call returns
+// -FI_EAGAIN with nothing started, as when the request pool is empty. Accesses the target wants to hear about (its
 // FI_RMA_EVENT counters, remote CQ data) follow the data as a 16-byte event in the initiator's
 // ring at the target, or as an rma_done packet when the data itself travels through the target's
 // mailbox (staged copies) and the event must not overtake it.
@@ -88,6 +90,12 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
     r->remote[i] = a.remote[i];
     const core::status s = dev_.rma_check(a.peer, a.remote[i].key, a.remote[i].addr,
                                           a.remote[i].len, need, r->target[i]);
+    if (s == core::status::again) {
+      // The target's answer about this key is on its way (a backend that asks the target):
+      // nothing was started, the caller retries after progress (-FI_EAGAIN).
+      rmas_.release(r);
+      return s;
+    }
     if (!core::ok(s)) {
       EXANET_LOG(info, ep_data, "RMA %s refused by port %u: key 0x%llx addr 0x%llx len %llu",
                  a.read ? "read" : "write", dev_.peer_address(a.peer).port,

@@ -48,16 +48,16 @@ TEST(key_table, range_checks_never_overflow) {
   g.addr_base = 1000;  // offsets mode: remote addresses 1000..1099
   g.access = rma_access::remote_write;
   std::uint64_t va = 0;
-  EXPECT_TRUE(key_table::admits(g, 1000, 100, rma_access::remote_write, va));
+  EXPECT_TRUE(grant_admits(g, 1000, 100, rma_access::remote_write, va));
   EXPECT_EQ(va, 0x10000u);
-  EXPECT_TRUE(key_table::admits(g, 1099, 1, rma_access::remote_write, va));
+  EXPECT_TRUE(grant_admits(g, 1099, 1, rma_access::remote_write, va));
   EXPECT_EQ(va, 0x10000u + 99);
-  EXPECT_TRUE(key_table::admits(g, 1100, 0, rma_access::remote_write, va));  // empty, at the end
-  EXPECT_FALSE(key_table::admits(g, 1099, 2, rma_access::remote_write, va));
-  EXPECT_FALSE(key_table::admits(g, 999, 1, rma_access::remote_write, va));
-  EXPECT_FALSE(key_table::admits(g, 1001, ~0ull, rma_access::remote_write, va));
-  EXPECT_FALSE(key_table::admits(g, ~0ull, 2, rma_access::remote_write, va));
-  EXPECT_FALSE(key_table::admits(g, 1000, 1, rma_access::remote_read, va));  // no right
+  EXPECT_TRUE(grant_admits(g, 1100, 0, rma_access::remote_write, va));  // empty, at the end
+  EXPECT_FALSE(grant_admits(g, 1099, 2, rma_access::remote_write, va));
+  EXPECT_FALSE(grant_admits(g, 999, 1, rma_access::remote_write, va));
+  EXPECT_FALSE(grant_admits(g, 1001, ~0ull, rma_access::remote_write, va));
+  EXPECT_FALSE(grant_admits(g, ~0ull, 2, rma_access::remote_write, va));
+  EXPECT_FALSE(grant_admits(g, 1000, 1, rma_access::remote_read, va));  // no right
 }
 
 TEST(key_table, publish_find_revoke_and_probe_past_revoked) {

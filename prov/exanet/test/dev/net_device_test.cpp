@@ -2,7 +2,10 @@
 // default): mailbox packets in order under back-pressure, a DMA write with a random iovec layout
 // into a window followed by its notification, writes the target must refuse (stale generation,
 // outside the window) leaving its memory unchanged, and a sender of another PDID whose packets
-// the target drops.
+// the target drops. RMA through registrations checked at the target: the initiator learns a
+// key by asking (again until answered), is refused an unknown key, a missing right or a range
+// outside the grant, writes through the key, and a write through a key revoked since is refused
+// by the target's lower provider with the region unchanged.
 //
 //   net_device_test pair [provider]            both processes here (fork), over 127.0.0.1
 //   net_device_test serve FILE NODE [provider] the target: binds NODE, writes its address to FILE
@@ -40,7 +43,16 @@ int failures = 0;
   } while (0)
 
 // Protocol packets of this test (types below the device's own).
-enum : std::uint8_t { seq_pkt = 1, seq_done, window_offer, write_done, refusal_offer, refusal_done };
+enum : std::uint8_t {
+  seq_pkt = 1, seq_done, window_offer, write_done, refusal_offer, refusal_done, keys_offer,
+  rma_written
+};
+
+// RMA registrations the target exposes (step 2b): one writable, one read-only, over the same
+// region at an odd offset.
+constexpr std::uint64_t writable_key = 0x1234, read_only_key = 0x5678, unknown_key = 0x9999;
+constexpr std::size_t region_bytes = 65536 + 11;
+constexpr std::uint64_t rma_at = 100, rma_len = 1000;
 
 constexpr std::uint32_t packets = 20000;
 constexpr std::size_t window_bytes = (1u << 20) + 4093;  // not a multiple of anything
@@ -174,6 +186,38 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   (void)next_packet(d, from, pk);
   CHECK(static_cast<std::uint8_t>(pk[0]) == write_done, "write_done, got %u", unsigned(pk[0]));
 
+  // 2b. RMA registrations: the initiator asks about the keys while we poll for its report.
+  std::vector<std::byte> reg(region_bytes + 64, std::byte{0xC3});
+  std::byte* region = reg.data() + 7;
+  const auto region_va = reinterpret_cast<std::uint64_t>(region);
+  dev::key_grant g1{writable_key, region_va, region_bytes, region_va,
+                    dev::rma_access::remote_write, false};
+  dev::key_grant g2 = g1;
+  g2.key = read_only_key;
+  g2.access = dev::rma_access::remote_read;
+  std::uint32_t s1 = 0, s2 = 0;
+  CHECK(d.key_publish(g1, s1) == core::status::ok, "key_publish");
+  CHECK(d.key_publish(g2, s2) == core::status::ok, "key_publish read-only");
+  CHECK(d.key_publish(g1, s2) == core::status::exists, "a key exposed twice");
+  offer ko{};
+  ko.type = keys_offer;
+  ko.va = region_va;
+  ko.len = region_bytes;
+  CHECK(send_blocking(d, initiator, pack(ko)) == core::status::ok, "keys offer");
+  (void)next_packet(d, from, pk);
+  CHECK(static_cast<std::uint8_t>(pk[0]) == rma_written, "rma_written, got %u", unsigned(pk[0]));
+  std::uint32_t rma_seed = 0;
+  std::memcpy(&rma_seed, pk.data() + 4, 4);
+  std::size_t rma_bad = 0;
+  for (std::size_t i = 0; i < region_bytes; ++i) {
+    const bool written = i >= rma_at && i < rma_at + rma_len;
+    rma_bad += region[i] != (written ? pattern(i - rma_at, rma_seed) : std::byte{0xC3});
+  }
+  CHECK(rma_bad == 0, "%zu bytes of the registered region wrong after the RMA write", rma_bad);
+  CHECK(reg[6] == std::byte{0xC3} && region[region_bytes] == std::byte{0xC3},
+        "bytes outside the registration changed");
+  const std::vector<std::byte> region_after(region, region + region_bytes);
+
   // 3. The sender of another PDID: its hello is refused, nothing of it is delivered.
   const auto quiet = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
   std::size_t stray = 0;
@@ -186,6 +230,7 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   // connection between the pair, so nothing follows them on it. The target's memory stays as it
   // is and the initiator sees an error (its own exit status); a lone notification for a wrong
   // generation, sent before them, is dropped and counted.
+  d.key_revoke(s1);  // the initiator still holds our answer about it: its write must fail
   std::vector<std::byte> guarded(8192, std::byte{0x5A});
   offer r{};
   r.type = refusal_offer;
@@ -203,6 +248,8 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   std::size_t changed = 0;
   for (std::byte b : guarded) changed += b != std::byte{0x5A};
   CHECK(changed == 0, "%zu guarded bytes changed by refused writes", changed);
+  CHECK(std::equal(region, region + region_bytes, region_after.begin()),
+        "a write through a revoked registration landed");
   CHECK(!d.notify_test(r.slot, r.gen, n), "a refused write's notification landed");
   CHECK(d.drops().notify_refused >= 1, "the forged notification was not counted");
   return failures == 0 ? 0 : 1;
@@ -286,6 +333,48 @@ int initiate(const dev::net::address& target, const std::string& node, const std
   CHECK(write_blocking(d, w) == core::status::ok, "second write with its notification");
   CHECK(send_blocking(d, t, pack(std::uint8_t{write_done})) == core::status::ok, "write_done");
 
+  // RMA: keys are learned from the target, checked here against its answer, and written through.
+  CHECK(next_packet(d, from, pk) && static_cast<std::uint8_t>(pk[0]) == keys_offer, "keys offer");
+  const offer ko = unpack<offer>(pk);
+  const auto settle = [&](std::uint64_t key, std::uint64_t addr, std::uint64_t len,
+                          std::uint32_t need, dev::rma_target& out) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    core::status s = core::status::again;
+    while ((s = d.rma_check(t, key, addr, len, need, out)) == core::status::again &&
+           std::chrono::steady_clock::now() < end)
+      d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+    return s;
+  };
+  dev::rma_target rt{};
+  const std::uint32_t wr = dev::rma_access::remote_write, rd = dev::rma_access::remote_read;
+  CHECK(d.rma_check(t, writable_key, ko.va + rma_at, rma_len, wr, rt) == core::status::again,
+        "the first use of a key must ask the target");
+  CHECK(settle(writable_key, ko.va + rma_at, rma_len, wr, rt) == core::status::ok, "writable key");
+  CHECK(rt.va == ko.va + rma_at, "translated address");
+  CHECK(d.rma_check(t, writable_key, ko.va + ko.len - 10, 11, wr, rt) == core::status::access,
+        "a range past the registration, from the kept answer");
+  CHECK(d.rma_check(t, writable_key, ko.va, 8, rd, rt) == core::status::access, "no read right");
+  CHECK(settle(read_only_key, ko.va, 8, wr, rt) == core::status::access, "write to a read-only key");
+  CHECK(settle(unknown_key, ko.va, 8, wr, rt) == core::status::access, "an unknown key");
+  CHECK(d.rma_check(t, unknown_key, ko.va, 8, wr, rt) == core::status::again,
+        "an unknown key is asked about again (it may be registered later)");
+  CHECK(settle(writable_key, ko.va + rma_at, rma_len, wr, rt) == core::status::ok, "again ok");
+  const std::uint32_t rma_seed = rng();
+  std::vector<std::byte> rma_src(rma_len + 64);
+  for (std::size_t i = 0; i < rma_len; ++i) rma_src[3 + i] = pattern(i, rma_seed);
+  const iovec rma_iov[2] = {{rma_src.data() + 3, 333}, {rma_src.data() + 336, rma_len - 333}};
+  dev::dma_write rw;
+  rw.peer = t;
+  rw.src = rma_iov;
+  rw.dst_addr = rt.va;
+  rw.len = rma_len;
+  rw.key_slot = rt.key_slot;
+  { const core::status ws = write_blocking(d, rw); CHECK(ws == core::status::ok, "RMA write: %d", core::to_int(ws)); }
+  dev::packet done{};
+  done[0] = std::byte{rma_written};
+  std::memcpy(done.data() + 4, &rma_seed, 4);
+  CHECK(send_blocking(d, t, done) == core::status::ok, "rma_written");
+
   // Another PDID: a second device that claims the target's PDID locally to get its packets out.
   {
     device foreign;
@@ -323,16 +412,31 @@ int initiate(const dev::net::address& target, const std::string& node, const std
   bad.notify = true;
   bad.notify_gen = r.gen + 7;
   CHECK(write_blocking(d, bad) == core::status::ok, "a lone notification is sent");
-  bad.len = 512;
-  bad.notify_gen = r.gen + 1;
-  core::status s = write_blocking(d, bad);
-  CHECK(s != core::status::ok, "a write with a stale generation succeeded");
-  // tcp has closed this pair's connection now: the range refusal goes through a fresh endpoint.
+  // The target revoked the writable key before its offer; our answer about it is stale, and
+  // its lower provider must refuse the write.
+  CHECK(d.rma_check(t, writable_key, rw.dst_addr, rma_len, wr, rt) == core::status::ok,
+        "the kept answer still passes here");
+  std::fill(rma_src.begin(), rma_src.end(), std::byte{0x11});  // would show if it landed
+  core::status s = write_blocking(d, rw);
+  CHECK(s != core::status::ok, "a write through a revoked registration succeeded");
+  // tcp has closed this pair's connection now: each further refusal goes through a fresh
+  // endpoint.
   {
     device fresh;
     dev::peer_id ft = dev::no_peer;
     CHECK(core::ok(fresh.open(params_for(node, prov))) && fresh.connect(target, ft) == core::status::ok,
           "a second initiator");
+    bad.peer = ft;
+    bad.len = 512;
+    bad.notify_gen = r.gen + 1;
+    s = write_blocking(fresh, bad);
+    CHECK(s != core::status::ok, "a write with a stale generation succeeded");
+  }
+  {
+    device fresh;
+    dev::peer_id ft = dev::no_peer;
+    CHECK(core::ok(fresh.open(params_for(node, prov))) && fresh.connect(target, ft) == core::status::ok,
+          "a third initiator");
     bad.peer = ft;
     bad.notify_gen = r.gen;
     bad.dst_addr = r.va + r.len - 100;  // runs 412 bytes past the window
@@ -340,8 +444,11 @@ int initiate(const dev::net::address& target, const std::string& node, const std
     bad.len = 512;
     s = write_blocking(fresh, bad);
     CHECK(s != core::status::ok, "a write past the window succeeded");
+    (void)fresh.mailbox_send(ft, pack(std::uint8_t{refusal_done}));  // its connection may be gone
+    const auto flush = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (std::chrono::steady_clock::now() < flush)
+      fresh.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
   }
-  (void)d.mailbox_send(t, pack(std::uint8_t{refusal_done}));  // the connection may be gone
 
   return failures == 0 ? 0 : 1;
 }

@@ -84,15 +84,6 @@ inline void revoke(key_entry* table, std::uint32_t slot) noexcept {
   write_entry(table[slot], key_state::revoked, key_grant{});
 }
 
-/// The part of a grant [addr, addr + len) names, checked for range and rights.
-inline bool admits(const key_grant& g, std::uint64_t addr, std::uint64_t len, std::uint32_t need,
-                   std::uint64_t& va) noexcept {
-  if ((g.access & need) != need) return false;
-  if (addr < g.addr_base) return false;
-  const std::uint64_t off = addr - g.addr_base;
-  if (off > g.len || len > g.len - off) return false;  // written so that nothing overflows
-  va = g.va + off;
-  return true;
-}
+using dev::grant_admits;
 
 }  // namespace exanet::dev::emu::key_table

@@ -47,7 +47,7 @@ core::status check_in(const key_entry* table, std::uint32_t slots, std::uint64_t
   key_grant g;
   const std::uint32_t slot = key_table::find(table, slots, key, g);
   if (slot == key_table::no_slot) return core::status::access;
-  if (!key_table::admits(g, addr, len, need, out.va)) return core::status::access;
+  if (!grant_admits(g, addr, len, need, out.va)) return core::status::access;
   out.key_slot = slot;
   out.events = g.events;
   return core::status::ok;
@@ -67,7 +67,7 @@ core::status device::grant_check(std::uint64_t key, std::uint64_t addr, std::uin
   // An access this endpoint carries out itself (a read by request): its own copy decides.
   key_grant g;
   const std::uint32_t slot = key_table::find(local_.keys, geo_.key_slots, key, g);
-  if (!key_at(slot, g) || g.key != key || !key_table::admits(g, addr, len, need, out.va))
+  if (!key_at(slot, g) || g.key != key || !grant_admits(g, addr, len, need, out.va))
     return core::status::access;
   out.key_slot = slot;
   out.events = g.events;

@@ -42,6 +42,28 @@ struct credit_packet {
 };
 static_assert(sizeof(credit_packet) <= packet_bytes);
 
+struct key_query_packet {
+  std::uint8_t type;
+  std::uint8_t pad[7];
+  std::uint64_t key;
+};
+static_assert(sizeof(key_query_packet) <= packet_bytes);
+
+struct key_answer_packet {
+  std::uint8_t type;
+  std::uint8_t found;   // 0: no live registration under this key
+  std::uint8_t events;
+  std::uint8_t pad;
+  std::uint32_t access;
+  std::uint64_t key;
+  std::uint64_t va;
+  std::uint64_t len;
+  std::uint64_t addr_base;
+  std::uint32_t slot;
+  std::uint32_t gen;
+};
+static_assert(sizeof(key_answer_packet) <= packet_bytes);
+
 template <class T>
 packet to_packet(const T& v) noexcept {
   packet pk{};
@@ -83,7 +105,8 @@ core::status device::open(const open_params& p) noexcept {
                "itself)", p.provider.c_str());
     return core::status::invalid;
   }
-  if (p.credits < 2 || p.notify_slots == 0 || p.receive_bytes < 64 * packet_bytes)
+  if (p.credits < 2 || p.notify_slots == 0 || p.receive_bytes < 64 * packet_bytes ||
+      p.key_slots > (1u << 16))  // access events name a slot in 16 bits
     return core::status::invalid;
   fi_info* hints = fi_allocinfo();
   if (!hints) return core::status::no_memory;
@@ -157,6 +180,7 @@ core::status device::open(const open_params& p) noexcept {
   self_.name_len = static_cast<std::uint16_t>(len);
 
   slots_.assign(p.notify_slots, slot{});
+  grants_.assign(p.key_slots, grant_slot{});
   constexpr std::size_t receive_buffers = 2;
   receive_buffers_.assign(receive_buffers, std::vector<std::byte>(p.receive_bytes));
   ops_.assign(receive_buffers + 64, op_context{});
@@ -181,6 +205,10 @@ void device::close() noexcept {
   for (slot& s : slots_)
     if (s.mr) fi_close(&s.mr->fid);
   slots_.clear();
+  for (grant_slot& g : grants_)
+    if (g.mr) fi_close(&g.mr->fid);
+  grants_.clear();
+  answers_due_.clear();
   if (ep_) fi_close(&ep_->fid);
   if (av_) fi_close(&av_->fid);
   if (cq_) fi_close(&cq_->fid);
@@ -377,8 +405,11 @@ void device::on_hello(std::uint64_t incarnation, const packet& pk) noexcept {
   consumed(p);
 }
 
-void device::on_device_packet(peer_id, const packet& pk) noexcept {
-  if (static_cast<std::uint8_t>(pk[0]) != static_cast<std::uint8_t>(device_packet::notify)) {
+void device::on_device_packet(peer_id from, const packet& pk) noexcept {
+  const auto type = static_cast<device_packet>(pk[0]);
+  if (type == device_packet::key_query) return on_key_query(from, pk);
+  if (type == device_packet::key_answer) return on_key_answer(from, pk);
+  if (type != device_packet::notify) {
     ++drops_.bad_field;
     return;
   }
@@ -448,22 +479,27 @@ bool device::window_open(std::uint32_t s, std::uint64_t va, std::uint64_t len) n
     sl.mr = nullptr;
   }
   if (len == 0) return true;
-  const int rc = fi_mr_reg(domain_, reinterpret_cast<void*>(va), len, FI_REMOTE_WRITE, 0,
-                           window_key(s, sl.gen), 0, &sl.mr, nullptr);
+  sl.mr = register_lower(va, len, FI_REMOTE_WRITE, window_key(s, sl.gen));
+  return sl.mr != nullptr;
+}
+
+fid_mr* device::register_lower(std::uint64_t va, std::uint64_t len, std::uint64_t access,
+                               std::uint64_t key) noexcept {
+  fid_mr* mr = nullptr;
+  const int rc = fi_mr_reg(domain_, reinterpret_cast<void*>(va), len, access, 0, key, 0, &mr,
+                           nullptr);
   if (rc != 0) {
-    EXANET_LOG(warn, core, "network backend: registering a %llu-byte window failed: %s",
-               static_cast<unsigned long long>(len), fi_strerror(-rc));
-    sl.mr = nullptr;
-    return false;
+    EXANET_LOG(warn, core, "network backend: registering %llu bytes with %s failed: %s",
+               static_cast<unsigned long long>(len), lower_name_.c_str(), fi_strerror(-rc));
+    return nullptr;
   }
   if (info_->domain_attr->mr_mode & FI_MR_ENDPOINT) {
-    if (fi_mr_bind(sl.mr, &ep_->fid, 0) != 0 || fi_mr_enable(sl.mr) != 0) {
-      fi_close(&sl.mr->fid);
-      sl.mr = nullptr;
-      return false;
+    if (fi_mr_bind(mr, &ep_->fid, 0) != 0 || fi_mr_enable(mr) != 0) {
+      fi_close(&mr->fid);
+      return nullptr;
     }
   }
-  return true;
+  return mr;
 }
 
 void device::notify_free(std::uint32_t s) noexcept {
@@ -475,9 +511,18 @@ void device::notify_free(std::uint32_t s) noexcept {
 // ---- DMA engine -----------------------------------------------------------------------------
 
 core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
-  if (w.key_slot != no_key_slot) return core::status::not_supported;
   if (w.peer >= peers_.size()) return core::status::invalid;
   peer& pr = peers_[w.peer];
+  // Through a window (slot, generation) or through a registration the target told us of.
+  std::uint64_t lower_key = window_key(w.notify_slot, w.notify_gen), base = w.dst_base;
+  remote_grant* through = nullptr;
+  if (w.key_slot != no_key_slot) {
+    for (remote_grant& rg : pr.grants)
+      if (rg.st == remote_grant::state::known && rg.slot == w.key_slot) through = &rg;
+    if (!through) return core::status::access;  // rma_check never passed for this slot
+    lower_key = grant_key(through->slot, through->gen);
+    base = through->g.va;
+  }
   while (st.done < w.len) {
     if (!st.in_flight) {
       op_context* op = op_acquire();
@@ -487,8 +532,8 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
           core::slice_iov(w.src, w.src_offset + st.done, w.len - st.done, local, iov_limit_);
       std::size_t len = 0;
       for (std::size_t i = 0; i < n; ++i) len += local[i].iov_len;
-      const std::uint64_t at = w.dst_addr + st.done - (offset_addressing_ ? w.dst_base : 0);
-      fi_rma_iov remote{at, len, window_key(w.notify_slot, w.notify_gen)};
+      const std::uint64_t at = w.dst_addr + st.done - (offset_addressing_ ? base : 0);
+      fi_rma_iov remote{at, len, lower_key};
       fi_msg_rma m{};
       m.msg_iov = local;
       m.iov_count = n;
@@ -520,6 +565,14 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
     if (err) {
       EXANET_LOG_ONCE(warn, core, "network backend: write of %zu bytes refused or failed: %s",
                       len, fi_strerror(err));
+      if (through) {
+        // The target no longer grants what it told us (revoked, or registered anew): forget
+        // its answer, so the next access asks again.
+        const std::uint32_t slot = w.key_slot;
+        std::erase_if(pr.grants, [slot](const remote_grant& rg) {
+          return rg.st == remote_grant::state::known && rg.slot == slot;
+        });
+      }
       return from_fi(-err) == core::status::again ? core::status::io : from_fi(-err);
     }
     st.done += len;
@@ -535,6 +588,156 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
     st.notified = true;
   }
   return core::status::ok;
+}
+
+// ---- RMA: registrations, checked at the target ----------------------------------------------
+
+core::status device::key_publish(const key_grant& g, std::uint32_t& out) noexcept {
+  std::uint32_t free_slot = no_key_slot;
+  for (std::uint32_t i = 0; i < grants_.size(); ++i) {
+    if (grants_[i].gen != 0 && grants_[i].g.key == g.key) return core::status::exists;
+    if (grants_[i].gen == 0 && free_slot == no_key_slot) free_slot = i;
+  }
+  if (free_slot == no_key_slot) return core::status::no_memory;
+  const std::uint32_t gen = next_grant_gen_;
+  next_grant_gen_ = next_grant_gen_ >= 0x3fffffffu ? 1 : next_grant_gen_ + 1;
+  const std::uint64_t access = ((g.access & rma_access::remote_write) ? FI_REMOTE_WRITE : 0) |
+                               ((g.access & rma_access::remote_read) ? FI_REMOTE_READ : 0);
+  fid_mr* mr = nullptr;
+  if (g.len > 0 && access != 0) {
+    mr = register_lower(g.va, g.len, access, grant_key(free_slot, gen));
+    if (!mr) return core::status::io;
+  }
+  grants_[free_slot] = {g, gen, mr};
+  out = free_slot;
+  return core::status::ok;
+}
+
+void device::key_revoke(std::uint32_t slot) noexcept {
+  if (slot >= grants_.size()) return;
+  if (grants_[slot].mr) fi_close(&grants_[slot].mr->fid);
+  grants_[slot] = grant_slot{};
+}
+
+bool device::key_at(std::uint32_t slot, key_grant& out) const noexcept {
+  if (slot >= grants_.size() || grants_[slot].gen == 0) return false;
+  out = grants_[slot].g;
+  return true;
+}
+
+core::status device::grant_check(std::uint64_t key, std::uint64_t addr, std::uint64_t len,
+                                 std::uint32_t need, rma_target& out) const noexcept {
+  for (std::uint32_t i = 0; i < grants_.size(); ++i) {
+    const grant_slot& gs = grants_[i];
+    if (gs.gen == 0 || gs.g.key != key) continue;
+    if (!grant_admits(gs.g, addr, len, need, out.va)) return core::status::access;
+    out.key_slot = i;
+    out.events = gs.g.events;
+    return core::status::ok;
+  }
+  return core::status::access;
+}
+
+core::status device::rma_check(peer_id p, std::uint64_t key, std::uint64_t addr,
+                               std::uint64_t len, std::uint32_t need, rma_target& out) noexcept {
+  if (p >= peers_.size()) return core::status::invalid;
+  peer& pr = peers_[p];
+  for (auto it = pr.grants.begin(); it != pr.grants.end(); ++it) {
+    if (it->g.key != key) continue;
+    switch (it->st) {
+      case remote_grant::state::asked:
+        return core::status::again;
+      case remote_grant::state::refused:
+        pr.grants.erase(it);  // said once; the key may be registered later
+        return core::status::access;
+      case remote_grant::state::known:
+        if (!grant_admits(it->g, addr, len, need, out.va)) return core::status::access;
+        out.key_slot = it->slot;
+        out.events = it->g.events;
+        return core::status::ok;
+    }
+  }
+  if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+  if (pr.grants.size() >= max_remote_grants) {
+    // Bounded: forget the oldest answer (a later use of its key asks again). Questions still
+    // out are kept, or their answers would find nobody waiting.
+    auto oldest = std::find_if(pr.grants.begin(), pr.grants.end(), [](const remote_grant& rg) {
+      return rg.st != remote_grant::state::asked;
+    });
+    if (oldest == pr.grants.end()) return core::status::again;
+    pr.grants.erase(oldest);
+  }
+  key_query_packet q{};
+  q.type = static_cast<std::uint8_t>(device_packet::key_query);
+  q.key = key;
+  if (core::status s = send_or_queue(p, to_packet(q)); !core::ok(s)) return s;
+  remote_grant rg;
+  rg.g.key = key;
+  try {
+    pr.grants.push_back(rg);
+  } catch (...) {
+    return core::status::no_memory;  // the answer, when it comes, finds no question: dropped
+  }
+  return core::status::again;
+}
+
+void device::on_key_query(peer_id from, const packet& pk) noexcept {
+  if (answers_due_.size() >= max_remote_grants * peers_.size()) {
+    // More questions than honest askers can have out while they give us no credit: dropped.
+    ++drops_.bad_field;
+    return;
+  }
+  const auto q = from_packet<key_query_packet>(pk);
+  key_answer_packet a{};
+  a.type = static_cast<std::uint8_t>(device_packet::key_answer);
+  a.key = q.key;
+  for (std::uint32_t i = 0; i < grants_.size(); ++i) {
+    const grant_slot& gs = grants_[i];
+    if (gs.gen == 0 || gs.g.key != q.key) continue;
+    a.found = 1;
+    a.events = gs.g.events;
+    a.access = gs.g.access;
+    a.va = gs.g.va;
+    a.len = gs.g.len;
+    a.addr_base = gs.g.addr_base;
+    a.slot = i;
+    a.gen = gs.gen;
+  }
+  answers_due_.push_back({from, to_packet(a)});
+  send_due_answers();
+}
+
+void device::send_due_answers() noexcept {
+  // In order of the questions; an answer waits for a credit at its asker like any packet.
+  while (!answers_due_.empty()) {
+    const pending_packet& a = answers_due_.front();
+    const peer& pr = peers_[a.to];
+    if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return;
+    if (!core::ok(send_or_queue(a.to, a.pk))) return;
+    answers_due_.pop_front();
+  }
+}
+
+void device::on_key_answer(peer_id from, const packet& pk) noexcept {
+  const auto a = from_packet<key_answer_packet>(pk);
+  for (remote_grant& rg : peers_[from].grants) {
+    if (rg.st != remote_grant::state::asked || rg.g.key != a.key) continue;
+    if (!a.found) {
+      rg.st = remote_grant::state::refused;
+      return;
+    }
+    if (a.slot >= (1u << 16) || a.len > ~std::uint64_t{0} - a.va) {
+      ++drops_.bad_field;  // malformed: the question ends in a refusal, never a wait for ever
+      rg.st = remote_grant::state::refused;
+      return;
+    }
+    rg.st = remote_grant::state::known;
+    rg.slot = a.slot;
+    rg.gen = a.gen;
+    rg.g = {a.key, a.va, a.len, a.addr_base, a.access, a.events != 0};
+    return;
+  }
+  ++drops_.bad_field;  // an answer nobody asked for, or a malformed one
 }
 
 }  // namespace exanet::dev::net

@@ -18,9 +18,16 @@
 //    lower endpoint's FI_ORDER_SAW (a send is not processed before an earlier write) makes the
 //    data visible at the target before the notification, as ExaNeST's engine guarantees.
 //
+//  - RMA protection is checked at the target: a registration is a lower registration with
+//    exactly the grant's range and rights, under a lower key the owner chose (slot and
+//    generation). An initiator learns it by asking the owner (key_query/key_answer device
+//    packets) on the key's first use, keeps the answer for early errors and address
+//    translation, and writes through the lower key; the owner's lower provider refuses a write
+//    the grant does not cover, or one through a registration revoked since.
+//
 // This is the first step of the backend: the mailbox (with credits, hellos and the PDID check),
-// notification slots with windows, and DMA writes into them. Bounce rings, RMA registrations,
-// reads, access events and liveness come next; until then it is not selectable as the
+// notification slots with windows, DMA writes into them, and RMA registrations with writes
+// through them. Bounce rings, reads, access events and liveness come next; until then it is not selectable as the
 // endpoint's backend (dev/backend.hpp) and is exercised by its own test
 // (prov/exanet/test/dev/net_device_test.cpp), also across network namespaces.
 #pragma once
@@ -45,6 +52,8 @@ enum class device_packet : std::uint8_t {
   notify = 0xF1,  // a DMA write's notification, behind its data
   hello = 0xF2,   // first packet to a peer: who I am and how to answer me
   credit = 0xF3,  // the receiver consumed this many of my packets
+  key_query = 0xF4,   // initiator -> owner: what does this RMA key of yours grant?
+  key_answer = 0xF5,  // owner -> initiator: the grant (range, rights, slot) or "no such key"
 };
 
 inline constexpr std::size_t max_name_bytes = 40;
@@ -69,6 +78,7 @@ struct open_params {
   std::uint32_t notify_slots = 1024;
   std::uint32_t credits = 128;           // packets a sender may have unconsumed at a receiver
   std::uint32_t receive_bytes = 1 << 18;  // each of the two multi-receive buffers
+  std::uint32_t key_slots = 256;          // RMA registrations this endpoint can expose at once
 };
 
 /// What the target's checks refused, by reason (net counterpart of dev::drop_counts).
@@ -151,6 +161,7 @@ class device {
       }
     } while (n < budget);
     flush_pending();
+    if (!answers_due_.empty()) send_due_answers();
     return n;
   }
 
@@ -171,14 +182,44 @@ class device {
   /// notification. again: in flight (the lower write has not completed, so the source buffers
   /// are still in use) or no credit for the notification; call again after poll_mailbox.
   /// access: the target refused the range (stale generation, outside the window); peer_dead.
-  /// RMA writes (w.key_slot) are not carried yet: not_supported.
+  /// An RMA write (w.key_slot, from rma_check) goes through the registration the target's
+  /// lower provider holds for that slot; access when the target refused it (revoked since).
   core::status dma_post(const dma_write& w, dma_state& st) noexcept;
+
+  // ---- RMA: registrations, checked at the target -------------------------------------------
+  /// Owner: exposes g. The lower provider registers [g.va, g.va + g.len) with exactly g's
+  /// rights under a key of its own (slot and generation), so the target's lower provider
+  /// refuses any access the grant does not cover. exists: g.key is exposed already;
+  /// no_memory: no free slot; io: the lower provider refused the registration.
+  core::status key_publish(const key_grant& g, std::uint32_t& slot) noexcept;
+  /// Owner: the lower registration is closed; no access through the slot lands from now on.
+  void key_revoke(std::uint32_t slot) noexcept;
+  bool key_at(std::uint32_t slot, key_grant& out) const noexcept;
+  /// Owner: an access a peer asked us to carry out, checked at our own table.
+  core::status grant_check(std::uint64_t key, std::uint64_t addr, std::uint64_t len,
+                           std::uint32_t need, rma_target& out) const noexcept;
+  /// Initiator: the check of an access at p's table. The table is p's, so the first use of a
+  /// key asks p (a key_query packet) and says again until p answered; the answer is kept, and
+  /// later accesses are checked against it here. The target still has the last word: its lower
+  /// provider refuses what it no longer grants (a write through a key revoked since fails
+  /// with access, and the kept answer is dropped). A "no such key" answer is given once and
+  /// not kept: the key may be registered later.
+  core::status rma_check(peer_id p, std::uint64_t key, std::uint64_t addr, std::uint64_t len,
+                         std::uint32_t need, rma_target& out) noexcept;
 
   const net_drops& drops() const noexcept { return drops_; }
 
  private:
+  /// What a peer answered about one of its keys.
+  struct remote_grant {
+    enum class state : std::uint8_t { asked, known, refused } st = state::asked;
+    std::uint32_t slot = 0;  // the owner's slot and generation: its lower provider's key
+    std::uint32_t gen = 0;
+    key_grant g{};
+  };
   struct peer {
     address addr{};
+    std::vector<remote_grant> grants;  // by g.key; bounded by max_remote_grants
     fi_addr_t fa = FI_ADDR_UNSPEC;
     std::uint32_t credits = 0;    // packets we may still send it
     std::uint32_t consumed = 0;   // its packets we consumed and have not given credit for
@@ -192,6 +233,11 @@ class device {
   struct pending_packet {
     peer_id to = 0;
     packet pk{};
+  };
+  struct grant_slot {
+    key_grant g{};
+    std::uint32_t gen = 0;  // of the current registration; 0: free
+    fid_mr* mr = nullptr;
   };
   struct slot {
     std::uint32_t gen = 0;     // current use, 0: free
@@ -226,9 +272,19 @@ class device {
     give_credit(p);
   }
   core::status send_hello(peer_id p) noexcept;
+  void on_key_query(peer_id from, const packet& pk) noexcept;
+  void on_key_answer(peer_id from, const packet& pk) noexcept;
+  void send_due_answers() noexcept;
+  fid_mr* register_lower(std::uint64_t va, std::uint64_t len, std::uint64_t access,
+                         std::uint64_t key) noexcept;
+  static constexpr std::size_t max_remote_grants = 64;
   op_context* op_acquire() noexcept;
   static std::uint64_t window_key(std::uint32_t slot, std::uint32_t gen) noexcept {
     return (std::uint64_t{1} << 63) | (std::uint64_t{gen & 0x7fffffffu} << 32) | slot;
+  }
+  /// Lower keys of RMA registrations: bit 63 clear, so never a window's.
+  static std::uint64_t grant_key(std::uint32_t slot, std::uint32_t gen) noexcept {
+    return (std::uint64_t{1} << 62) | (std::uint64_t{gen & 0x3fffffffu} << 32) | slot;
   }
 
   open_params params_{};
@@ -246,6 +302,10 @@ class device {
   std::deque<held_packet> held_;        // read, not yet delivered; bounded by the senders' credits
   std::vector<slot> slots_;
   std::uint32_t next_gen_ = 1;
+  std::vector<grant_slot> grants_;
+  std::uint32_t next_grant_gen_ = 1;
+  std::deque<pending_packet> answers_due_;  // key answers waiting for a credit at their asker;
+                                            // an honest asker has max_remote_grants questions out
   std::vector<std::vector<std::byte>> receive_buffers_;
   std::vector<op_context> ops_;  // receives first (one per buffer), then writes
   std::vector<std::uint32_t> free_ops_;
