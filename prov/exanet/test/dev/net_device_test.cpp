@@ -10,7 +10,9 @@
 //   net_device_test pair [provider]            both processes here (fork), over 127.0.0.1
 //   net_device_test serve FILE NODE [provider] the target: binds NODE, writes its address to FILE
 //   net_device_test client FILE NODE [provider] the initiator: reads FILE (another host's target)
+//   net_device_test lost [provider]            lost peers: a killed one, one that closed, a live one
 // Exit 0 when every check held; each failed check is printed.
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -453,6 +455,112 @@ int initiate(const dev::net::address& target, const std::string& node, const std
   return failures == 0 ? 0 : 1;
 }
 
+// ---- lost peers ---------------------------------------------------------------------------------
+
+std::uint64_t now_ms() {
+  return static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+      std::chrono::steady_clock::now().time_since_epoch()).count());
+}
+
+constexpr std::uint32_t lost_after = 3000;
+enum : std::uint8_t { please_close = 40 };
+
+// A peer in a child process: answers whatever comes (its device answers pings) until told to
+// close its endpoint, which it then does while the process lives on.
+pid_t start_peer(const std::string& prov, dev::net::address& out) {
+  int fds[2];
+  if (pipe(fds) != 0) return -1;
+  const pid_t child = fork();
+  if (child == 0) {
+    ::close(fds[0]);
+    device d;
+    if (!core::ok(d.open(params_for("127.0.0.1", prov)))) _exit(2);
+    const dev::net::address a = d.local_address();
+    if (write(fds[1], &a, sizeof a) != sizeof a) _exit(2);
+    bool closing = false;
+    while (!closing)
+      d.poll_mailbox(16, [&](dev::peer_id, const dev::packet& p) {
+        closing = static_cast<std::uint8_t>(p[0]) == please_close;
+      });
+    d.close();
+    pause();  // alive, endpoint closed: the initiator must learn it from the bye
+    _exit(0);
+  }
+  ::close(fds[1]);
+  if (child > 0 && read(fds[0], &out, sizeof out) != sizeof out) {
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    ::close(fds[0]);
+    return -1;
+  }
+  ::close(fds[0]);
+  return child;
+}
+
+int lost_peers(const std::string& prov) {
+  dev::net::address aa{}, ab{}, ac{};
+  const pid_t killed = start_peer(prov, aa), closing = start_peer(prov, ab), live = start_peer(prov, ac);
+  struct reaper {
+    pid_t pids[3];
+    ~reaper() {
+      for (pid_t p : pids)
+        if (p > 0) { kill(p, SIGKILL); waitpid(p, nullptr, 0); }
+    }
+  } reap{{killed, closing, live}};
+  if (killed < 0 || closing < 0 || live < 0) { CHECK(false, "peers did not start"); return 1; }
+  dev::net::open_params op = params_for("127.0.0.1", prov);
+  op.liveness_period_ms = 50;
+  op.lost_after_ms = lost_after;
+  device d;
+  CHECK(core::ok(d.open(op)), "open");
+  dev::peer_id pa, pb, pc;
+  CHECK(d.connect(aa, pa) == core::status::ok && d.connect(ab, pb) == core::status::ok &&
+        d.connect(ac, pc) == core::status::ok, "connect");
+  for (dev::peer_id p : {pa, pb, pc})
+    CHECK(send_blocking(d, p, pack(std::uint8_t{seq_pkt})) == core::status::ok, "hello");
+  std::vector<dev::peer_id> lost;
+  const auto look = [&](std::uint64_t for_ms) {
+    const std::uint64_t end = now_ms() + for_ms;
+    while (now_ms() < end) {
+      d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+      d.take_lost_peers(now_ms(), [&](dev::peer_id p) { lost.push_back(p); });
+    }
+  };
+  look(lost_after + 500);  // longer than lost_after: everybody answers, nobody is lost
+  CHECK(lost.empty(), "%zu live peers counted lost", lost.size());
+
+  // One closes its endpoint (its process lives on): its bye makes it lost long before silence
+  // could. Then one is killed: silence and unanswered pings, within about lost_after.
+  CHECK(send_blocking(d, pb, pack(std::uint8_t{please_close})) == core::status::ok, "close request");
+  const std::uint64_t asked = now_ms();
+  // Silence alone takes at least 3/4 lost_after from the first unanswered ping, which goes after
+  // the close: within lost_after / 2 only the bye can have told.
+  while (lost.empty() && now_ms() - asked < lost_after / 2) look(10);
+  CHECK(lost == std::vector<dev::peer_id>{pb}, "the closed endpoint was not lost within %u ms "
+        "(lost: %zu)", lost_after / 2, lost.size());
+  kill(killed, SIGKILL);
+  waitpid(killed, nullptr, 0);
+  reap.pids[0] = -1;
+  const std::uint64_t killed_at = now_ms();
+  while (lost.size() < 2 && now_ms() - killed_at < 4 * lost_after) look(10);
+  CHECK(lost.size() == 2 && lost[1] == pa, "the killed peer was not counted lost in %u ms",
+        4 * lost_after);
+  // Silence counts from the last packet heard, at most a ping period (lost_after / 4) before the
+  // kill: earlier than that would not be silence.
+  CHECK(now_ms() - killed_at >= lost_after / 2, "the killed peer was counted lost too early");
+  look(300);
+  CHECK(lost.size() == 2, "reported again, or the live peer counted lost");
+  CHECK(d.mailbox_send(pa, pack(std::uint8_t{seq_pkt})) == core::status::peer_dead, "send to lost");
+  CHECK(d.mailbox_send(pc, pack(std::uint8_t{seq_pkt})) == core::status::ok, "send to the live one");
+  dev::rma_target rt;
+  CHECK(d.rma_check(pa, 1, 0, 1, dev::rma_access::remote_write, rt) == core::status::peer_dead,
+        "rma_check on a lost peer");
+  d.forget_dead_peer(pa);
+  d.forget_dead_peer(pb);
+  CHECK(d.peer_forgotten(pa) && !d.peer_forgotten(pc), "forgotten");
+  return failures == 0 ? 0 : 1;
+}
+
 dev::net::address read_address(const std::string& file) {
   dev::net::address a{};
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -493,6 +601,11 @@ int main(int argc, char** argv) {
     std::printf("net_device_test over %s: initiator %s, target %s\n", prov.c_str(),
                 rc == 0 ? "ok" : "FAILED", target_rc == 0 ? "ok" : "FAILED");
     return rc == 0 && target_rc == 0 ? 0 : 1;
+  }
+  if (mode == "lost") {
+    const int rc = lost_peers(argc > 2 ? argv[2] : "tcp");
+    std::printf("net_device_test lost: %s\n", rc == 0 ? "ok" : "FAILED");
+    return rc;
   }
   if ((mode == "serve" || mode == "client") && argc >= 4) {
     const std::string prov = argc > 4 ? argv[4] : "tcp";

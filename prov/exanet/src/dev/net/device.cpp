@@ -105,6 +105,7 @@ core::status device::open(const open_params& p) noexcept {
                "itself)", p.provider.c_str());
     return core::status::invalid;
   }
+  if (p.liveness_period_ms == 0 && p.lost_after_ms == 0) return core::status::invalid;
   if (p.credits < 2 || p.notify_slots == 0 || p.receive_bytes < 64 * packet_bytes ||
       p.key_slots > (1u << 16))  // access events name a slot in 16 bits
     return core::status::invalid;
@@ -202,6 +203,21 @@ core::status device::open(const open_params& p) noexcept {
 }
 
 void device::close() noexcept {
+  if (ep_) {
+    // Peers count us lost at once instead of after lost_after_ms of silence. Best effort: a bye
+    // the lower provider has not sent when the endpoint closes is replaced by that silence.
+    for (peer_id p = 0; p < peers_.size(); ++p)
+      if (!peers_[p].dead && !peers_[p].hello_due) send_signal(p, device_packet::bye);
+    if (!peers_.empty()) {
+      timespec t0{}, t{};
+      clock_gettime(CLOCK_MONOTONIC, &t0);
+      do {  // the lower provider sends on progress: give it 20 ms
+        fi_cq_data_entry e[8];
+        (void)fi_cq_read(cq_, e, 8);
+        clock_gettime(CLOCK_MONOTONIC, &t);
+      } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 20);
+    }
+  }
   for (slot& s : slots_)
     if (s.mr) fi_close(&s.mr->fid);
   slots_.clear();
@@ -321,12 +337,14 @@ void device::flush_pending() noexcept {
 
 core::status device::mailbox_send(peer_id p, const packet& pk) noexcept {
   const peer& pr = peers_[p];
+  if (pr.dead) return core::status::peer_dead;
   if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
   return send_or_queue(p, pk);
 }
 
 core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept {
   const peer& pr = peers_[p];
+  if (pr.dead) return core::status::peer_dead;
   if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
   reserved_for_ = p;
   r.bytes = reserved_.data();
@@ -371,6 +389,18 @@ bool device::take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from)
     return false;
   }
   from = it->second;
+  peer& pr = peers_[from];
+  if (pr.dead) {
+    ++drops_.from_lost;  // counted lost (bye, or silent too long): lost stays lost
+    return false;
+  }
+  pr.heard = true;
+  switch (static_cast<device_packet>(type)) {
+    case device_packet::ping: send_signal(from, device_packet::pong); return false;
+    case device_packet::pong: return false;
+    case device_packet::bye: mark_dead(from); return false;
+    default: break;
+  }
   if (type == static_cast<std::uint8_t>(device_packet::credit)) {
     const auto c = from_packet<credit_packet>(pk);
     // Never more than it could have been given: a forged count cannot unbound the sender.
@@ -440,6 +470,12 @@ void device::on_cq_error() noexcept {
 void device::on_tx_done(void* ctx, int err) noexcept {
   auto* op = static_cast<op_context*>(ctx);
   if (!op || op->what != op_context::kind::write) return;
+  if (op->orphan) {
+    op->orphan = false;
+    op->what = op_context::kind::free;
+    free_ops_.push_back(op->index);
+    return;
+  }
   op->done = true;
   op->err = err;
 }
@@ -513,6 +549,15 @@ void device::notify_free(std::uint32_t s) noexcept {
 core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
   if (w.peer >= peers_.size()) return core::status::invalid;
   peer& pr = peers_[w.peer];
+  if (pr.dead) {
+    if (st.in_flight) {
+      // The lower provider may never complete it (tcp;ofi_rxm retries a dead peer for ever):
+      // its context is freed if and when it completes, and the caller's buffers are released.
+      static_cast<op_context*>(st.in_flight)->orphan = true;
+      st.in_flight = nullptr;
+    }
+    return core::status::peer_dead;
+  }
   // Through a window (slot, generation) or through a registration the target told us of.
   std::uint64_t lower_key = window_key(w.notify_slot, w.notify_gen), base = w.dst_base;
   remote_grant* through = nullptr;
@@ -590,6 +635,63 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
   return core::status::ok;
 }
 
+// ---- lost peers -------------------------------------------------------------------------------
+
+void device::send_signal(peer_id p, device_packet type) noexcept {
+  // Liveness packets take no credit: the receiver handles them at once, like credit packets.
+  peer& pr = peers_[p];
+  if (pr.hello_due) {  // it must know our incarnation to read them; the hello takes a credit
+    if (pr.credits == 0 || !core::ok(send_hello(p))) return;
+  }
+  packet pk{};
+  pk[0] = static_cast<std::byte>(type);
+  (void)inject(p, pk);  // again: the next look sends another
+}
+
+void device::check_liveness(std::uint64_t now_ms) noexcept {
+  if (now_ms - liveness_checked_ms_ >= params_.liveness_period_ms) liveness_checked_ms_ = now_ms;
+  death_since_check_ = false;
+  const std::uint64_t quarter = params_.lost_after_ms / 4;
+  for (peer_id p = 0; p < peers_.size(); ++p) {
+    peer& pr = peers_[p];
+    if (pr.dead || pr.forgotten) continue;
+    if (pr.heard) {
+      pr.heard = false;
+      pr.heard_ms = now_ms;
+      pr.ping_out_ms = 0;
+      continue;
+    }
+    const std::uint64_t silent = now_ms - pr.heard_ms;
+    if (silent < quarter) continue;
+    // Silent for a while: ask. Lost only once a ping stayed unanswered for three quarters of
+    // lost_after_ms and the silence reached it (after a long gap between looks, a ping first).
+    if (pr.ping_out_ms != 0 && now_ms - pr.ping_out_ms >= 3 * quarter &&
+        silent >= params_.lost_after_ms) {
+      EXANET_LOG(info, core, "network backend: peer %u silent for %llu ms, unanswered pings; "
+                 "counted lost", p, static_cast<unsigned long long>(silent));
+      mark_dead(p);
+      continue;
+    }
+    if (pr.ping_out_ms == 0) pr.ping_out_ms = now_ms;
+    if (now_ms - pr.pinged_ms >= quarter || pr.pinged_ms < pr.heard_ms) {
+      pr.pinged_ms = now_ms;
+      send_signal(p, device_packet::ping);
+    }
+  }
+}
+
+void device::forget_dead_peer(peer_id p) noexcept {
+  peer& pr = peers_[p];
+  pr.dead = pr.forgotten = true;
+  pr.grants.clear();
+  // Packets still queued to it will never be read: drop them (their credits do not matter now).
+  std::erase_if(pending_, [p](const pending_packet& q) { return q.to == p; });
+  std::erase_if(answers_due_, [p](const pending_packet& q) { return q.to == p; });
+  pr.queued = 0;
+  // Packets it sent before it was lost and that wait in held_ are still delivered: it did send
+  // them (as the emulation delivers what a dead peer left in the mailbox).
+}
+
 // ---- RMA: registrations, checked at the target ----------------------------------------------
 
 core::status device::key_publish(const key_grant& g, std::uint32_t& out) noexcept {
@@ -658,6 +760,7 @@ core::status device::rma_check(peer_id p, std::uint64_t key, std::uint64_t addr,
     }
   }
   if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+  if (pr.dead) return core::status::peer_dead;
   if (pr.grants.size() >= max_remote_grants) {
     // Bounded: forget the oldest answer (a later use of its key asks again). Questions still
     // out are kept, or their answers would find nobody waiting.

@@ -25,9 +25,15 @@
 //    translation, and writes through the lower key; the owner's lower provider refuses a write
 //    the grant does not cover, or one through a registration revoked since.
 //
+//  - A lost peer is an event (take_lost_peers). tcp;ofi_rxm hides a dead peer: sends to it
+//    are accepted, writes never complete, and the connection is retried for ever. So the device
+//    watches silence: a peer silent for a quarter of lost_after_ms is pinged (ping/pong take no
+//    credit), and one that stays silent with a ping unanswered is lost. An endpoint that closes
+//    says bye, and is lost at once.
+//
 // This is the first step of the backend: the mailbox (with credits, hellos and the PDID check),
-// notification slots with windows, DMA writes into them, and RMA registrations with writes
-// through them. Bounce rings, reads, access events and liveness come next; until then it is not selectable as the
+// notification slots with windows, DMA writes into them, RMA registrations with writes through
+// them, and lost peers. Bounce rings, reads, access events and the address are still to come; until then it is not selectable as the
 // endpoint's backend (dev/backend.hpp) and is exercised by its own test
 // (prov/exanet/test/dev/net_device_test.cpp), also across network namespaces.
 #pragma once
@@ -54,6 +60,9 @@ enum class device_packet : std::uint8_t {
   credit = 0xF3,  // the receiver consumed this many of my packets
   key_query = 0xF4,   // initiator -> owner: what does this RMA key of yours grant?
   key_answer = 0xF5,  // owner -> initiator: the grant (range, rights, slot) or "no such key"
+  ping = 0xF6,        // are you there? (sent to a peer silent for a while; takes no credit)
+  pong = 0xF7,        // yes (takes no credit)
+  bye = 0xF8,         // this endpoint closes: count me lost now (takes no credit)
 };
 
 inline constexpr std::size_t max_name_bytes = 40;
@@ -79,6 +88,14 @@ struct open_params {
   std::uint32_t credits = 128;           // packets a sender may have unconsumed at a receiver
   std::uint32_t receive_bytes = 1 << 18;  // each of the two multi-receive buffers
   std::uint32_t key_slots = 256;          // RMA registrations this endpoint can expose at once
+  // Liveness (take_lost_peers): peers are looked at no more often than liveness_period_ms; one
+  // silent for lost_after_ms / 4 is pinged, and one silent for lost_after_ms is lost. The lower
+  // provider hides a dead peer (tcp;ofi_rxm retries the connection for ever and fails nothing),
+  // so silence is the signal; a peer that closes says bye and is lost at once. A live peer
+  // answers only when it drives its device, so lost_after_ms must exceed the longest time a
+  // process computes without calling libfabric.
+  std::uint32_t liveness_period_ms = 200;
+  std::uint32_t lost_after_ms = 30000;
 };
 
 /// What the target's checks refused, by reason (net counterpart of dev::drop_counts).
@@ -87,6 +104,7 @@ struct net_drops {
   std::uint64_t unknown_sender = 0;  // a packet from an incarnation that sent no hello
   std::uint64_t bad_field = 0;       // a device packet naming a slot or length that is not
   std::uint64_t notify_refused = 0;  // a notification for a slot not armed with that generation
+  std::uint64_t from_lost = 0;       // a packet from a peer we had counted lost
 };
 
 class device {
@@ -207,6 +225,33 @@ class device {
   core::status rma_check(peer_id p, std::uint64_t key, std::uint64_t addr, std::uint64_t len,
                          std::uint32_t need, rma_target& out) noexcept;
 
+  // ---- lost peers, as events (dev::device's contract) --------------------------------------
+  /// Hands on_lost(peer) each peer found lost (it said bye, or stayed silent lost_after_ms while
+  /// pinged) and not forgotten yet, once. Looks at most once per liveness_period_ms by now_ms
+  /// (the caller's monotonic clock), and at once after an operation found a peer lost.
+  template <class F>
+  bool take_lost_peers(std::uint64_t now_ms, F&& on_lost) noexcept {
+    if (death_since_check_ || now_ms - liveness_checked_ms_ >= params_.liveness_period_ms)
+      check_liveness(now_ms);
+    bool any = false;
+    for (peer_id p = 0; p < peers_.size(); ++p) {
+      peer& pr = peers_[p];
+      if (!pr.dead || pr.forgotten || pr.lost_reported) continue;
+      pr.lost_reported = true;  // before on_lost: a nested call does not report it again
+      any = true;
+      on_lost(p);
+    }
+    return any;
+  }
+  bool take_dead_found() noexcept {
+    const bool f = dead_found_;
+    dead_found_ = false;
+    return f;
+  }
+  bool peer_forgotten(peer_id p) const noexcept { return peers_[p].forgotten; }
+  /// A lost peer is forgotten: its answers and queued packets go; what it sends is dropped.
+  void forget_dead_peer(peer_id p) noexcept;
+
   const net_drops& drops() const noexcept { return drops_; }
 
  private:
@@ -220,6 +265,11 @@ class device {
   struct peer {
     address addr{};
     std::vector<remote_grant> grants;  // by g.key; bounded by max_remote_grants
+    bool heard = true;            // a packet came since the last look (connect counts as one)
+    std::uint64_t heard_ms = 0;    // when a look last found it heard
+    std::uint64_t ping_out_ms = 0;  // when the first ping it has not answered went (0: none)
+    std::uint64_t pinged_ms = 0;    // when we last pinged it
+    bool dead = false, lost_reported = false, forgotten = false;
     fi_addr_t fa = FI_ADDR_UNSPEC;
     std::uint32_t credits = 0;    // packets we may still send it
     std::uint32_t consumed = 0;   // its packets we consumed and have not given credit for
@@ -250,6 +300,7 @@ class device {
     fi_context2 ctx{};
     enum class kind : std::uint8_t { free, receive, write } what = kind::free;
     bool done = false;
+    bool orphan = false;  // its peer was lost while it was in flight: freed when it completes
     int err = 0;
     std::uint32_t index = 0;
     std::size_t len = 0;  // a write's bytes
@@ -272,6 +323,12 @@ class device {
     give_credit(p);
   }
   core::status send_hello(peer_id p) noexcept;
+  void check_liveness(std::uint64_t now_ms) noexcept;
+  void mark_dead(peer_id p) noexcept {
+    peers_[p].dead = true;
+    if (!peers_[p].forgotten) dead_found_ = death_since_check_ = true;
+  }
+  void send_signal(peer_id p, device_packet type) noexcept;
   void on_key_query(peer_id from, const packet& pk) noexcept;
   void on_key_answer(peer_id from, const packet& pk) noexcept;
   void send_due_answers() noexcept;
@@ -311,6 +368,9 @@ class device {
   std::vector<std::uint32_t> free_ops_;
   packet reserved_{};            // mailbox_reserve's packet, sent by publish
   peer_id reserved_for_ = no_peer;
+  bool dead_found_ = false;
+  bool death_since_check_ = false;
+  std::uint64_t liveness_checked_ms_ = 0;
   std::size_t iov_limit_ = 1;
   bool offset_addressing_ = false;  // the lower provider names remote memory by offset
   net_drops drops_{};
