@@ -5,7 +5,8 @@
 // the target drops. RMA through registrations checked at the target: the initiator learns a
 // key by asking (again until answered), is refused an unknown key, a missing right or a range
 // outside the grant, writes through the key, and a write through a key revoked since is refused
-// by the target's lower provider with the region unchanged.
+// by the target's lower provider with the region unchanged. Landing records, notification bells,
+// access events and the receiver's intake hold travel as device packets.
 //
 //   net_device_test pair [provider]            both processes here (fork), over 127.0.0.1
 //   net_device_test serve FILE NODE [provider] the target: binds NODE, writes its address to FILE
@@ -177,6 +178,12 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   while (!d.notify_test(o.slot, o.gen, n) && std::chrono::steady_clock::now() < end)
     d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});  // progress; packets wait
   CHECK(d.notify_test(o.slot, o.gen, n), "the notification never landed");
+  dev::notification rec = d.notify_record(o.slot);
+  CHECK(std::memcmp(rec.data(), "landing-record!", 16) == 0, "the landing record is not in place");
+  std::vector<std::uint32_t> rung;
+  d.take_notify_bells([&](std::uint32_t sl) { rung.push_back(sl); });
+  CHECK(rung == std::vector<std::uint32_t>{o.slot}, "the slot's bell rang %zu times", rung.size());
+  CHECK(!d.take_notify_bells([](std::uint32_t) {}), "a bell rang twice");
   std::uint32_t seed;
   std::memcpy(&seed, n.data(), 4);
   std::size_t bad = 0;
@@ -205,6 +212,7 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   ko.type = keys_offer;
   ko.va = region_va;
   ko.len = region_bytes;
+  d.set_intake_held(true);  // told before the offer: the initiator sees it with the offer
   CHECK(send_blocking(d, initiator, pack(ko)) == core::status::ok, "keys offer");
   (void)next_packet(d, from, pk);
   CHECK(static_cast<std::uint8_t>(pk[0]) == rma_written, "rma_written, got %u", unsigned(pk[0]));
@@ -219,6 +227,20 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   CHECK(reg[6] == std::byte{0xC3} && region[region_bytes] == std::byte{0xC3},
         "bytes outside the registration changed");
   const std::vector<std::byte> region_after(region, region + region_bytes);
+  dev::notification ev{};
+  dev::peer_id ev_from = dev::no_peer;
+  const auto ev_end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::size_t events = 0;
+  while (events == 0 && std::chrono::steady_clock::now() < ev_end) {
+    d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+    events = d.poll_events(4, [&](dev::peer_id f, const dev::notification& e) {
+      ev_from = f;
+      ev = e;
+    });
+  }
+  CHECK(events == 1 && ev_from == initiator && std::memcmp(ev.data(), "an access event", 16) == 0,
+        "the access event (%zu)", events);
+  d.set_intake_held(false);
 
   // 3. The sender of another PDID: its hello is refused, nothing of it is delivered.
   const auto quiet = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
@@ -227,7 +249,7 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
     stray += d.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
   CHECK(stray == 0, "%zu packets delivered from another PDID", stray);
   CHECK(d.drops().foreign_pdid >= 1, "no hello of another PDID was refused");
-  CHECK(d.drops().unknown_sender >= 1, "the foreign sender's packet was not dropped");
+  CHECK(d.net_drop_counts().unknown_sender >= 1, "the foreign sender's packet was not dropped");
   // 4. Writes the target must refuse, last: tcp answers a refused write by closing the
   // connection between the pair, so nothing follows them on it. The target's memory stays as it
   // is and the initiator sees an error (its own exit status); a lone notification for a wrong
@@ -330,6 +352,9 @@ int initiate(const dev::net::address& target, const std::string& node, const std
   w.src_offset = first;
   w.dst_addr = o.va + first;
   w.len = o.len - first;
+  dev::notification rec{};
+  std::memcpy(rec.data(), "landing-record!", 16);
+  CHECK(d.notify_record_put(t, o.slot, rec) == core::status::ok, "notify_record_put");
   w.notify = true;
   std::memcpy(w.notify_data.data(), &seed, 4);
   CHECK(write_blocking(d, w) == core::status::ok, "second write with its notification");
@@ -338,6 +363,7 @@ int initiate(const dev::net::address& target, const std::string& node, const std
   // RMA: keys are learned from the target, checked here against its answer, and written through.
   CHECK(next_packet(d, from, pk) && static_cast<std::uint8_t>(pk[0]) == keys_offer, "keys offer");
   const offer ko = unpack<offer>(pk);
+  CHECK(d.peer_intake_held(t), "the target's intake hold was not seen");
   const auto settle = [&](std::uint64_t key, std::uint64_t addr, std::uint64_t len,
                           std::uint32_t need, dev::rma_target& out) {
     const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -376,6 +402,9 @@ int initiate(const dev::net::address& target, const std::string& node, const std
   done[0] = std::byte{rma_written};
   std::memcpy(done.data() + 4, &rma_seed, 4);
   CHECK(send_blocking(d, t, done) == core::status::ok, "rma_written");
+  dev::notification ev{};
+  std::memcpy(ev.data(), "an access event", 16);
+  CHECK(d.event_post(t, ev) == core::status::ok, "event_post");
 
   // Another PDID: a second device that claims the target's PDID locally to get its packets out.
   {
@@ -398,6 +427,7 @@ int initiate(const dev::net::address& target, const std::string& node, const std
   // Refused writes: a stale generation, then a range past the window.
   CHECK(next_packet(d, from, pk) && static_cast<std::uint8_t>(pk[0]) == refusal_offer, "offer 2");
   const offer r = unpack<offer>(pk);
+  CHECK(!d.peer_intake_held(t), "the target's intake release was not seen");
   std::vector<std::byte> junk(4096, std::byte{0xEE});
   const iovec jv{junk.data(), junk.size()};
   dev::dma_write bad;

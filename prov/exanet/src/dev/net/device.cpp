@@ -399,12 +399,19 @@ bool device::take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from)
     case device_packet::ping: send_signal(from, device_packet::pong); return false;
     case device_packet::pong: return false;
     case device_packet::bye: mark_dead(from); return false;
+    case device_packet::intake: pr.intake_held = pk[1] != std::byte{0}; return false;
     default: break;
   }
   if (type == static_cast<std::uint8_t>(device_packet::credit)) {
     const auto c = from_packet<credit_packet>(pk);
     // Never more than it could have been given: a forged count cannot unbound the sender.
     peers_[from].credits = std::min(params_.credits, peers_[from].credits + c.count);
+    return false;
+  }
+  if (type == static_cast<std::uint8_t>(device_packet::event)) {
+    held_event e{from, {}};
+    std::memcpy(e.data.data(), pk.data() + 16, sizeof e.data);
+    events_.push_back(e);  // consumed when poll_events delivers it
     return false;
   }
   if (type >= first_device_packet_type) {
@@ -439,6 +446,15 @@ void device::on_device_packet(peer_id from, const packet& pk) noexcept {
   const auto type = static_cast<device_packet>(pk[0]);
   if (type == device_packet::key_query) return on_key_query(from, pk);
   if (type == device_packet::key_answer) return on_key_answer(from, pk);
+  if (type == device_packet::record) {
+    const auto r = from_packet<notify_packet>(pk);
+    if (r.slot >= slots_.size() || slots_[r.slot].gen == 0) {
+      ++drops_.notify_refused;  // a record for a slot that expects nothing
+      return;
+    }
+    slots_[r.slot].record = r.data;
+    return;
+  }
   if (type != device_packet::notify) {
     ++drops_.bad_field;
     return;
@@ -450,8 +466,10 @@ void device::on_device_packet(peer_id from, const packet& pk) noexcept {
                     "dropped: not armed", n.slot, n.gen);
     return;
   }
+  if (slots_[n.slot].landed == n.gen) return;  // a repeat rings no second bell
   slots_[n.slot].data = n.data;
   slots_[n.slot].landed = n.gen;
+  bells_.push_back(n.slot);
 }
 
 void device::on_cq_error() noexcept {
@@ -635,9 +653,34 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
   return core::status::ok;
 }
 
+// ---- landing records and access events ------------------------------------------------------
+
+core::status device::notify_record_put(peer_id p, std::uint32_t slot, const notification& rec) noexcept {
+  if (p >= peers_.size()) return core::status::invalid;
+  peer& pr = peers_[p];
+  if (pr.dead) return core::status::peer_dead;
+  if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+  notify_packet r{};
+  r.type = static_cast<std::uint8_t>(device_packet::record);
+  r.slot = slot;
+  r.data = rec;
+  return send_or_queue(p, to_packet(r));
+}
+
+core::status device::event_post(peer_id p, const notification& n) noexcept {
+  if (p >= peers_.size()) return core::status::invalid;
+  peer& pr = peers_[p];
+  if (pr.dead) return core::status::peer_dead;
+  if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+  packet pk{};
+  pk[0] = static_cast<std::byte>(device_packet::event);
+  std::memcpy(pk.data() + 16, n.data(), sizeof n);
+  return send_or_queue(p, pk);
+}
+
 // ---- lost peers -------------------------------------------------------------------------------
 
-void device::send_signal(peer_id p, device_packet type) noexcept {
+void device::send_signal(peer_id p, device_packet type, std::uint8_t arg) noexcept {
   // Liveness packets take no credit: the receiver handles them at once, like credit packets.
   peer& pr = peers_[p];
   if (pr.hello_due) {  // it must know our incarnation to read them; the hello takes a credit
@@ -645,7 +688,30 @@ void device::send_signal(peer_id p, device_packet type) noexcept {
   }
   packet pk{};
   pk[0] = static_cast<std::byte>(type);
+  pk[1] = static_cast<std::byte>(arg);
   (void)inject(p, pk);  // again: the next look sends another
+}
+
+void device::send_intake() noexcept {
+  // Takes no credit (a receiver that holds its intake may have none to give). Each peer is told
+  // the current value once; one the lower endpoint could not take now is told at the next poll.
+  bool all = true;
+  for (peer_id p = 0; p < peers_.size(); ++p) {
+    peer& pr = peers_[p];
+    if (pr.dead || pr.intake_sent == intake_held_) continue;  // a new peer starts un-held
+    if (pr.hello_due && (pr.credits == 0 || !core::ok(send_hello(p)))) {
+      all = false;  // it must know us to read the packet
+      continue;
+    }
+    packet pk{};
+    pk[0] = static_cast<std::byte>(device_packet::intake);
+    pk[1] = static_cast<std::byte>(intake_held_ ? 1 : 0);
+    if (inject(p, pk) == core::status::ok)
+      pr.intake_sent = intake_held_;
+    else
+      all = false;
+  }
+  intake_due_ = !all;
 }
 
 void device::check_liveness(std::uint64_t now_ms) noexcept {

@@ -63,6 +63,9 @@ enum class device_packet : std::uint8_t {
   ping = 0xF6,        // are you there? (sent to a peer silent for a while; takes no credit)
   pong = 0xF7,        // yes (takes no credit)
   bye = 0xF8,         // this endpoint closes: count me lost now (takes no credit)
+  record = 0xF9,      // a slot's 16-byte landing record, ahead of the write that notifies it
+  event = 0xFA,       // an RMA access event for the owner, behind the write's data
+  intake = 0xFB,      // the receiver holds (1) or resumes (0) message packets (no credit)
 };
 
 inline constexpr std::size_t max_name_bytes = 40;
@@ -98,12 +101,11 @@ struct open_params {
   std::uint32_t lost_after_ms = 30000;
 };
 
-/// What the target's checks refused, by reason (net counterpart of dev::drop_counts).
-struct net_drops {
-  std::uint64_t foreign_pdid = 0;    // a hello of another protection domain
+/// What the target's checks refused, by reason: dev::drop_counts (foreign_pdid: a hello of
+/// another protection domain; bad_field; dma_refused, which the lower provider counts here;
+/// notify_refused) and what only this backend can refuse.
+struct net_drops : drop_counts {
   std::uint64_t unknown_sender = 0;  // a packet from an incarnation that sent no hello
-  std::uint64_t bad_field = 0;       // a device packet naming a slot or length that is not
-  std::uint64_t notify_refused = 0;  // a notification for a slot not armed with that generation
   std::uint64_t from_lost = 0;       // a packet from a peer we had counted lost
 };
 
@@ -180,6 +182,7 @@ class device {
     } while (n < budget);
     flush_pending();
     if (!answers_due_.empty()) send_due_answers();
+    if (intake_due_) send_intake();
     return n;
   }
 
@@ -252,7 +255,69 @@ class device {
   /// A lost peer is forgotten: its answers and queued packets go; what it sends is dropped.
   void forget_dead_peer(peer_id p) noexcept;
 
-  const net_drops& drops() const noexcept { return drops_; }
+  const drop_counts& drops() const noexcept { return drops_; }
+  const net_drops& net_drop_counts() const noexcept { return drops_; }
+
+  // ---- what ExaNeST has and this backend does not (yet) --------------------------------------
+  /// No bounce rings: medium messages and inline RMA take the DMA path.
+  bool bounce_reserve(peer_id, std::size_t, std::uintptr_t, ring_space&) noexcept { return false; }
+  void bounce_write(peer_id, const ring_space&, std::span<const iovec>, std::size_t) noexcept {}
+  const std::byte* bounce_data(peer_id, std::uint32_t, std::uint64_t, std::size_t) const noexcept {
+    return nullptr;
+  }
+  void bounce_consume(std::uint32_t, std::uint64_t) noexcept {}
+  /// No reads: a read is a request the target answers with a write, as on ExaNeST.
+  bool can_read(peer_id) const noexcept { return false; }
+  core::status dma_read(peer_id, std::uint64_t, std::span<const iovec>, std::size_t,
+                        std::size_t) noexcept {
+    return core::status::not_supported;
+  }
+  /// Written data is visible at the target before the notification or event that follows it
+  /// (FI_ORDER_SAW), not when dma_post returns.
+  bool writes_land_at_post(peer_id) const noexcept { return false; }
+  /// Nothing can be claimed and left unpublished in a lower provider's receive buffer.
+  bool mailbox_unstick() noexcept { return false; }
+
+  // ---- landing records, bells, access events, intake ---------------------------------------
+  /// Calls on_slot for each slot whose notification landed since the last call; false if none.
+  template <class F>
+  bool take_notify_bells(F&& on_slot) noexcept {
+    if (bells_.empty()) [[likely]] return false;
+    rung_.swap(bells_);
+    bells_.clear();
+    for (std::uint32_t s : rung_) on_slot(s);
+    rung_.clear();
+    return true;
+  }
+  notification notify_record(std::uint32_t slot) const noexcept {
+    return slot < slots_.size() ? slots_[slot].record : notification{};
+  }
+  /// A record packet ahead of the write: FIFO per pair puts it in place before the notification.
+  core::status notify_record_put(peer_id p, std::uint32_t slot, const notification& rec) noexcept;
+  /// An event packet to the owner, behind the data of the write it reports (FI_ORDER_SAW).
+  /// again: no credit at p.
+  core::status event_post(peer_id p, const notification& n) noexcept;
+  /// Hands up to budget events received to on_event(peer_id, const notification&).
+  template <class F>
+  std::size_t poll_events(std::size_t budget, F&& on_event) noexcept {
+    std::size_t n = 0;
+    for (; n < budget && !events_.empty(); ++n) {
+      const held_event e = events_.front();
+      events_.pop_front();
+      consumed(e.from);  // its credit goes back only now: events_ is bounded by credits
+      on_event(e.from, e.data);
+    }
+    return n;
+  }
+  /// Receiver: tells every peer to hold back (or resume) message packets. Sent reliably: a
+  /// peer not told yet is told at the next poll.
+  void set_intake_held(bool held) noexcept {
+    if (intake_held_ == held) return;
+    intake_held_ = held;
+    intake_due_ = true;
+    send_intake();
+  }
+  bool peer_intake_held(peer_id p) const noexcept { return peers_[p].intake_held; }
 
  private:
   /// What a peer answered about one of its keys.
@@ -270,6 +335,8 @@ class device {
     std::uint64_t ping_out_ms = 0;  // when the first ping it has not answered went (0: none)
     std::uint64_t pinged_ms = 0;    // when we last pinged it
     bool dead = false, lost_reported = false, forgotten = false;
+    bool intake_held = false;      // it asked us to hold message packets
+    bool intake_sent = false;      // what it was last told of ours
     fi_addr_t fa = FI_ADDR_UNSPEC;
     std::uint32_t credits = 0;    // packets we may still send it
     std::uint32_t consumed = 0;   // its packets we consumed and have not given credit for
@@ -284,6 +351,10 @@ class device {
     peer_id to = 0;
     packet pk{};
   };
+  struct held_event {
+    peer_id from = 0;
+    notification data{};
+  };
   struct grant_slot {
     key_grant g{};
     std::uint32_t gen = 0;  // of the current registration; 0: free
@@ -293,6 +364,7 @@ class device {
     std::uint32_t gen = 0;     // current use, 0: free
     std::uint32_t landed = 0;  // generation whose notification arrived
     notification data{};
+    notification record{};
     fid_mr* mr = nullptr;
   };
   /// A lower operation in flight; its fi_context2 must come first (FI_CONTEXT2 mode).
@@ -328,7 +400,8 @@ class device {
     peers_[p].dead = true;
     if (!peers_[p].forgotten) dead_found_ = death_since_check_ = true;
   }
-  void send_signal(peer_id p, device_packet type) noexcept;
+  void send_signal(peer_id p, device_packet type, std::uint8_t arg = 0) noexcept;
+  void send_intake() noexcept;
   void on_key_query(peer_id from, const packet& pk) noexcept;
   void on_key_answer(peer_id from, const packet& pk) noexcept;
   void send_due_answers() noexcept;
@@ -368,6 +441,10 @@ class device {
   std::vector<std::uint32_t> free_ops_;
   packet reserved_{};            // mailbox_reserve's packet, sent by publish
   peer_id reserved_for_ = no_peer;
+  std::vector<std::uint32_t> bells_, rung_;  // slots whose notification landed; at most one entry
+                                            // per slot and generation
+  std::deque<held_event> events_;            // bounded by the senders' credits
+  bool intake_held_ = false, intake_due_ = false;
   bool dead_found_ = false;
   bool death_since_check_ = false;
   std::uint64_t liveness_checked_ms_ = 0;
