@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <span>
 #include <string>
@@ -512,6 +513,42 @@ TEST(emu_device, lost_peers_are_looked_for_once_per_period_or_after_a_death_foun
   EXPECT_FALSE(segment_exists(killed.addr));
   EXPECT_FALSE(segment_exists(killed_later.addr));
   alarm(0);
+}
+
+// A process that exits without closing its endpoint (a forgotten fi_close, MPI_Abort, a child
+// that returns from main) leaves no segment behind; a child it forked, exiting first, does not
+// remove its parent's.
+TEST(emu_device, a_process_that_exits_without_closing_leaves_no_segment) {
+  int to_parent[2];
+  ASSERT_EQ(pipe(to_parent), 0);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::close(to_parent[0]);
+    auto* d = new device;  // never closed nor destroyed, as by a program that forgets fi_close
+    if (d->open(make_params(test_pdid(14))) != core::status::ok) _exit(2);
+    const address a = d->local_address();
+    const pid_t grandchild = fork();
+    if (grandchild == 0) std::exit(0);  // inherits the endpoint's memory, not its segment
+    int st = 0;
+    waitpid(grandchild, &st, 0);
+    const bool kept = segment_exists(a);
+    if (write(to_parent[1], &a, sizeof a) != sizeof a) _exit(3);
+    if (write(to_parent[1], &kept, sizeof kept) != sizeof kept) _exit(3);
+    std::exit(0);
+  }
+  ::close(to_parent[1]);
+  address a{};
+  bool kept_after_child = false;
+  ASSERT_EQ(read(to_parent[0], &a, sizeof a), static_cast<ssize_t>(sizeof a));
+  ASSERT_EQ(read(to_parent[0], &kept_after_child, sizeof kept_after_child),
+            static_cast<ssize_t>(sizeof kept_after_child));
+  ::close(to_parent[0]);
+  int st = 0;
+  waitpid(pid, &st, 0);
+  EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  EXPECT_TRUE(kept_after_child) << "a forked child's exit removed its parent's segment";
+  EXPECT_FALSE(segment_exists(a)) << "the segment outlived the process that exited";
 }
 
 TEST(emu_device, open_reclaims_segments_of_dead_processes) {
