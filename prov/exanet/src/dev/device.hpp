@@ -173,6 +173,22 @@ struct ring_space {
   void* handle = nullptr;    // the backend's: where bounce_write puts the bytes
 };
 
+/// The reporting half of take_lost_peers, for backends whose peers carry dead, forgotten and
+/// lost_reported flags: hands each dead peer that is not forgotten to on_lost, once. The flag is
+/// set before on_lost, so a nested call does not report it again; on_lost may grow `peers`.
+template <class Peers, class F>
+bool report_lost_peers(Peers& peers, F&& on_lost) noexcept {
+  bool any = false;
+  for (peer_id p = 0; p < peers.size(); ++p) {
+    auto& pr = peers[p];
+    if (!pr.dead || pr.forgotten || pr.lost_reported) continue;
+    pr.lost_reported = true;
+    any = true;
+    on_lost(p);
+  }
+  return any;
+}
+
 // Archetypes: a concept can require a template operation (poll_mailbox(budget, F&&)) only by
 // calling it with some argument; these stand for every callable of the documented signature.
 // Declared, never defined: they appear in unevaluated operands only.

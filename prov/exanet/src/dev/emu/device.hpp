@@ -238,15 +238,7 @@ class device {
   bool take_lost_peers(std::uint64_t now_ms, F&& on_lost) noexcept {
     if (death_since_check_ || now_ms - liveness_checked_ms_ >= liveness_period_ms_)
       check_liveness(now_ms);
-    bool any = false;
-    for (peer_id p = 0; p < peers_.size(); ++p) {
-      peer& pr = peers_[p];
-      if (!pr.dead || pr.forgotten || pr.lost_reported) continue;
-      pr.lost_reported = true;  // before on_lost: a nested call does not report it again
-      any = true;
-      on_lost(p);
-    }
-    return any;
+    return report_lost_peers(peers_, on_lost);
   }
   /// True once forget_dead_peer ran for p.
   bool peer_forgotten(peer_id p) const noexcept { return peers_[p].forgotten; }

@@ -236,15 +236,7 @@ class device {
   bool take_lost_peers(std::uint64_t now_ms, F&& on_lost) noexcept {
     if (death_since_check_ || now_ms - liveness_checked_ms_ >= params_.liveness_period_ms)
       check_liveness(now_ms);
-    bool any = false;
-    for (peer_id p = 0; p < peers_.size(); ++p) {
-      peer& pr = peers_[p];
-      if (!pr.dead || pr.forgotten || pr.lost_reported) continue;
-      pr.lost_reported = true;  // before on_lost: a nested call does not report it again
-      any = true;
-      on_lost(p);
-    }
-    return any;
+    return report_lost_peers(peers_, on_lost);
   }
   bool take_dead_found() noexcept {
     const bool f = dead_found_;
