@@ -68,6 +68,11 @@ void print_man() {
   std::puts("A value outside its bounds is clamped to the nearest bound, and a text that is not a "
             "number leaves the default; either is logged at \\fBFI_LOG_LEVEL\\fR=warn, once per "
             "parameter and value.");
+  std::puts("At \\fBFI_LOG_LEVEL\\fR=info the provider logs the configuration in force after the "
+            "bounds (version, protocol family, size thresholds, DMA engine, the sizes of the "
+            "segment's parts, queue bounds), once and again whenever it changes, and every "
+            "\\fBfi_getinfo\\fR refusal with its reason (\\fBFI_LOG_PROV\\fR=exanet keeps "
+            "other providers' messages out).");
   std::puts("This section is generated from the provider's parameter table "
             "(\\fIprov/exanet/src/fi/param_table.hpp\\fR).");
   for (const param_spec& p : g_params) {

@@ -4,6 +4,7 @@
 # hung a ping-pong with a 137 GB segment in /dev/shm.
 #   params_bounds_test.sh      (FI_PROVIDER_PATH names the build's module)
 set -u
+server=
 port=$((20000 + RANDOM % 30000))
 out=$(mktemp -d)
 trap 'kill "$server" 2>/dev/null; rm -rf "$out"' EXIT
@@ -24,6 +25,22 @@ grep -aA12 'tx_attr:' "$out/info" | grep -aEq '^ +size: 1024$' || fail "tx size 
 n=$(grep -ac 'FI_EXANET_IOV_LIMIT=100 is out of bounds' "$out/info")
 ((n == 1)) || fail "the warning for FI_EXANET_IOV_LIMIT was logged $n times, not once"
 
+# At FI_LOG_INFO: the configuration in force after the bounds (once, however often fi_getinfo
+# reads it), and why fi_getinfo refused a request.
+FI_LOG_LEVEL=info FI_EXANET_MAILBOX_SLOTS=100 FI_EXANET_IOV_LIMIT=100 FI_EXANET_PROTOCOL=read \
+  timeout 60 fi_info -p exanet >"$out/info_log" 2>&1 || { cat "$out/info_log"; fail "fi_info at info"; }
+config=$(grep -a 'configuration in force' "$out/info_log")
+echo "    ${config:0:300}..."
+n=$(grep -ac 'configuration in force' "$out/info_log")
+((n == 1)) || fail "the configuration was logged $n times, not once"
+for want in 'protocol read' 'mailbox 128 slots (8 KiB)' 'iov_limit 8' 'DMA engine staging' \
+            'bounce rings 64 x 256 KiB (16 MiB'; do
+  grep -aqF "$want" <<<"$config" || fail "the configuration does not say \"$want\""
+done
+FI_LOG_LEVEL=info timeout 60 fi_info -p exanet -e msg >"$out/refused" 2>&1
+grep -aq 'no match: endpoint type FI_EP_MSG requested, only FI_EP_RDM supported' "$out/refused" ||
+  { cat "$out/refused"; fail "fi_getinfo's refusal of FI_EP_MSG is not logged with its reason"; }
+
 # A ping-pong with the mailbox far beyond its bound: clamped to 2^22 slots, it completes.
 export FI_EXANET_MAILBOX_SLOTS=100000000000
 timeout 120 fi_pingpong -p exanet -e rdm -S 65536 -I 20 -B "$port" >"$out/server" 2>&1 &
@@ -43,4 +60,4 @@ for side in client server; do
   n=$(grep -ac 'FI_EXANET_MAILBOX_SLOTS=100000000000 is out of bounds \[16, 4194304\]; using 4194304' "$out/$side")
   ((n == 1)) || { cat "$out/$side"; fail "$side logged the mailbox warning $n times, not once"; }
 done
-echo "PASS: out-of-bounds parameters clamped with one warning each; fi_pingpong ran with them"
+echo "PASS: out-of-bounds parameters clamped with one warning each; the configuration in force and a refusal logged at info; fi_pingpong ran with them"

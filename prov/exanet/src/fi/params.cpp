@@ -219,6 +219,56 @@ void clamp_to(param_id id, std::size_t& value, std::size_t limit, const char* wh
   value = limit;
 }
 
+// ---- the configuration in force ------------------------------------------------------------
+
+std::size_t round_pow2(std::size_t v) noexcept {
+  std::size_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+const char* family_name(proto::protocol_family f) noexcept {
+  switch (f) {
+    case proto::protocol_family::write: return "write";
+    case proto::protocol_family::read: return "read";
+    case proto::protocol_family::optimistic: return "optimistic";
+  }
+  return "?";
+}
+
+/// At FI_LOG_INFO, the configuration every later fi_getinfo and domain of this process uses,
+/// after the bounds and the rules between parameters: once, and again only when it changes.
+/// The sizes are the endpoint's as it opens (rounded to powers of two); the segment's large
+/// parts are the mailbox and the bounce rings, each ring reserved only when a sender claims it.
+void log_config(const proto::config& c) noexcept {
+  if (!core::log_enabled(core::log_level::info, core::log_subsys::core)) return;
+  const std::size_t slots = round_pow2(c.mailbox_slots);
+  const std::size_t ring = round_pow2(c.bounce_ring_bytes);
+  char text[768];
+  std::snprintf(
+      text, sizeof text,
+      "exanet %s: configuration in force: protocol %s; eager up to one packet, medium up to "
+      "%zu B, inject up to %zu B, inline RMA writes up to %zu B; DMA engine %s; segment: mailbox "
+      "%zu slots (%zu KiB), %zu notification slots, bounce rings %zu x %zu KiB (%zu MiB, each "
+      "reserved when a sender claims it), %zu RMA keys, %zu event rings; queues tx %zu rx %zu, "
+      "iov_limit %zu; unexpected bounds %zu messages %zu B (0: from rx_size), stored RTRs %zu; "
+      "pdid %u node %u; peer check %u ms, rendezvous timeout %u ms, deadline %u ms",
+      FI_EXANET_VERSION_STRING, family_name(c.protocol), c.medium_max, c.inject_size,
+      c.rma_inline_max, c.use_cma ? "cross-memory attach (FI_EXANET_USE_CMA=1)" : "staging",
+      slots, slots * 64 / 1024, c.notify_slots, c.bounce_peers, ring / 1024,
+      c.bounce_peers * ring >> 20, round_pow2(c.mr_keys), c.event_rings, c.tx_size, c.rx_size,
+      c.iov_limit, c.unexpected_max, c.unexpected_bytes, c.stored_rtr_max, c.pdid, c.node,
+      c.dead_peer_check_ms, c.rndv_timeout_ms, c.rndv_deadline_ms);
+  static std::mutex lock;
+  static char last[sizeof text];
+  {
+    std::lock_guard guard(lock);
+    if (std::strcmp(last, text) == 0) return;
+    std::memcpy(last, text, sizeof text);
+  }
+  core::log_write(core::log_level::info, core::log_subsys::core, "params", __LINE__, "%s", text);
+}
+
 // FNV-1a: a stable PDID from a launcher's job name, identical in every rank of the job.
 std::uint32_t hash_pdid(std::string_view s) noexcept {
   std::uint32_t h = 2166136261u;
@@ -318,6 +368,7 @@ proto::config params_read() noexcept {
   clamp_to(param_id::inject_size, c.inject_size, c.medium_max, "FI_EXANET_MEDIUM_MAX");
   clamp_to(param_id::rma_inline_max, c.rma_inline_max, c.bounce_ring_bytes / 2,
            "half a bounce ring");
+  log_config(c);
   return c;
 }
 
