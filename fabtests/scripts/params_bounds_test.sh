@@ -30,11 +30,11 @@ n=$(grep -ac 'FI_EXANET_IOV_LIMIT=100 is out of bounds' "$out/info")
 FI_LOG_LEVEL=info FI_EXANET_MAILBOX_SLOTS=100 FI_EXANET_IOV_LIMIT=100 FI_EXANET_PROTOCOL=read \
   timeout 60 fi_info -p exanet >"$out/info_log" 2>&1 || { cat "$out/info_log"; fail "fi_info at info"; }
 config=$(grep -a 'configuration in force' "$out/info_log")
-echo "    ${config:0:300}..."
+grep -a 'configuration in force' "$out/info_log" | cut -c1-240 | sed 's/$/.../; s/^/    /'
 n=$(grep -ac 'configuration in force' "$out/info_log")
-((n == 1)) || fail "the configuration was logged $n times, not once"
-for want in 'protocol read' 'mailbox 128 slots (8 KiB)' 'iov_limit 8' 'DMA engine staging' \
-            'bounce rings 64 x 256 KiB (16 MiB'; do
+((n == 2)) || fail "the configuration was logged in $n lines, not once (2 lines)"
+for want in 'protocol family read' 'mailbox 128 slots (8 KiB)' 'iov_limit 8' 'DMA engine staging' \
+            'bounce rings 64 x 256 KiB (16 MiB' 'rendezvous timeout 30000 ms'; do
   grep -aqF "$want" <<<"$config" || fail "the configuration does not say \"$want\""
 done
 FI_LOG_LEVEL=info timeout 60 fi_info -p exanet -e msg >"$out/refused" 2>&1

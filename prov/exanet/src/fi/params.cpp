@@ -244,29 +244,38 @@ void log_config(const proto::config& c) noexcept {
   if (!core::log_enabled(core::log_level::info, core::log_subsys::core)) return;
   const std::size_t slots = round_pow2(c.mailbox_slots);
   const std::size_t ring = round_pow2(c.bounce_ring_bytes);
-  char text[768];
-  std::snprintf(
-      text, sizeof text,
-      "exanet %s: configuration in force: protocol %s; eager up to one packet, medium up to "
-      "%zu B, inject up to %zu B, inline RMA writes up to %zu B; DMA engine %s; segment: mailbox "
-      "%zu slots (%zu KiB), %zu notification slots, bounce rings %zu x %zu KiB (%zu MiB, each "
-      "reserved when a sender claims it), %zu RMA keys, %zu event rings; queues tx %zu rx %zu, "
-      "iov_limit %zu; unexpected bounds %zu messages %zu B (0: from rx_size), stored RTRs %zu; "
-      "pdid %u node %u; peer check %u ms, rendezvous timeout %u ms, deadline %u ms",
-      FI_EXANET_VERSION_STRING, family_name(c.protocol), c.medium_max, c.inject_size,
-      c.rma_inline_max, c.use_cma ? "cross-memory attach (FI_EXANET_USE_CMA=1)" : "staging",
-      slots, slots * 64 / 1024, c.notify_slots, c.bounce_peers, ring / 1024,
-      c.bounce_peers * ring >> 20, round_pow2(c.mr_keys), c.event_rings, c.tx_size, c.rx_size,
-      c.iov_limit, c.unexpected_max, c.unexpected_bytes, c.stored_rtr_max, c.pdid, c.node,
-      c.dead_peer_check_ms, c.rndv_timeout_ms, c.rndv_deadline_ms);
+  // Two lines: the log's sink formats at most 512 bytes a message.
+  char protocols[400], resources[400];
+  std::snprintf(protocols, sizeof protocols,
+                "exanet %s: configuration in force (1/2): protocol family %s; eager up to one "
+                "packet, medium up to %zu B, inject up to %zu B, inline RMA writes up to %zu B; "
+                "DMA engine %s; pdid %u node %u; peer check every %u ms, rendezvous timeout %u "
+                "ms, deadline %u ms (0: none)",
+                FI_EXANET_VERSION_STRING, family_name(c.protocol), c.medium_max, c.inject_size,
+                c.rma_inline_max, c.use_cma ? "cross-memory attach" : "staging", c.pdid, c.node,
+                c.dead_peer_check_ms, c.rndv_timeout_ms, c.rndv_deadline_ms);
+  std::snprintf(resources, sizeof resources,
+                "configuration in force (2/2): segment: mailbox %zu slots (%zu KiB), %zu "
+                "notification slots, bounce rings %zu x %zu KiB (%zu MiB, each reserved when a "
+                "sender claims it), %zu RMA keys, %zu event rings; queues tx %zu rx %zu, "
+                "iov_limit %zu; unexpected bounds %zu messages, %zu B, stored RTRs %zu (0: from "
+                "the queue sizes)",
+                slots, slots * 64 / 1024, c.notify_slots, c.bounce_peers, ring / 1024,
+                c.bounce_peers * ring >> 20, round_pow2(c.mr_keys), c.event_rings, c.tx_size,
+                c.rx_size, c.iov_limit, c.unexpected_max, c.unexpected_bytes, c.stored_rtr_max);
   static std::mutex lock;
-  static char last[sizeof text];
+  static char last[sizeof protocols + sizeof resources];
   {
     std::lock_guard guard(lock);
-    if (std::strcmp(last, text) == 0) return;
-    std::memcpy(last, text, sizeof text);
+    char both[sizeof last];
+    std::snprintf(both, sizeof both, "%s\n%s", protocols, resources);
+    if (std::strcmp(last, both) == 0) return;
+    std::memcpy(last, both, sizeof both);
   }
-  core::log_write(core::log_level::info, core::log_subsys::core, "params", __LINE__, "%s", text);
+  core::log_write(core::log_level::info, core::log_subsys::core, "params", __LINE__, "%s",
+                  protocols);
+  core::log_write(core::log_level::info, core::log_subsys::core, "params", __LINE__, "%s",
+                  resources);
 }
 
 // FNV-1a: a stable PDID from a launcher's job name, identical in every rank of the job.
