@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <rdma/fi_ext_exanet_version.h> /* FI_EXANET_VERSION_MAJOR... (generated) */
+
 #ifdef __cplusplus
 extern "C" {
 #endif

@@ -2,65 +2,281 @@
 
 #include <rdma/fi_errno.h>
 
+#include <array>
+#include <cerrno>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "core/log.hpp"
 #include "fi/attr.hpp"
+#include "fi/param_table.hpp"
 #include "fi/provider.hpp"
 #include "proto/endpoint.hpp"
 
 namespace exanet::fi {
 namespace {
 
-struct size_param {
-  const char* name;
-  const char* help;
-  std::size_t proto::config::*field;
-};
+// ---- the table bound to proto::config -------------------------------------------------------
 
-constexpr size_param g_size_params[] = {
-    {"medium_max", "Largest message sent through the per-sender bounce ring (bytes); larger ones "
-                   "use the rendezvous (default 8192)", &proto::config::medium_max},
-    {"inject_size", "Largest fi_inject payload, copied at post time (default 4096)",
-     &proto::config::inject_size},
-    {"mailbox_slots", "64-byte packets per endpoint mailbox, rounded up to a power of two "
-                      "(default 1024)", &proto::config::mailbox_slots},
-    {"bounce_ring_bytes", "Bytes of each per-sender bounce ring at a receiver, rounded up to a "
-                          "power of two (default 262144)", &proto::config::bounce_ring_bytes},
-    {"bounce_peers", "Senders that can hold a bounce ring at one receiver; others use the "
-                     "rendezvous for medium messages (default 64)", &proto::config::bounce_peers},
-    {"notify_slots", "DMA notification slots per endpoint: rendezvous receives in progress at "
-                     "once (default 1024)", &proto::config::notify_slots},
-    {"rma_inline_max", "Largest RMA write copied through the per-sender bounce ring and landed by "
-                       "the target's progress; larger ones, and FI_DELIVERY_COMPLETE writes, are "
-                       "DMA writes (default 65536, at most half a bounce ring; 0 disables)",
-     &proto::config::rma_inline_max},
-    {"mr_keys", "Memory registrations one endpoint can expose to RMA, rounded up to a power of "
-                "two (default 2048, at most 65536)",
-     &proto::config::mr_keys},
-    {"event_rings", "Initiators that can hold an RMA event ring at one target (default 64, at "
-                    "most 64); the others, and 0, send RMA events as mailbox packets",
-     &proto::config::event_rings},
-    {"tx_size", "Transmit queue size reported to applications (default 1024)",
-     &proto::config::tx_size},
-    {"rx_size", "Receive queue size reported to applications (default 1024)",
-     &proto::config::rx_size},
-    {"unexpected_max", "Unexpected messages one endpoint holds at once; at the bound it takes no "
-                       "more message packets until the application receives (default 16 x "
-                       "rx_attr->size)", &proto::config::unexpected_max},
-    {"unexpected_bytes", "Bytes of unexpected medium payload one endpoint holds at once; at the "
-                         "bound, as unexpected_max (default rx_attr->size x medium_max, at most "
-                         "64 MiB)", &proto::config::unexpected_bytes},
-    {"stored_rtr_max", "RTRs one endpoint holds for sends not posted yet; beyond it an RTR is "
-                       "refused and its receive goes sender-initiated (default 4 x "
-                       "tx_attr->size)", &proto::config::stored_rtr_max},
-    {"iov_limit", "Iovecs per operation and remote ranges per RMA operation (iov_limit and "
-                  "rma_iov_limit; default 8, at most 8)",
-     &proto::config::iov_limit},
+// Every numeric and boolean row has a field; -Wswitch names a row added without one.
+constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
+  switch (id) {
+    case param_id::medium_max: return static_cast<std::int64_t>(c.medium_max);
+    case param_id::inject_size: return static_cast<std::int64_t>(c.inject_size);
+    case param_id::mailbox_slots: return static_cast<std::int64_t>(c.mailbox_slots);
+    case param_id::bounce_ring_bytes: return static_cast<std::int64_t>(c.bounce_ring_bytes);
+    case param_id::bounce_peers: return static_cast<std::int64_t>(c.bounce_peers);
+    case param_id::notify_slots: return static_cast<std::int64_t>(c.notify_slots);
+    case param_id::rma_inline_max: return static_cast<std::int64_t>(c.rma_inline_max);
+    case param_id::mr_keys: return static_cast<std::int64_t>(c.mr_keys);
+    case param_id::event_rings: return static_cast<std::int64_t>(c.event_rings);
+    case param_id::tx_size: return static_cast<std::int64_t>(c.tx_size);
+    case param_id::rx_size: return static_cast<std::int64_t>(c.rx_size);
+    case param_id::unexpected_max: return static_cast<std::int64_t>(c.unexpected_max);
+    case param_id::unexpected_bytes: return static_cast<std::int64_t>(c.unexpected_bytes);
+    case param_id::stored_rtr_max: return static_cast<std::int64_t>(c.stored_rtr_max);
+    case param_id::iov_limit: return static_cast<std::int64_t>(c.iov_limit);
+    case param_id::pdid: return c.pdid;
+    case param_id::node: return c.node;
+    case param_id::use_cma: return c.use_cma ? 1 : 0;
+    case param_id::dead_peer_check_ms: return c.dead_peer_check_ms;
+    case param_id::rndv_timeout_ms: return c.rndv_timeout_ms;
+    case param_id::rndv_deadline_ms: return c.rndv_deadline_ms;
+    case param_id::proto_info: return c.proto_info ? 1 : 0;
+    case param_id::copy:
+    case param_id::stats:
+    case param_id::protocol: break;  // strings: read by their own functions below
+  }
+  return 0;
+}
+
+// v lies within the row's bounds (params_read clamps first), so every cast below is exact.
+void store(proto::config& c, param_id id, std::int64_t v) noexcept {
+  const auto z = static_cast<std::size_t>(v);
+  switch (id) {
+    case param_id::medium_max: c.medium_max = z; break;
+    case param_id::inject_size: c.inject_size = z; break;
+    case param_id::mailbox_slots: c.mailbox_slots = z; break;
+    case param_id::bounce_ring_bytes: c.bounce_ring_bytes = z; break;
+    case param_id::bounce_peers: c.bounce_peers = z; break;
+    case param_id::notify_slots: c.notify_slots = z; break;
+    case param_id::rma_inline_max: c.rma_inline_max = z; break;
+    case param_id::mr_keys: c.mr_keys = z; break;
+    case param_id::event_rings: c.event_rings = z; break;
+    case param_id::tx_size: c.tx_size = z; break;
+    case param_id::rx_size: c.rx_size = z; break;
+    case param_id::unexpected_max: c.unexpected_max = z; break;
+    case param_id::unexpected_bytes: c.unexpected_bytes = z; break;
+    case param_id::stored_rtr_max: c.stored_rtr_max = z; break;
+    case param_id::iov_limit: c.iov_limit = z; break;
+    case param_id::pdid: c.pdid = static_cast<std::uint32_t>(v); break;
+    case param_id::node: c.node = static_cast<std::uint16_t>(v); break;
+    case param_id::use_cma: c.use_cma = v != 0; break;
+    case param_id::dead_peer_check_ms: c.dead_peer_check_ms = static_cast<unsigned>(v); break;
+    case param_id::rndv_timeout_ms: c.rndv_timeout_ms = static_cast<unsigned>(v); break;
+    case param_id::rndv_deadline_ms: c.rndv_deadline_ms = static_cast<unsigned>(v); break;
+    case param_id::proto_info: c.proto_info = v != 0; break;
+    case param_id::copy:
+    case param_id::stats:
+    case param_id::protocol: break;
+  }
+}
+
+// The table's defaults are proto::config's (the unit tests build configs without the table).
+constexpr bool defaults_agree() noexcept {
+  const proto::config c{};
+  for (const param_spec& p : g_params)
+    if (p.type != param_type::string && field(c, p.id) != p.default_value) return false;
+  return c.copy == core::copy_policy::automatic && c.protocol == proto::protocol_family::write;
+}
+static_assert(defaults_agree(), "fi/param_table.hpp and proto::config disagree on a default");
+static_assert(param(param_id::tx_size).max == max_queue_size &&
+                  param(param_id::rx_size).max == max_queue_size,
+              "tx_size and rx_size are bounded by attr.hpp's max_queue_size");
+static_assert(param(param_id::iov_limit).max == proto::max_iov, "iov_limit is bounded by max_iov");
+static_assert(param(param_id::node).max == 65535, "a node id is 16 bits");
+
+// ---- warnings -------------------------------------------------------------------------------
+
+// Parameters are read at every fi_getinfo and domain open, and a process may change its
+// environment in between: a warning is logged once per parameter and offending text, so a bad
+// value says so once however often it is read, and a new bad value says so again.
+std::mutex g_warned_lock;
+enum class warning : std::uint8_t { value, relation };  // a bad value; a rule between two
+std::array<std::array<std::string, 2>, param_count> g_warned;
+
+[[gnu::format(printf, 4, 5)]] void warn_param(param_id id, warning kind, std::string_view key,
+                                              const char* fmt, ...) noexcept {
+  if (!core::log_enabled(core::log_level::warn, core::log_subsys::core)) return;
+  try {
+    std::lock_guard lock(g_warned_lock);
+    std::string& last = g_warned[static_cast<std::size_t>(id)][static_cast<std::size_t>(kind)];
+    if (last == key) return;
+    last = key;
+  } catch (...) {
+    return;  // no memory for the key: stay quiet rather than fail the read
+  }
+  char text[384];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  core::log_write(core::log_level::warn, core::log_subsys::core, "params", __LINE__, "%s", text);
+}
+
+// ---- reading one parameter ------------------------------------------------------------------
+
+/// FI_EXANET_<NAME>, without allocating (the table's names are short: checked at compile time).
+struct variable {
+  char text[48];
+  explicit variable(const param_spec& p) noexcept {
+    std::memcpy(text, "FI_EXANET_", 10);
+    std::size_t n = 10;
+    for (char c : p.name) text[n++] = static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+    text[n] = '\0';
+  }
+  const char* c_str() const noexcept { return text; }
 };
+constexpr bool names_fit() noexcept {
+  for (const param_spec& p : g_params)
+    if (p.name.size() + 11 > sizeof variable::text || p.name.data()[p.name.size()] != '\0')
+      return false;
+  return true;
+}
+static_assert(names_fit(), "parameter names are NUL-terminated literals that fit variable");
+
+/// The value of a size or integer parameter, within its bounds; nullopt when it is unset.
+/// libfabric 1.17 parses numbers with atoi/strtol and reports neither trailing text nor
+/// overflow (FI_EXANET_MAILBOX_SLOTS=100000000000 wraps in an int), so the variable's text is
+/// parsed here, strictly; a value out of bounds is clamped and a text that is no number
+/// leaves the default, each with a warning.
+std::optional<std::int64_t> read_number(const param_spec& p) noexcept {
+  fi_provider* prov = &provider();
+  std::int64_t parsed = 0;
+  if (p.type == param_type::size) {
+    std::size_t v = 0;
+    if (fi_param_get_size_t(prov, p.name.data(), &v) != 0) return std::nullopt;
+    parsed = v > static_cast<std::size_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(v);
+  } else {
+    int v = 0;
+    if (fi_param_get_int(prov, p.name.data(), &v) != 0) return std::nullopt;
+    parsed = v;
+  }
+  const variable var(p);
+  if (const char* text = std::getenv(var.c_str())) {
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(text, &end, 0);
+    while (end && *end == ' ') ++end;
+    if (end == text || !end || *end != '\0') {
+      warn_param(p.id, warning::value, text, "%s=%s is not a number; using the default",
+                 var.c_str(), text);
+      return std::nullopt;
+    }
+    parsed = errno == ERANGE ? (v < 0 ? INT64_MIN : INT64_MAX) : v;
+  }
+  if (parsed < p.min || parsed > p.max) {
+    const std::int64_t used = parsed < p.min ? p.min : p.max;
+    char key[24];
+    std::snprintf(key, sizeof key, "%lld", static_cast<long long>(parsed));
+    const char* text = std::getenv(var.c_str());
+    warn_param(p.id, warning::value, key, "%s=%s is out of bounds [%lld, %lld]; using %lld",
+               var.c_str(), text ? text : key, static_cast<long long>(p.min),
+               static_cast<long long>(p.max), static_cast<long long>(used));
+    return used;
+  }
+  return parsed;
+}
+
+// libfabric logs a text that is no boolean itself, and reports it as unset.
+std::optional<bool> read_bool(const param_spec& p) noexcept {
+  int v = 0;
+  if (fi_param_get_bool(&provider(), p.name.data(), &v) != 0) return std::nullopt;
+  return v != 0;
+}
+
+/// A string parameter's text, or nullptr when unset or empty.
+const char* read_string(param_id id) noexcept {
+  char* v = nullptr;
+  if (fi_param_get_str(&provider(), param(id).name.data(), &v) != 0 || !v || !*v) return nullptr;
+  return v;
+}
+
+/// After the bounds of each parameter, the rules between them; a value changed is logged.
+void clamp_to(param_id id, std::size_t& value, std::size_t limit, const char* why) noexcept {
+  if (value <= limit) return;
+  char key[48];
+  std::snprintf(key, sizeof key, "%zu>%zu", value, limit);
+  warn_param(id, warning::relation, key, "%s %zu exceeds %s; using %zu",
+             variable(param(id)).c_str(), value, why, limit);
+  value = limit;
+}
+
+// ---- the configuration in force ------------------------------------------------------------
+
+std::size_t round_pow2(std::size_t v) noexcept {
+  std::size_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+const char* family_name(proto::protocol_family f) noexcept {
+  switch (f) {
+    case proto::protocol_family::write: return "write";
+    case proto::protocol_family::read: return "read";
+    case proto::protocol_family::optimistic: return "optimistic";
+  }
+  return "?";
+}
+
+/// At FI_LOG_INFO, the configuration every later fi_getinfo and domain of this process uses,
+/// after the bounds and the rules between parameters: once, and again only when it changes.
+/// The sizes are the endpoint's as it opens (rounded to powers of two); the segment's large
+/// parts are the mailbox and the bounce rings, each ring reserved only when a sender claims it.
+void log_config(const proto::config& c) noexcept {
+  if (!core::log_enabled(core::log_level::info, core::log_subsys::core)) return;
+  const std::size_t slots = round_pow2(c.mailbox_slots);
+  const std::size_t ring = round_pow2(c.bounce_ring_bytes);
+  // Two lines: the log's sink formats at most 512 bytes a message.
+  char protocols[400], resources[400];
+  std::snprintf(protocols, sizeof protocols,
+                "exanet %s: configuration in force (1/2): protocol family %s; eager up to one "
+                "packet, medium up to %zu B, inject up to %zu B, inline RMA writes up to %zu B; "
+                "DMA engine %s; pdid %u node %u; peer check every %u ms, rendezvous timeout %u "
+                "ms, deadline %u ms (0: none)",
+                FI_EXANET_VERSION_STRING, family_name(c.protocol), c.medium_max, c.inject_size,
+                c.rma_inline_max, c.use_cma ? "cross-memory attach" : "staging", c.pdid, c.node,
+                c.dead_peer_check_ms, c.rndv_timeout_ms, c.rndv_deadline_ms);
+  std::snprintf(resources, sizeof resources,
+                "configuration in force (2/2): segment: mailbox %zu slots (%zu KiB), %zu "
+                "notification slots, bounce rings %zu x %zu KiB (%zu MiB, each reserved when a "
+                "sender claims it), %zu RMA keys, %zu event rings; queues tx %zu rx %zu, "
+                "iov_limit %zu; unexpected bounds %zu messages, %zu B, stored RTRs %zu (0: from "
+                "the queue sizes)",
+                slots, slots * 64 / 1024, c.notify_slots, c.bounce_peers, ring / 1024,
+                c.bounce_peers * ring >> 20, round_pow2(c.mr_keys), c.event_rings, c.tx_size,
+                c.rx_size, c.iov_limit, c.unexpected_max, c.unexpected_bytes, c.stored_rtr_max);
+  static std::mutex lock;
+  static char last[sizeof protocols + sizeof resources];
+  {
+    std::lock_guard guard(lock);
+    char both[sizeof last];
+    std::snprintf(both, sizeof both, "%s\n%s", protocols, resources);
+    if (std::strcmp(last, both) == 0) return;
+    std::memcpy(last, both, sizeof both);
+  }
+  core::log_write(core::log_level::info, core::log_subsys::core, "params", __LINE__, "%s",
+                  protocols);
+  core::log_write(core::log_level::info, core::log_subsys::core, "params", __LINE__, "%s",
+                  resources);
+}
 
 // FNV-1a: a stable PDID from a launcher's job name, identical in every rank of the job.
 std::uint32_t hash_pdid(std::string_view s) noexcept {
@@ -79,7 +295,8 @@ std::uint32_t pdid_from_launcher() noexcept {
       std::string_view job(v);
       if (std::strcmp(var, "SLURM_JOB_ID") == 0) {
         // Steps of one allocation are separate jobs.
-        if (const char* step = std::getenv("SLURM_STEP_ID")) return hash_pdid(std::string(job) + "." + step);
+        if (const char* step = std::getenv("SLURM_STEP_ID"))
+          return hash_pdid(std::string(job) + "." + step);
       }
       return hash_pdid(job);
     }
@@ -90,48 +307,26 @@ std::uint32_t pdid_from_launcher() noexcept {
 }  // namespace
 
 void params_define(fi_provider* prov) noexcept {
-  for (const size_param& p : g_size_params) fi_param_define(prov, p.name, FI_PARAM_SIZE_T, p.help);
-  fi_param_define(prov, "pdid", FI_PARAM_INT,
-                  "Protection domain id; only endpoints of equal PDID can talk. Default: derived "
-                  "from the job launcher (PMIx, Slurm, Hydra), else 1");
-  fi_param_define(prov, "node", FI_PARAM_INT, "Node id of this host (default 0)");
-  fi_param_define(prov, "use_cma", FI_PARAM_BOOL,
-                  "1: write into peer memory with process_vm_writev (lands without the target's "
-                  "progress; falls back by itself when the kernel refuses). Default 0: DMA writes "
-                  "are pipelined through the target's shared staging area, several times faster");
-  fi_param_define(prov, "copy", FI_PARAM_STRING,
-                  "How copies between buffers that disagree in their position within a cache "
-                  "line are made: auto (default: measured once per process, about a millisecond), "
-                  "libc (always memcpy) or loop (always exanet's aligned-store loop)");
-  fi_param_define(prov, "dead_peer_check_ms", FI_PARAM_INT,
-                  "Period of the liveness check of peers that transfers or posted receives "
-                  "wait on (default 200)");
-  fi_param_define(prov, "rndv_timeout_ms", FI_PARAM_INT,
-                  "A receive matched to a rendezvous whose data has not come for this long asks "
-                  "its sender whether the send exists, and fails with FI_EIO if it does not "
-                  "(default 30000; 0: never ask)");
-  fi_param_define(prov, "rndv_deadline_ms", FI_PARAM_INT,
-                  "Opt-in hard limit: a receive matched to a rendezvous fails with FI_ETIMEDOUT "
-                  "when no data came for this long, even if its sender has the send (default 0: "
-                  "none)");
-  fi_param_define(prov, "stats", FI_PARAM_STRING,
-                  "Print each endpoint's protocol counters when it closes: stderr (or 1), or a "
-                  "file name to append one line per endpoint to (default: off)");
-  fi_param_define(prov, "proto_info", FI_PARAM_BOOL,
-                  "1: every endpoint prints, when it opens, which protocol each operation takes "
-                  "by size and situation (eager, medium, rendezvous, inline RMA...), to stderr "
-                  "whatever FI_LOG_LEVEL says (default 0)");
-  fi_param_define(prov, "protocol", FI_PARAM_STRING,
-                  "Rendezvous family: write (default) or read (the thesis baseline: "
-                  "sender-initiated, acknowledged) or optimistic (the thesis's speculative variant: "
-                  "every message above medium_max waits for the receiver's RTR; any-source "
-                  "receives and FI_PEEK are refused; see fi_exanet(7) for what it assumes)");
+  // libfabric keeps the pointers it is given: the texts live as long as the module.
+  static std::array<std::string, param_count> help;
+  for (const param_spec& p : g_params) {
+    static constexpr fi_param_type fi_types[] = {FI_PARAM_SIZE_T, FI_PARAM_INT, FI_PARAM_BOOL,
+                                                 FI_PARAM_STRING};
+    std::string& h = help[static_cast<std::size_t>(p.id)];
+    try {
+      h = std::string(p.help) + " (" + param_bounds_text(p) + ")";
+    } catch (...) {
+      h.clear();
+    }
+    fi_param_define(prov, p.name.data(), fi_types[static_cast<std::size_t>(p.type)],
+                    h.empty() ? "" : h.c_str());
+  }
 }
 
 bool params_protocol(proto::protocol_family& out) noexcept {
-  char* name = nullptr;
   out = proto::protocol_family::write;
-  if (fi_param_get_str(&provider(), "protocol", &name) != 0 || !name || !*name) return true;
+  const char* name = read_string(param_id::protocol);
+  if (!name) return true;
   if (std::strcmp(name, "write") == 0) return true;
   if (std::strcmp(name, "read") == 0) {
     out = proto::protocol_family::read;
@@ -141,74 +336,48 @@ bool params_protocol(proto::protocol_family& out) noexcept {
     out = proto::protocol_family::optimistic;
     return true;
   }
-  EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=%s is not one of write, read, optimistic", name);
+  warn_param(param_id::protocol, warning::value, name,
+             "FI_EXANET_PROTOCOL=%s is not one of write, read, optimistic", name);
   return false;
 }
 
 const char* params_stats_destination() noexcept {
-  char* v = nullptr;
-  if (fi_param_get_str(&provider(), "stats", &v) != 0 || !v || !*v || std::strcmp(v, "0") == 0)
-    return nullptr;
-  return v;
+  const char* v = read_string(param_id::stats);
+  return v && std::strcmp(v, "0") != 0 ? v : nullptr;
 }
 
 proto::config params_read() noexcept {
   proto::config c;
-  fi_provider* prov = &provider();
-  for (const size_param& p : g_size_params) {
-    std::size_t v = 0;
-    if (fi_param_get_size_t(prov, p.name, &v) == 0) c.*p.field = v;
-  }
-  int v = 0;
   c.pdid = pdid_from_launcher();
-  if (fi_param_get_int(prov, "pdid", &v) == 0) {
-    if (v > 0)
-      c.pdid = static_cast<std::uint32_t>(v);
-    else
-      EXANET_LOG(warn, core, "FI_EXANET_PDID must be positive; using %u", c.pdid);
+  for (const param_spec& p : g_params) {
+    switch (p.type) {
+      case param_type::size:
+      case param_type::integer:
+        if (const auto v = read_number(p)) store(c, p.id, *v);
+        break;
+      case param_type::boolean:
+        if (const auto v = read_bool(p)) store(c, p.id, *v ? 1 : 0);
+        break;
+      case param_type::string: break;
+    }
   }
-  if (fi_param_get_int(prov, "node", &v) == 0 && v >= 0 && v < 65536)
-    c.node = static_cast<std::uint16_t>(v);
-  if (fi_param_get_bool(prov, "use_cma", &v) == 0) c.use_cma = v != 0;
-  if (fi_param_get_bool(prov, "proto_info", &v) == 0) c.proto_info = v != 0;
-  if (fi_param_get_int(prov, "dead_peer_check_ms", &v) == 0 && v > 0)
-    c.dead_peer_check_ms = static_cast<unsigned>(v);
-  if (fi_param_get_int(prov, "rndv_timeout_ms", &v) == 0 && v >= 0)
-    c.rndv_timeout_ms = static_cast<unsigned>(v);
-  if (fi_param_get_int(prov, "rndv_deadline_ms", &v) == 0 && v >= 0)
-    c.rndv_deadline_ms = static_cast<unsigned>(v);
   (void)params_protocol(c.protocol);  // an unknown name was refused by fi_getinfo already
-  if (char* copy = nullptr; fi_param_get_str(prov, "copy", &copy) == 0 && copy && *copy) {
+  if (const char* copy = read_string(param_id::copy)) {
     if (std::strcmp(copy, "libc") == 0)
       c.copy = core::copy_policy::libc;
     else if (std::strcmp(copy, "loop") == 0)
       c.copy = core::copy_policy::vector;
     else if (std::strcmp(copy, "auto") != 0)
-      EXANET_LOG(warn, core, "FI_EXANET_COPY=%s is not one of auto, libc, loop; using auto", copy);
+      warn_param(param_id::copy, warning::value, copy,
+                 "FI_EXANET_COPY=%s is not one of auto, libc, loop; using auto", copy);
   }
-  // Keep the sizes consistent: a medium message fits half a ring, an inject fits the buffered
-  // paths (so it never needs the rendezvous), and nothing is zero.
-  if (c.bounce_ring_bytes < 4096) c.bounce_ring_bytes = 4096;
-  if (c.medium_max > c.bounce_ring_bytes / 2) {
-    EXANET_LOG(warn, core, "FI_EXANET_MEDIUM_MAX %zu exceeds half a bounce ring; using %zu",
-               c.medium_max, c.bounce_ring_bytes / 2);
-    c.medium_max = c.bounce_ring_bytes / 2;
-  }
-  if (c.inject_size > c.medium_max) c.inject_size = c.medium_max;
-  if (c.rma_inline_max > c.bounce_ring_bytes / 2) c.rma_inline_max = c.bounce_ring_bytes / 2;
-  if (c.mailbox_slots < 16) c.mailbox_slots = 16;
-  if (c.notify_slots < 16) c.notify_slots = 16;
-  if (c.notify_slots > 4096) c.notify_slots = 4096;  // the device's bells: one summary word
-  if (c.bounce_peers == 0) c.bounce_peers = 1;
-  if (c.mr_keys < 16) c.mr_keys = 16;
-  if (c.mr_keys > 65536) c.mr_keys = 65536;  // an RMA event names its key slot in 16 bits
-  if (c.event_rings > 64) c.event_rings = 64;  // one doorbell word
-  if (c.tx_size == 0) c.tx_size = 1;
-  if (c.rx_size == 0) c.rx_size = 1;
-  if (c.tx_size > max_queue_size) c.tx_size = max_queue_size;
-  if (c.rx_size > max_queue_size) c.rx_size = max_queue_size;
-  if (c.iov_limit == 0) c.iov_limit = 1;
-  if (c.iov_limit > proto::max_iov) c.iov_limit = proto::max_iov;
+  // Keep the sizes consistent: a medium message and an inline RMA write fit half a ring, and an
+  // inject fits the buffered paths (so it never needs the rendezvous).
+  clamp_to(param_id::medium_max, c.medium_max, c.bounce_ring_bytes / 2, "half a bounce ring");
+  clamp_to(param_id::inject_size, c.inject_size, c.medium_max, "FI_EXANET_MEDIUM_MAX");
+  clamp_to(param_id::rma_inline_max, c.rma_inline_max, c.bounce_ring_bytes / 2,
+           "half a bounce ring");
+  log_config(c);
   return c;
 }
 

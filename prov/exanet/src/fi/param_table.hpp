@@ -1,0 +1,289 @@
+// The one list of exanet's runtime parameters (FI_EXANET_*): name, type, default, bounds and
+// text. Everything else is made from it: fi/params.cpp defines each with fi_param_define and
+// holds every value read to its bounds (a value outside them is clamped, with a warning);
+// util/exanet_params.cpp prints the list, fi_exanet(7)'s RUNTIME PARAMETERS section and the
+// README's table, and ctest docs.params fails when those files and this table disagree
+// (`cmake --build build --target update-docs` rewrites them).
+//
+// No libfabric here: the tool includes this header alone. fi/params.cpp checks at compile time
+// that every default below is proto::config's default and that each id is bound to a field.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace exanet::fi {
+
+enum class param_type : std::uint8_t { size, integer, boolean, string };
+
+enum class param_id : std::uint8_t {
+  medium_max,
+  inject_size,
+  mailbox_slots,
+  bounce_ring_bytes,
+  bounce_peers,
+  notify_slots,
+  rma_inline_max,
+  mr_keys,
+  event_rings,
+  tx_size,
+  rx_size,
+  unexpected_max,
+  unexpected_bytes,
+  stored_rtr_max,
+  iov_limit,
+  pdid,
+  node,
+  use_cma,
+  copy,
+  dead_peer_check_ms,
+  rndv_timeout_ms,
+  rndv_deadline_ms,
+  stats,
+  proto_info,
+  protocol,
+};
+
+struct param_spec {
+  param_id id;
+  std::string_view name;          // lower case; the variable is FI_EXANET_<NAME>
+  param_type type;
+  std::int64_t default_value;     // size, integer, boolean: the value used when unset
+  std::string_view default_text;  // the default as documented when it is not default_value
+                                  // (derived, or a string's default)
+  std::int64_t min, max;          // size, integer: accepted values, inclusive
+  std::string_view choices;       // string: the accepted values, '|' between them; empty: any
+  std::string_view help;          // plain text: fi_info -e, the man page, the README
+  std::string_view manual;        // more for fi_exanet(7) only, in roff; may be empty
+};
+
+inline constexpr std::int64_t int_max = 2147483647;
+
+// Bounds say what the provider can honour, not what is wise: mailbox_slots is the device's own
+// limit (dev/emu/layout.hpp, geometry_bounds), notify_slots its one bell word, mr_keys the 16-bit
+// key slot of an RMA event, event_rings one doorbell word, iov_limit proto::max_iov, tx_size and
+// rx_size attr.hpp's max_queue_size; fi/params.cpp asserts the ones it can see.
+inline constexpr param_spec g_params[] = {
+    {param_id::medium_max, "medium_max", param_type::size, 8192, "", 0, std::int64_t{1} << 29, "",
+     "Largest message sent through the per-sender bounce ring (bytes); larger ones use the "
+     "rendezvous. At most half a bounce ring.",
+     "8192 is the measured crossover with the rendezvous.\n"
+     "Set it to 36 for the ExaNeST thesis's two\\-protocol baseline (see "
+     "\\fBFI_EXANET_PROTOCOL\\fR)."},
+    {param_id::inject_size, "inject_size", param_type::size, 4096, "", 0, std::int64_t{1} << 29,
+     "", "Largest fi_inject payload, copied at post time; at most FI_EXANET_MEDIUM_MAX.", ""},
+    {param_id::mailbox_slots, "mailbox_slots", param_type::size, 1024, "", 16,
+     std::int64_t{1} << 22, "",
+     "64-byte packets per endpoint mailbox, rounded up to a power of two.", ""},
+    {param_id::bounce_ring_bytes, "bounce_ring_bytes", param_type::size, 262144, "", 4096,
+     std::int64_t{1} << 30, "",
+     "Bytes of each per-sender bounce ring at a receiver, rounded up to a power of two.", ""},
+    {param_id::bounce_peers, "bounce_peers", param_type::size, 64, "", 1, 65536, "",
+     "Senders that can hold a bounce ring at one receiver; further senders use the rendezvous "
+     "for medium messages.",
+     "With \\fBFI_EXANET_BOUNCE_RING_BYTES\\fR it makes most of an endpoint's footprint (see "
+     "FOOTPRINT)."},
+    {param_id::notify_slots, "notify_slots", param_type::size, 1024, "", 16, 4096, "",
+     "DMA notification slots per endpoint: rendezvous receives in progress at once.", ""},
+    {param_id::rma_inline_max, "rma_inline_max", param_type::size, 65536, "", 0,
+     std::int64_t{1} << 29, "",
+     "Largest RMA write copied through the per-sender bounce ring and landed by the target's "
+     "progress; larger ones, and FI_DELIVERY_COMPLETE writes, are DMA writes. At most half a "
+     "bounce ring; 0 disables.",
+     ""},
+    {param_id::mr_keys, "mr_keys", param_type::size, 2048, "", 16, 65536, "",
+     "Memory registrations one endpoint can expose to RMA, rounded up to a power of two.", ""},
+    {param_id::event_rings, "event_rings", param_type::size, 64, "", 0, 64, "",
+     "Initiators that can hold a ring for RMA events (remote CQ data, FI_RMA_EVENT counts) at "
+     "one target; further initiators, and all with 0, send them as mailbox packets.",
+     ""},
+    {param_id::tx_size, "tx_size", param_type::size, 1024, "", 1, 65536, "",
+     "Transmit queue size reported to applications (tx_attr->size).",
+     "The sizes an endpoint is granted (\\fItx_attr\\->size\\fR, \\fIrx_attr\\->size\\fR) also "
+     "size the pools peers' packets draw from (RESOURCE MANAGEMENT)."},
+    {param_id::rx_size, "rx_size", param_type::size, 1024, "", 1, 65536, "",
+     "Receive queue size reported to applications (rx_attr->size).", ""},
+    {param_id::unexpected_max, "unexpected_max", param_type::size, 0, "16 x rx_attr->size", 0,
+     std::int64_t{1} << 24, "",
+     "Unexpected messages one endpoint holds at once; at the bound it takes no more message "
+     "packets until the application receives. 0: the default.",
+     ""},
+    {param_id::unexpected_bytes, "unexpected_bytes", param_type::size, 0,
+     "rx_attr->size x FI_EXANET_MEDIUM_MAX, at most 64 MiB", 0, std::int64_t{1} << 34, "",
+     "Bytes of unexpected medium payload one endpoint holds at once; at the bound, as "
+     "FI_EXANET_UNEXPECTED_MAX. 0: the default.",
+     ""},
+    {param_id::stored_rtr_max, "stored_rtr_max", param_type::size, 0, "4 x tx_attr->size", 0,
+     std::int64_t{1} << 24, "",
+     "RTRs one endpoint holds for sends not posted yet; beyond it an RTR is refused and its "
+     "receive goes sender-initiated. 0: the default.",
+     ""},
+    {param_id::iov_limit, "iov_limit", param_type::size, 8, "", 1, 8, "",
+     "Iovecs per operation and remote ranges per RMA operation (iov_limit and rma_iov_limit).",
+     "Upstream fabtests 1.17's \\fBfi_ubertest\\fR needs 4 or 5: its weighted iovec layouts of "
+     "6 entries add up to a byte more or less than the message they describe."},
+    {param_id::pdid, "pdid", param_type::integer, 1,
+     "derived from the job launcher (PMIx, Open MPI, Slurm, Hydra, Intel MPI), else 1", 1,
+     int_max, "", "Protection domain id; only endpoints of equal PDID can talk.",
+     "See PROTECTION."},
+    {param_id::node, "node", param_type::integer, 0, "", 0, 65535, "",
+     "Node id of this host.", ""},
+    {param_id::use_cma, "use_cma", param_type::boolean, 0, "", 0, 1, "",
+     "The emulated DMA engine. 0: every write is pipelined through the target's shared staging "
+     "area and copied out by the target when it progresses, and RMA reads are answered by the "
+     "target. 1: writes use process_vm_writev and reads process_vm_readv, which land without "
+     "the target's progress.",
+     "On the machines measured staging is 3 to 6 times faster than cross\\-memory attach for "
+     "large transfers; cross\\-memory attach is useful when a target computes for long without "
+     "calling into libfabric.\n"
+     "exanet falls back to staging by itself, and logs it once, when the kernel refuses "
+     "cross\\-memory attach (ptrace restrictions or seccomp)."},
+    {param_id::copy, "copy", param_type::string, 0, "auto", 0, 0, "auto|libc|loop",
+     "How copies between a user buffer and exanet's shared areas are made when the two disagree "
+     "in their position within a 64-byte cache line: auto (measured once per process, about a "
+     "millisecond), libc (always memcpy) or loop (always exanet's aligned-store loop, for copies "
+     "of 2 KiB and more).",
+     "\\fIauto\\fR picks \\fBmemcpy\\fR(3) unless it is more than 1.25 times slower than "
+     "exanet's own copy loop (unaligned loads, aligned AVX2 or SSE2 stores) for such buffers "
+     "(see BUFFER PLACEMENT).\n"
+     "The choice is logged at \\fBFI_LOG_LEVEL\\fR=info; another value is logged as a warning "
+     "and \\fIauto\\fR is used."},
+    {param_id::dead_peer_check_ms, "dead_peer_check_ms", param_type::integer, 200, "", 1,
+     3600000, "",
+     "How often (milliseconds) progress checks whether peers are alive while a transfer or a "
+     "posted receive waits on them.",
+     "See PEER FAILURE."},
+    {param_id::rndv_timeout_ms, "rndv_timeout_ms", param_type::integer, 30000, "", 0, int_max,
+     "",
+     "A receive matched to a rendezvous whose data has not come for this long (milliseconds) "
+     "asks its sender whether the send exists, and fails with FI_EIO if it does not. 0: never "
+     "ask.",
+     "See PEER FAILURE."},
+    {param_id::rndv_deadline_ms, "rndv_deadline_ms", param_type::integer, 0, "", 0, int_max, "",
+     "Opt-in hard limit (milliseconds): a receive matched to a rendezvous fails with "
+     "FI_ETIMEDOUT when no data came for this long, even if its sender has the send. 0: none.",
+     "See PEER FAILURE."},
+    {param_id::stats, "stats", param_type::string, 0, "off", 0, 0, "",
+     "Print each endpoint's protocol counters when it closes: stderr (or 1), or a file name to "
+     "append one line per endpoint to; 0 or empty: off.",
+     "See COUNTERS."},
+    {param_id::proto_info, "proto_info", param_type::boolean, 0, "", 0, 1, "",
+     "1: every endpoint prints, when it opens, which protocol each operation takes by size and "
+     "situation, to standard error whatever FI_LOG_LEVEL says.",
+     "See PROTOCOL TABLE."},
+    {param_id::protocol, "protocol", param_type::string, 0, "write", 0, 0,
+     "write|read|optimistic",
+     "Rendezvous family: write (exanet's write-based rendezvous), read (the thesis baseline: "
+     "sender-initiated, acknowledged) or optimistic (every message above FI_EXANET_MEDIUM_MAX "
+     "waits for its receive's RTR). Another name makes fi_getinfo fail with FI_ENODATA.",
+     "The variants reproduce the comparisons of the ExaNeST write\\-based MPI thesis on real "
+     "applications.\n"
+     "\\fIread\\fR: the clear\\-to\\-send stands for the emulated read the receiver asks of the "
+     "sender's engine, and the receiver acknowledges every rendezvous, so the sender completes "
+     "one packet later (the \\fIrndv_acked\\fR counter counts those).\n"
+     "Eager and medium messages are the same in every family.\n"
+     "\\fIoptimistic\\fR is the thesis's speculative variant: no message above "
+     "\\fBFI_EXANET_MEDIUM_MAX\\fR is ever announced by the sender.\n"
+     "Such a send waits at the sender until the receive's ready\\-to\\-receive (RTR) arrives, "
+     "and a receive whose buffer is larger than that limit sends its RTR when posted and takes "
+     "no place in the posted\\-receive queue; the sender pairs sends and RTRs in their posting "
+     "orders (first send of a matching tag, first RTR matching the send's tag), so MPI's "
+     "ordering holds per size class, with ignore bits allowed.\n"
+     "There are no tickets, no sequence numbers on long sends and no suspensions.\n"
+     "What the variant assumes, and the application must guarantee:\n"
+     ".RS\n"
+     ".IP \\(bu 2\n"
+     "Every receive names its source.\n"
+     "A receive from \\fBFI_ADDR_UNSPEC\\fR (or on an endpoint without \\fBFI_DIRECTED_RECV\\fR) "
+     "fails with \\fB\\-FI_EOPNOTSUPP\\fR, and the log says why once per endpoint.\n"
+     ".IP \\(bu 2\n"
+     "A message and the receive that takes it are on the same side of "
+     "\\fBFI_EXANET_MEDIUM_MAX\\fR: a message above it is only ever taken by a receive whose "
+     "buffer is above it too, and one at or below it only by a receive at or below it (all "
+     "processes use the same limit) (for MPI: the receive count matches the message, as in the "
+     "thesis's evaluation).\n"
+     "A program that breaks this waits forever; exanet cannot tell such a wait from a late "
+     "send.\n"
+     ".IP \\(bu 2\n"
+     "No probing: \\fBFI_PEEK\\fR and \\fBFI_CLAIM\\fR fail with \\fB\\-FI_EOPNOTSUPP\\fR (a "
+     "long message is not at the receiver before its receive asks for it).\n"
+     "A receive above the limit in more than one buffer works: its RTR names one contiguous "
+     "buffer of the provider's, which completion scatters into the iovecs (one extra copy).\n"
+     ".RE\n"
+     ".IP\n"
+     "Truncation, \\fBfi_cancel\\fR (a handshake withdraws the RTR), remote CQ data, dead peers "
+     "and \\fBFI_MULTI_RECV\\fR (a multi\\-receive buffer takes short messages) work as in the "
+     "write family.\n"
+     "Under Open MPI this suits programs like NetPIPE or mpiGraph; \\fBMPI_ANY_SOURCE\\fR or "
+     "\\fBMPI_Iprobe\\fR make Open MPI abort on the refused call.\n"
+     "Every process of a job must use the same family.\n"
+     "An optimistic receiver's RTR sent to a process of another family is refused, and the "
+     "receive fails with \\fBFI_EIO\\fR; the other way round the receive waits, and the "
+     "sender's log says why."},
+};
+
+inline constexpr std::size_t param_count = std::size(g_params);
+
+/// The table's row of a parameter (rows are in param_id order: checked below).
+constexpr const param_spec& param(param_id id) noexcept {
+  return g_params[static_cast<std::size_t>(id)];
+}
+
+constexpr bool params_in_id_order() noexcept {
+  for (std::size_t i = 0; i < param_count; ++i)
+    if (static_cast<std::size_t>(g_params[i].id) != i) return false;
+  return param_count == static_cast<std::size_t>(param_id::protocol) + 1;
+}
+static_assert(params_in_id_order(), "g_params lists every param_id once, in order");
+
+constexpr bool params_defaults_in_bounds() noexcept {
+  for (const param_spec& p : g_params)
+    if ((p.type == param_type::size || p.type == param_type::integer) &&
+        (p.min > p.max || p.default_value < p.min || p.default_value > p.max))
+      return false;
+  return true;
+}
+static_assert(params_defaults_in_bounds(), "every numeric default lies within its bounds");
+
+/// "size", "integer"...: as fi_exanet(7) and the README name the type.
+constexpr std::string_view param_type_name(param_type t) noexcept {
+  switch (t) {
+    case param_type::size: return "size";
+    case param_type::integer: return "integer";
+    case param_type::boolean: return "boolean";
+    case param_type::string: return "string";
+  }
+  return "?";
+}
+
+/// "default 8192; 0 to 536870912", "default auto; one of auto, libc, loop": what follows a
+/// parameter's help in fi_info -e, the man page and the README, made from its row alone.
+inline std::string param_bounds_text(const param_spec& p) {
+  std::string s = "default ";
+  s += p.default_text.empty() ? std::to_string(p.default_value) : std::string(p.default_text);
+  switch (p.type) {
+    case param_type::size:
+    case param_type::integer:
+      s += "; " + std::to_string(p.min) + " to " + std::to_string(p.max);
+      break;
+    case param_type::boolean: s += "; 0 or 1"; break;
+    case param_type::string:
+      if (!p.choices.empty()) {
+        s += "; one of ";
+        for (char c : p.choices) s += c == '|' ? std::string(", ") : std::string(1, c);
+      }
+      break;
+  }
+  return s;
+}
+
+/// FI_EXANET_MEDIUM_MAX for medium_max.
+inline std::string param_variable(const param_spec& p) {
+  std::string s = "FI_EXANET_";
+  for (char c : p.name) s += static_cast<char>(c >= 'a' && c <= 'z' ? c - 'a' + 'A' : c);
+  return s;
+}
+
+}  // namespace exanet::fi
