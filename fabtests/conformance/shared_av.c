@@ -12,15 +12,28 @@
  *              past the removed entry)
  *   bounds     FI_READ needs a name and an existing AV; a named AV holds fi_av_attr's count
  *              entries and refuses more; the writer's close removes the file
+ *   stale      a writer that died without closing leaves its file, which the next writer
+ *              replaces
+ *   unsettled  (FI_AV_MAP) an entry left claimed, as by a writer killed between claiming and
+ *              publishing it, does not hide the entries after it: re-inserting one of those gives
+ *              back its fi_addr (white box: the file's layout, fi_exanet(7))
+ *   namespace  a live writer in another PID namespace (as root; skipped otherwise), whose pid
+ *              names nobody here: a writer here joins its AV instead of replacing it
  *
  * Run for both AV types (SHARED_AV_TYPE=map selects FI_AV_MAP). No provider of Debian's libfabric
  * 1.17 offers FI_SHARED_AV (shm, tcp, tcp;ofi_rxm, udp all refuse it), so there is no reference to
  * run it against: it checks fi_av(3) as written, and upstream's fi_rdm_shared_av runs in the quick
  * set. The error codes, the capacity bound and the file's name are exanet's (fi_exanet(7), Objects).
  */
+#define _GNU_SOURCE /* unshare */
 #include "xt.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -196,6 +209,71 @@ static int crashing_writer(int i, int sock)
 	_exit(7);
 }
 
+/* The smallest pid from `from` on that names no process here. */
+static pid_t free_pid_here(pid_t from)
+{
+	for (pid_t p = from; p < 30000; p++)
+		if (kill(p, 0) != 0 && errno == ESRCH)
+			return p;
+	return -1;
+}
+
+/* A writer in a new PID namespace, under a pid that names nobody outside it, creates the AV
+ * "<av_name>.ns" with one entry and keeps it open until the parent closes go[1]. Returns 0 once it is ready,
+ * 77 when this process may not create a PID namespace. */
+static int start_namespace_writer(const char *tname, const int go[2])
+{
+	const pid_t want = free_pid_here(2);
+	int ready[2];
+	XT_CHECK(want > 1 && pipe(ready) == 0, "pid %d, pipe", (int)want);
+	const pid_t outer = fork();
+	XT_CHECK(outer >= 0, "fork");
+	if (outer == 0) {
+		close(ready[0]);
+		close(go[1]); /* only the parent holds it: its close ends the writer's wait */
+		if (unshare(CLONE_NEWPID) != 0)
+			_exit(77);
+		const pid_t init = fork();
+		if (init != 0)
+			_exit(init > 0 ? 0 : 3);
+		for (;;) { /* pid 1 of the namespace: spend pids until a child gets `want` */
+			const pid_t c = fork();
+			if (c < 0)
+				_exit(4);
+			if (c == 0) {
+				if (getpid() != want)
+					_exit(0);
+				char name[80];
+				snprintf(name, sizeof name, "%s.ns", av_name);
+				struct named n;
+				named_open(&n);
+				XT_RC(named_av(&n, name, 0, 4));
+				fi_addr_t f = FI_ADDR_NOTAVAIL;
+				XT_CHECK(fi_av_insert(n.av, tname, 1, &f, 0, NULL) == 1 && f == 0, "ns insert");
+				char b = 1;
+				XT_CHECK(write(ready[1], &b, 1) == 1, "ready");
+				(void)!read(go[0], &b, 1); /* until the parent is done with it */
+				named_close(&n);
+				_exit(0);
+			}
+			waitpid(c, NULL, 0);
+			if (c >= want)
+				_exit(0); /* the writer is done: the namespace ends with us */
+		}
+	}
+	close(ready[1]);
+	int status = 0;
+	XT_CHECK(waitpid(outer, &status, 0) == outer, "waitpid");
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+		close(ready[0]);
+		return 77;
+	}
+	char b = 0;
+	XT_CHECK(read(ready[0], &b, 1) == 1 && b == 1, "the writer in the other namespace did not start");
+	close(ready[0]);
+	return 0;
+}
+
 int main(void)
 {
 	xt_init(120);
@@ -303,5 +381,66 @@ int main(void)
 	named_close(&again);
 	XT_CHECK(stat(path, &st) != 0, "the new writer's close left %s", path);
 	xt_pass("stale: a dead writer's file is replaced by the next writer, and removed at its close");
+
+	if (av_type == FI_AV_MAP) {
+		char cl_name[80];
+		snprintf(cl_name, sizeof cl_name, "%s.claim", av_name);
+		struct named a, b;
+		named_open(&a);
+		XT_RC(named_av(&a, cl_name, 0, 4));
+		char second_name[64];
+		memcpy(second_name, tname, sizeof second_name);
+		second_name[12] ^= 3;
+		fi_addr_t e0 = FI_ADDR_NOTAVAIL, e1 = FI_ADDR_NOTAVAIL;
+		XT_CHECK(fi_av_insert(a.av, tname, 1, &e0, 0, NULL) == 1 && e0 == 0, "entry 0");
+		XT_CHECK(fi_av_insert(a.av, second_name, 1, &e1, 0, NULL) == 1 && e1 == 1, "entry 1");
+		/* Entry 0 back to "claimed" (its state word: header 48 bytes, entries of 24, the state
+		 * after the 16-byte address). */
+		snprintf(path, sizeof path, "/dev/shm/exanet-av.%u.%s", (unsigned)geteuid(), cl_name);
+		const int fd = open(path, O_RDWR);
+		XT_CHECK(fd >= 0, "open %s", path);
+		unsigned char *file = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+		XT_CHECK(file != MAP_FAILED, "mmap");
+		close(fd);
+		uint32_t claimed = 0;
+		memcpy(file + 48 + 16, &claimed, sizeof claimed);
+		munmap(file, 4096);
+		named_open(&b); /* another opener: its cache of the file starts empty */
+		XT_RC(named_av(&b, cl_name, 0, 4));
+		fi_addr_t again = FI_ADDR_NOTAVAIL;
+		XT_CHECK(fi_av_insert(b.av, second_name, 1, &again, 0, NULL) == 1 && again == e1,
+			 "an unsettled entry hid the one after it: re-inserting it gave %llu, not %llu",
+			 (unsigned long long)again, (unsigned long long)e1);
+		named_close(&b);
+		named_close(&a);
+		xt_pass("unsettled: a claimed entry does not hide the entries after it");
+	}
+
+	int go[2];
+	XT_CHECK(pipe(go) == 0, "pipe");
+	if (start_namespace_writer(tname, go) == 77) {
+		printf("SKIP: namespace: unshare(CLONE_NEWPID) not permitted (needs root)\n");
+		return 0;
+	}
+	close(go[0]);
+	char ns_name[80];
+	snprintf(ns_name, sizeof ns_name, "%s.ns", av_name);
+	struct named joiner;
+	named_open(&joiner);
+	XT_RC(named_av(&joiner, ns_name, 0, 4));
+	fi_addr_t second = FI_ADDR_NOTAVAIL;
+	char other[64];
+	memcpy(other, tname, sizeof other);
+	other[12] ^= 1;
+	XT_CHECK(fi_av_insert(joiner.av, other, 1, &second, 0, NULL) == 1 && second == 1,
+		 "a writer here took the live AV of another PID namespace for a dead one's (its entry: %llu)",
+		 (unsigned long long)second);
+	named_close(&joiner);
+	close(go[1]); /* the writer there closes, and removes the file */
+	snprintf(path, sizeof path, "/dev/shm/exanet-av.%u.%s", (unsigned)geteuid(), ns_name);
+	for (int i = 0; i < 500 && stat(path, &st) == 0; i++)
+		usleep(10000);
+	XT_CHECK(stat(path, &st) != 0, "the namespace writer's close left %s", path);
+	xt_pass("namespace: a live writer in another PID namespace keeps its AV; a writer here joins it");
 	return 0;
 }

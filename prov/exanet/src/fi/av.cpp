@@ -5,6 +5,7 @@
 #include <rdma/fi_errno.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <cstddef>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <memory>
 #include <span>
 #include <string>
@@ -53,9 +55,12 @@ struct shared_av_entry {
   std::uint32_t reserved;
 };
 static_assert(sizeof(shared_av_entry) == 24 && std::atomic<std::uint64_t>::is_always_lock_free);
-static_assert(offsetof(shared_av_header, creator_pid) == 12);  // creator_is_gone reads it raw
+// creator_pid is for people reading the file; liveness is the holds on it (shared_av_file).
 
 /// The mapping of a named AV's file; the process that created the file unlinks it at close.
+/// Every process that has the AV open holds a shared flock(2) on the file for as long: a file
+/// nobody holds is stale (its users died), whatever PID namespace they ran in. (A process id
+/// cannot tell: in a container or under `unshare --pid` it names another process or none.)
 class shared_av_file {
  public:
   shared_av_file() = default;
@@ -64,6 +69,7 @@ class shared_av_file {
   ~shared_av_file() {
     if (base_) munmap(base_, bytes_);
     if (created_) shm_unlink(name_.c_str());
+    if (fd_ >= 0) ::close(fd_);  // drops our hold
   }
   /// Opens (read_only: it must exist) or creates the file of `name`. -FI_ENOENT when a
   /// read-only open finds none, -FI_EINVAL for a file that is not a named AV of this layout.
@@ -79,7 +85,7 @@ class shared_av_file {
     return reinterpret_cast<fi_addr_t*>(entries() + header().capacity);
   }
   bool read_only() const noexcept { return read_only_; }
-  /// The existing file of name_ was created by a process that no longer exists.
+  /// The existing file of name_ is held by no process (every user of it has gone).
   bool creator_is_gone() const noexcept;
 
   static std::size_t bytes_for(std::size_t capacity) noexcept {
@@ -90,6 +96,7 @@ class shared_av_file {
   void* base_ = nullptr;
   std::size_t bytes_ = 0;
   std::string name_;
+  int fd_ = -1;  // kept open: our shared hold on the file lives on it
   bool created_ = false;
   bool read_only_ = false;
 };
@@ -97,13 +104,21 @@ class shared_av_file {
 bool shared_av_file::creator_is_gone() const noexcept {
   const int fd = shm_open(name_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0);
   if (fd < 0) return false;
-  // The header's first 16 bytes: magic, version, type, creator_pid (plain fields).
-  std::uint32_t head[4] = {};
-  const bool read = pread(fd, head, sizeof head, 0) == static_cast<ssize_t>(sizeof head);
+  // Held by nobody: an exclusive lock is granted at once (and given back at once). A file that
+  // is not ready yet may be one a creator is still setting up (it locks right after creating):
+  // stale only once it has been left so for a while.
+  bool gone = false;
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+    flock(fd, LOCK_UN);
+    shared_av_header h{};
+    struct stat st {};
+    const bool read = pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h);
+    const bool ready = read && h.magic == shared_av_header::magic_value &&
+                       h.ready.load(std::memory_order_relaxed) != 0;
+    gone = ready || (fstat(fd, &st) == 0 && time(nullptr) - st.st_mtime > 10);
+  }
   ::close(fd);
-  const auto pid = static_cast<pid_t>(head[3]);
-  return read && head[0] == shared_av_header::magic_value && pid > 0 && kill(pid, 0) != 0 &&
-         errno == ESRCH;
+  return gone;
 }
 
 int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
@@ -127,6 +142,7 @@ int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
     }
     if (fd >= 0) {
       created_ = true;
+      flock(fd, LOCK_SH);  // held until close: the file is in use
       bytes_ = bytes_for(capacity);
       if (ftruncate(fd, static_cast<off_t>(bytes_)) != 0) {
         ::close(fd);
@@ -137,6 +153,7 @@ int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
   if (fd < 0) {  // read-only, or the file exists already: join it
     fd = shm_open(name_.c_str(), (read_only ? O_RDONLY : O_RDWR) | O_NOFOLLOW | O_CLOEXEC, 0);
     if (fd < 0) return errno == ENOENT ? -FI_ENOENT : -FI_EACCES;
+    flock(fd, LOCK_SH);  // held until close, also by readers: the file is in use
     struct stat st {};
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != geteuid() ||
         static_cast<std::size_t>(st.st_size) < sizeof(shared_av_header)) {
@@ -147,7 +164,7 @@ int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
   }
   // Readers map it read-only too: a read-only AV cannot change the others' entries.
   base_ = mmap(nullptr, bytes_, read_only ? PROT_READ : PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
+  fd_ = fd;
   if (base_ == MAP_FAILED) {
     base_ = nullptr;
     return -FI_ENOMEM;
@@ -155,7 +172,7 @@ int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
   shared_av_header& h = header();
   if (created_) {
     h.magic = shared_av_header::magic_value;
-    h.version = 1;
+    h.version = 2;  // 2: its users hold a flock on it (version 1's users did not)
     h.type = static_cast<std::uint32_t>(type);
     h.creator_pid = getpid();
     h.capacity = capacity;
@@ -167,7 +184,7 @@ int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
   // A creator still writing the header: wait for it briefly (it is a few stores away).
   for (int i = 0; i < 100000 && h.ready.load(std::memory_order_acquire) == 0; ++i) sched_yield();
   if (h.ready.load(std::memory_order_acquire) == 0 || h.magic != shared_av_header::magic_value ||
-      h.version != 1 || bytes_for(h.capacity) > bytes_) {
+      h.version != 2 || bytes_for(h.capacity) > bytes_) {
     EXANET_LOG(warn, core, "named AV %s: not an exanet AV of this version", name_.c_str());
     return -FI_EINVAL;
   }
@@ -195,6 +212,7 @@ class av {
   // the file's entries up to `synced` (others may have added since).
   std::unique_ptr<shared_av_file> shared;
   std::uint64_t synced = 0;
+  std::vector<std::uint64_t> unsettled;  // claimed entries below synced (bounded by capacity)
 
   std::uint64_t size() const noexcept {
     return shared ? std::min(shared->header().count.load(std::memory_order_acquire),
@@ -227,15 +245,21 @@ class av {
     if (shared) shared->entries()[idx].state.store(shared_av_entry::removed, std::memory_order_release);
     else entries[idx].live = false;
   }
-  /// Adds the entries other processes put in the shared file since the last look.
+  /// Adds the entries other processes put in the shared file since the last look. An entry
+  /// still being written is looked at again next time without holding up the ones after it:
+  /// its writer may have died between claiming and publishing it, and then it never settles.
   void sync_reverse() {
     if (!shared) return;
-    for (const std::uint64_t n = size(); synced < n; ++synced) {
-      const shared_av_entry& e = shared->entries()[synced];
-      const std::uint32_t st = e.state.load(std::memory_order_acquire);
-      if (st == shared_av_entry::claimed) break;  // being written: look again next time
-      if (st == shared_av_entry::live) reverse[key(e.addr)] = synced;
-    }
+    std::erase_if(unsettled, [&](std::uint64_t i) { return settle(i); });
+    for (const std::uint64_t n = size(); synced < n; ++synced)
+      if (!settle(synced)) unsettled.push_back(synced);
+  }
+  bool settle(std::uint64_t i) {
+    const shared_av_entry& e = shared->entries()[i];
+    const std::uint32_t st = e.state.load(std::memory_order_acquire);
+    if (st == shared_av_entry::claimed) return false;
+    if (st == shared_av_entry::live) reverse[key(e.addr)] = i;
+    return true;
   }
 
   static std::uint64_t key(const dev::address& a) noexcept {
