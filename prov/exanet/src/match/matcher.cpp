@@ -4,11 +4,11 @@
 
 namespace exanet::match {
 
-bool matcher::ensure_source(source_id src) noexcept try {
-  if (src == any_source) return true;
-  if (src >= posted_.size()) posted_.resize(std::size_t{src} + 1);
+bool matcher::grow_sources(source_id src) noexcept try {
+  // posted_ last: ensure_source takes its size as proof that the others are as large.
   if (src >= wide_.size()) wide_.resize(std::size_t{src} + 1);
   if (src >= unexpected_.size()) unexpected_.resize(std::size_t{src} + 1);
+  if (src >= posted_.size()) posted_.resize(std::size_t{src} + 1);
   return true;
 } catch (...) {
   return false;

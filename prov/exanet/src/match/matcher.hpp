@@ -55,8 +55,11 @@ class matcher {
   /// Queues a receive. May allocate when e.source is a peer never seen before (throws
   /// std::bad_alloc; call ensure_source first on paths that must not throw).
   void post(posted_entry& e);
-  /// Makes per-source queues exist up to src; false if memory ran out.
-  bool ensure_source(source_id src) noexcept;
+  /// Makes per-source queues exist up to src; false if memory ran out. Inline: every post asks.
+  bool ensure_source(source_id src) noexcept {
+    // posted_ grows last (grow_sources), so its size bounds the other per-source vectors'.
+    return src == any_source || src < posted_.size() || grow_sources(src);
+  }
 
   /// Removes and returns the earliest-posted receive matching a message, or nullptr.
   posted_entry* take_posted(source_id src, std::uint64_t tag) noexcept;
@@ -118,6 +121,7 @@ class matcher {
     h ^= h >> 29;
     return static_cast<std::size_t>(h) & (bucket_count - 1);
   }
+  [[gnu::cold, gnu::noinline]] bool grow_sources(source_id src) noexcept;
   posted_key_queue& key_queue_of(const posted_entry& e) noexcept {
     return e.ignore ? wide_[e.source] : buckets_[bucket_of(e.source, e.tag)];
   }

@@ -67,6 +67,15 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
   p.liveness_period_ms = cfg.dead_peer_check_ms;
   protocols_ = protocol_table::build(selection_inputs::from(cfg, p.geo.bounce_ring_bytes));
   cfg_.medium_max = protocols_.medium_max();  // as the table clamped it
+  for (const queue_kind k : {queue_kind::msg, queue_kind::tagged}) {
+    const size_row& row = protocols_.row(k == queue_kind::tagged ? op_kind::tagged_send : op_kind::send,
+                                         situation::transmit_complete);
+    const size_class& first = row.classes[0];
+    eager_below_[static_cast<int>(k)] =
+        row.count > 0 && first.proto == protocol::eager
+            ? std::min(first.max_len, wire::eager_payload_max) + 1
+            : 0;
+  }
   if (core::status s = open_intake(); !core::ok(s)) return s;
   if (core::status s = dev_.open(p); !core::ok(s)) return s;
   try {
@@ -111,7 +120,7 @@ void endpoint::invalidate_sources() noexcept {
   for (auto& v : source_cache_) v = unresolved;
 }
 
-std::uint64_t endpoint::source_of(dev::peer_id p) noexcept {
+std::uint64_t endpoint::resolve_source(dev::peer_id p) noexcept {
   if (p == dev::no_peer) return unknown_source;
   if (p >= source_cache_.size()) {
     try {
@@ -189,6 +198,7 @@ recv_request* endpoint::make_recv(const recv_args& a, std::size_t capacity) noex
   if (!r) return nullptr;
   r->context = a.context;
   r->iov_count = a.iov.size();
+  r->iov[0] = {};  // a receive of no buffer (iov_count 0) still names a start: null
   std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
   r->capacity = capacity;
   r->kind = a.kind;
@@ -400,7 +410,12 @@ void endpoint::deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t ta
                             std::uint64_t cq_data, bool has_cq_data, const std::byte* data,
                             std::size_t len) noexcept {
   const std::size_t n = std::min(len, r.capacity);
-  if (n) core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
+  if (n == 0) {
+  } else if (r.iov_count == 1) [[likely]] {  // MPI's receives: one buffer, and n fits it
+    core::copy_bytes(r.iov[0].iov_base, data, n);
+  } else {
+    core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
+  }
   complete_recv(r, from, tag, cq_data, has_cq_data, len, n);
 }
 

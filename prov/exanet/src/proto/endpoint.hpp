@@ -196,11 +196,16 @@ enum class rtr_state : std::uint8_t {
 };
 
 struct recv_request {
+  // Not value-initialized: the pool constructs one per receive, and zeroing the iovec array
+  // (128 bytes) cost more than the rest of posting a receive. Every other member has its
+  // initializer; iov holds only what make_recv or carve put there (iov_count entries, and
+  // iov[0] always, which the rendezvous paths read as the buffer's start).
+  recv_request() noexcept {}
   match::posted_entry entry;
   core::list_hook hook;  // rendezvous receives waiting for a notification (wait_notify_ or
                          // wait_ri_)
   void* context = nullptr;
-  std::array<iovec, max_iov> iov{};
+  std::array<iovec, max_iov> iov;  // the first iov_count entries, and iov[0], are set
   std::size_t iov_count = 0;
   std::size_t capacity = 0;
   queue_kind kind = queue_kind::tagged;
@@ -342,6 +347,12 @@ class endpoint {
   void invalidate_sources() noexcept;
 
   core::status send(const send_args& a) noexcept;
+  /// An inject of one buffer (fi_inject, fi_injectdata, fi_tinject, fi_tinjectdata: no
+  /// completion, the buffer is the caller's again at return), already validated by fi/. The
+  /// same as send() with those arguments; a message the protocol table sends eager goes straight
+  /// into the packet (the small blocking sends of MPI libraries take this path).
+  core::status inject(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
+                      std::uint64_t cq_data, bool has_cq_data, queue_kind kind) noexcept;
   core::status recv(const recv_args& a) noexcept;
   /// fi_write* / fi_read*: protection-checked at the target before any byte moves; a refused
   /// access is an FI_EACCES error completion.
@@ -392,6 +403,10 @@ class endpoint {
   void on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept;
   // eager.cpp
   core::status eager_send(const send_args& a, std::size_t len) noexcept;
+  /// The packet of an eager message from one buffer (eager_send and inject share it).
+  core::status eager_post(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
+                          std::uint64_t cq_data, bool has_cq_data, queue_kind kind,
+                          std::span<const iovec> iov) noexcept;
   void on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept;
   // medium.cpp
   core::status medium_send(const send_args& a, std::size_t len) noexcept;
@@ -464,7 +479,12 @@ class endpoint {
   /// An any-source receive or FI_PEEK under the variant: refused, and said once per endpoint.
   core::status optimistic_refuse(const char* what) noexcept;
   // psn_order.cpp
-  peer_sequence* sequence_of(dev::peer_id p) noexcept;
+  peer_sequence* sequence_of(dev::peer_id p) noexcept {
+    if (p < seq_.size()) [[likely]] return &seq_[p];
+    return grow_sequence(p);
+  }
+  /// sequence_of for a peer never seen: makes its state (cold); nullptr without memory.
+  [[gnu::cold, gnu::noinline]] peer_sequence* grow_sequence(dev::peer_id p) noexcept;
   /// The psn the next message to `to` carries; commit_send makes it used.
   wire::psn_t next_psn(dev::peer_id to) noexcept { return seq_[to].next_psn; }
   void commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, bool rendezvous,
@@ -580,7 +600,14 @@ class endpoint {
   /// The peer's entry, made on first use (cold); nullptr without memory.
   control_queue* control_queue_of(dev::peer_id p) noexcept;
   std::size_t control_queue_cap() const noexcept { return 2 * cfg_.notify_slots + cfg_.tx_size; }
-  std::uint64_t source_of(dev::peer_id p) noexcept;
+  /// The fi_addr of peer p (FI_ADDR_NOTAVAIL if the application does not know it). Inline: every
+  /// receive completion asks; an unknown or unresolved peer is asked about again (cold).
+  std::uint64_t source_of(dev::peer_id p) noexcept {
+    if (p < source_cache_.size() && source_cache_[p] < unknown_source - 1) [[likely]]
+      return source_cache_[p];
+    return resolve_source(p);
+  }
+  [[gnu::cold, gnu::noinline]] std::uint64_t resolve_source(dev::peer_id p) noexcept;
   match::matcher& matcher_for(queue_kind k) noexcept { return matchers_[static_cast<int>(k)]; }
   /// The receive a message of msg_len bytes goes to (removed from matching), or nullptr. For a
   /// multi-receive buffer, a child carved out of it.
@@ -614,6 +641,9 @@ class endpoint {
 
   config cfg_{};
   protocol_table protocols_{};
+  /// Per queue kind: messages shorter than this go eager when transmit-complete is enough (the
+  /// first size class of the send row, when it is eager; 0 otherwise). Set at open.
+  std::array<std::size_t, 2> eager_below_{};
   dev::selected_device dev_;  // the backend, through dev::device only (dev/backend.hpp)
   endpoint_sinks sinks_{};
   std::array<match::matcher, 2> matchers_;

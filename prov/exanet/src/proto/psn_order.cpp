@@ -73,13 +73,11 @@ void endpoint::drop_out_of_window(dev::peer_id from, const dev::packet& pkt,
                static_cast<unsigned long long>(n));
 }
 
-peer_sequence* endpoint::sequence_of(dev::peer_id p) noexcept {
-  if (p >= seq_.size()) {
-    try {
-      seq_.resize(std::size_t{p} + 1);  // cold: the first packet of a peer never connected to
-    } catch (...) {
-      return nullptr;
-    }
+peer_sequence* endpoint::grow_sequence(dev::peer_id p) noexcept {
+  try {
+    seq_.resize(std::size_t{p} + 1);  // the first packet of a peer never connected to
+  } catch (...) {
+    return nullptr;
   }
   return &seq_[p];
 }

@@ -147,8 +147,10 @@ void endpoint::lift_suspended() noexcept {
 }
 
 void endpoint::rtr_release(recv_request& r) noexcept {
-  std::free(r.landing);
-  r.landing = nullptr;
+  if (r.landing) [[unlikely]] {  // only optimistic long receives in several buffers have one
+    std::free(r.landing);
+    r.landing = nullptr;
+  }
   switch (r.rtr) {
     case rtr_state::none:
       return;
