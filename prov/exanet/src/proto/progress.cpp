@@ -38,7 +38,6 @@ struct protocol_access {
 namespace {
 constexpr auto g_rx_handlers = protocol_access::table();
 constexpr std::size_t mailbox_budget = 64;
-constexpr std::uint32_t watch_every = 256;  // progress calls between clock reads
 
 recv_request& recv_of(match::posted_entry& e) noexcept {
   return *reinterpret_cast<recv_request*>(reinterpret_cast<char*>(&e) -
@@ -83,7 +82,9 @@ std::size_t endpoint::progress_mailbox() noexcept {
                  budget, [this](dev::peer_id from, const dev::packet& pkt) { intake(from, pkt); });
 }
 
-std::size_t endpoint::progress() noexcept {
+std::size_t endpoint::progress_busy() noexcept {
+  // Reached when quiet() found something (the header's progress); the phases below each test
+  // their own condition again, so an extra call is harmless.
   if (!open_) return 0;
   // First the mailbox: every arrival may complete or unblock something below.
   std::size_t n = progress_mailbox();
