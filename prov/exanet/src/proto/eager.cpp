@@ -12,6 +12,33 @@
 
 namespace exanet::proto {
 
+inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::size_t len,
+                                  std::uint64_t tag, std::uint64_t cq_data, bool has_cq_data,
+                                  queue_kind kind, std::span<const iovec> iov) noexcept {
+  dev::mailbox_reservation slot;
+  if (core::status s = dev_.mailbox_reserve(to, slot); !core::ok(s)) return s;
+  // Written in place: the slot is ours until published, and building the packet elsewhere
+  // would cost a 64-byte copy per message.
+  wire::env_data p;
+  p.hdr = wire::make_header(
+      wire::pkt_type::env_data,
+      (kind == queue_kind::tagged ? wire::flag_tagged : 0) | (has_cq_data ? wire::flag_cq_data : 0),
+      static_cast<std::uint32_t>(len));
+  p.tag = tag;
+  p.cq_data = cq_data;
+  p.psn = next_psn(to);
+  std::byte* out = slot.data();
+  std::memcpy(out, &p, offsetof(wire::env_data, payload));
+  if (buf)
+    std::memcpy(out + offsetof(wire::env_data, payload), buf, len);
+  else
+    core::copy_from_iov(out + offsetof(wire::env_data, payload), iov, 0, len);
+  dev_.mailbox_publish(slot);
+  commit_send(to, kind, tag, false, 0);
+  ++stats_.eager_sent;
+  return core::status::ok;
+}
+
 core::status endpoint::eager_send(const send_args& a, std::size_t len) noexcept {
   const core::status s = eager_post(a.peer, nullptr, len, a.tag, a.cq_data, a.has_cq_data, a.kind,
                                     a.iov);
@@ -44,33 +71,6 @@ core::status endpoint::inject(dev::peer_id to, const void* buf, std::size_t len,
   a.completion = false;
   a.kind = kind;
   return send(a);
-}
-
-core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::size_t len,
-                                  std::uint64_t tag, std::uint64_t cq_data, bool has_cq_data,
-                                  queue_kind kind, std::span<const iovec> iov) noexcept {
-  dev::mailbox_reservation slot;
-  if (core::status s = dev_.mailbox_reserve(to, slot); !core::ok(s)) return s;
-  // Written in place: the slot is ours until published, and building the packet elsewhere
-  // would cost a 64-byte copy per message.
-  wire::env_data p;
-  p.hdr = wire::make_header(
-      wire::pkt_type::env_data,
-      (kind == queue_kind::tagged ? wire::flag_tagged : 0) | (has_cq_data ? wire::flag_cq_data : 0),
-      static_cast<std::uint32_t>(len));
-  p.tag = tag;
-  p.cq_data = cq_data;
-  p.psn = next_psn(to);
-  std::byte* out = slot.data();
-  std::memcpy(out, &p, offsetof(wire::env_data, payload));
-  if (buf)
-    std::memcpy(out + offsetof(wire::env_data, payload), buf, len);
-  else
-    core::copy_from_iov(out + offsetof(wire::env_data, payload), iov, 0, len);
-  dev_.mailbox_publish(slot);
-  commit_send(to, kind, tag, false, 0);
-  ++stats_.eager_sent;
-  return core::status::ok;
 }
 
 void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {

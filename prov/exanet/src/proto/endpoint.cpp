@@ -198,8 +198,12 @@ recv_request* endpoint::make_recv(const recv_args& a, std::size_t capacity) noex
   if (!r) return nullptr;
   r->context = a.context;
   r->iov_count = a.iov.size();
-  r->iov[0] = {};  // a receive of no buffer (iov_count 0) still names a start: null
-  std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
+  if (a.iov.size() == 1) [[likely]]  // no library call for the common case
+    r->iov[0] = a.iov[0];
+  else if (a.iov.empty())
+    r->iov[0] = {};  // a receive of no buffer still names a start: null
+  else
+    std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
   r->capacity = capacity;
   r->kind = a.kind;
   r->completion = a.completion;
@@ -405,19 +409,6 @@ bool endpoint::add_unexpected(queue_kind k, unexpected_msg& u) noexcept {
 }
 
 // ---- completions ----------------------------------------------------------------------------
-
-void endpoint::deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag,
-                            std::uint64_t cq_data, bool has_cq_data, const std::byte* data,
-                            std::size_t len) noexcept {
-  const std::size_t n = std::min(len, r.capacity);
-  if (n == 0) {
-  } else if (r.iov_count == 1) [[likely]] {  // MPI's receives: one buffer, and n fits it
-    core::copy_bytes(r.iov[0].iov_base, data, n);
-  } else {
-    core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
-  }
-  complete_recv(r, from, tag, cq_data, has_cq_data, len, n);
-}
 
 void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag,
                              std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len,

@@ -17,6 +17,7 @@
 
 #include "core/buffer_cache.hpp"
 #include "core/intrusive_list.hpp"
+#include "core/iov.hpp"
 #include "core/pool.hpp"
 #include "core/status.hpp"
 #include "dev/backend.hpp"
@@ -416,8 +417,9 @@ class endpoint {
   void on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept;
   // eager.cpp
   core::status eager_send(const send_args& a, std::size_t len) noexcept;
-  /// The packet of an eager message from one buffer (eager_send and inject share it).
-  core::status eager_post(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
+  /// The packet of an eager message from one buffer (eager_send and inject share it). Inlined
+  /// into both: a call would spill its eight arguments on every message.
+  [[gnu::always_inline]] inline core::status eager_post(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
                           std::uint64_t cq_data, bool has_cq_data, queue_kind kind,
                           std::span<const iovec> iov) noexcept;
   void on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept;
@@ -501,7 +503,17 @@ class endpoint {
   /// The psn the next message to `to` carries; commit_send makes it used.
   wire::psn_t next_psn(dev::peer_id to) noexcept { return seq_[to].next_psn; }
   void commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, bool rendezvous,
-                   std::uint64_t send_id) noexcept;
+                   std::uint64_t send_id) noexcept {
+    peer_sequence& q = seq_[to];
+    if (k == queue_kind::msg) tag = 0;  // the untagged queue is one class per peer
+    const wire::psn_t psn = q.next_psn++;
+    q.log[psn & (send_log_len - 1)] = {psn, k, rendezvous, tag, send_id};
+    // Optimistic RTRs are not counted down: only the long sends they wait for can serve them.
+    if (optimistic() || stored_.empty(to)) [[likely]] return;
+    count_stored_rtrs(to, k, tag, rendezvous);
+  }
+  /// commit_send with RTRs stored for the peer: those of the send's class count it.
+  void count_stored_rtrs(dev::peer_id to, queue_kind k, std::uint64_t tag, bool rendezvous) noexcept;
   /// False: the packet was parked or dropped; true: dispatch it now.
   bool admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept;
   /// Reorder window: how far past the watermark a message psn may be, and how many packets a
@@ -650,8 +662,18 @@ class endpoint {
     const situation s = dev_.can_read(p) ? situation::peer_readable : situation::peer_unreadable;
     return protocols_.choose(op_kind::rma_read, s, 0) == protocol::rma_read_direct;
   }
+  /// Copies a message that arrived whole (eager, medium, unexpected) into r and completes it.
   void deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
-                    bool has_cq_data, const std::byte* data, std::size_t len) noexcept;
+                    bool has_cq_data, const std::byte* data, std::size_t len) noexcept {
+    const std::size_t n = std::min(len, r.capacity);
+    if (n == 0) {
+    } else if (r.iov_count == 1) [[likely]] {  // MPI's receives: one buffer, and n fits it
+      core::copy_bytes(r.iov[0].iov_base, data, n);
+    } else {
+      core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
+    }
+    complete_recv(r, from, tag, cq_data, has_cq_data, len, n);
+  }
   void complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
                      bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept;
   void fail_recv(recv_request& r, int err) noexcept;

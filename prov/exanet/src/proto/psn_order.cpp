@@ -82,14 +82,8 @@ peer_sequence* endpoint::grow_sequence(dev::peer_id p) noexcept {
   return &seq_[p];
 }
 
-void endpoint::commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, bool rendezvous,
-                           std::uint64_t send_id) noexcept {
-  peer_sequence& q = seq_[to];
-  if (k == queue_kind::msg) tag = 0;  // the untagged queue is one class per peer
-  const wire::psn_t psn = q.next_psn++;
-  q.log[psn & (send_log_len - 1)] = {psn, k, rendezvous, tag, send_id};
-  // Optimistic RTRs are not counted down: only the long sends they wait for can serve them.
-  if (optimistic() || stored_.empty(to)) [[likely]] return;
+void endpoint::count_stored_rtrs(dev::peer_id to, queue_kind k, std::uint64_t tag,
+                                 bool rendezvous) noexcept {
   // Stored RTRs of this send's class count it. One that reaches its target here is served by
   // the packet itself (a rendezvous send takes its RTR before, in ri_target/ri_send).
   stored_.for_each_match(to, k == queue_kind::tagged, tag, [&](stored_rtr& st) {
