@@ -515,7 +515,23 @@ class endpoint {
   /// commit_send with RTRs stored for the peer: those of the send's class count it.
   void count_stored_rtrs(dev::peer_id to, queue_kind k, std::uint64_t tag, bool rendezvous) noexcept;
   /// False: the packet was parked or dropped; true: dispatch it now.
-  bool admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept;
+  bool admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept {
+    // Inline for the steady state: nothing parked, and a message is the very next psn.
+    if (from < seq_.size()) [[likely]] {
+      peer_sequence& q = seq_[from];
+      if (q.parked.empty()) [[likely]] {
+        if (!wire::is_message(static_cast<std::uint8_t>(pkt[0]))) return true;
+        const wire::psn_t psn = wire::psn_of(pkt);
+        if (psn == q.watermark + 1) [[likely]] {
+          q.watermark = psn;
+          return true;
+        }
+      }
+    }
+    return admit_out_of_order(from, pkt);
+  }
+  /// admit_in_order's whole rule (psn_order.cpp): windows, parking, served psns.
+  bool admit_out_of_order(dev::peer_id from, const dev::packet& pkt) noexcept;
   /// Reorder window: how far past the watermark a message psn may be, and how many packets a
   /// sender may have parked here; beyond either the packet is dropped (psn_order.cpp says why).
   std::uint32_t psn_window() const noexcept;
@@ -576,6 +592,12 @@ class endpoint {
   core::status open_intake() noexcept;
   /// A packet polled from the mailbox: dispatched (on_packet), or held at the bound.
   void intake(dev::peer_id from, const dev::packet& pkt) noexcept;
+  /// intake's steady state: nothing is held and any message would find room, so a packet goes
+  /// straight to on_packet (the poll loop tests this inline).
+  bool intake_clear() const noexcept {
+    return held_count_ == 0 && unexpected_.in_use() < cfg_.unexpected_max &&
+           unexpected_bytes_ + cfg_.medium_max <= cfg_.unexpected_bytes;
+  }
   /// Dispatches held packets, in order, while there is room for them.
   std::size_t release_held() noexcept;
   /// How many packets the next poll may take: the intake can hold each of them.

@@ -57,7 +57,10 @@ void endpoint::on_packet(dev::peer_id from, const dev::packet& pkt) noexcept {
     return;
   }
   if (from != dev::no_peer && !admit_in_order(from, pkt)) return;  // parked or already served
-  dispatch(from, pkt);
+  if (type == static_cast<std::uint8_t>(wire::pkt_type::env_data)) [[likely]]
+    on_env_data(from, pkt);  // the small message: a direct call, not through the table
+  else
+    (this->*g_rx_handlers[type])(from, pkt);
 }
 
 void endpoint::dispatch(dev::peer_id from, const dev::packet& pkt) noexcept {
@@ -78,8 +81,12 @@ std::size_t endpoint::progress_mailbox() noexcept {
   std::size_t n = held_count_ ? release_held() : 0;
   const std::size_t budget = std::min(mailbox_budget, intake_room());
   if (budget == 0) [[unlikely]] return n;  // the mailbox fills: senders see -FI_EAGAIN
-  return n + dev_.poll_mailbox(
-                 budget, [this](dev::peer_id from, const dev::packet& pkt) { intake(from, pkt); });
+  return n + dev_.poll_mailbox(budget, [this](dev::peer_id from, const dev::packet& pkt) {
+           if (intake_clear()) [[likely]]
+             on_packet(from, pkt);
+           else
+             intake(from, pkt);
+         });
 }
 
 std::size_t endpoint::progress_busy() noexcept {

@@ -99,7 +99,7 @@ void endpoint::count_stored_rtrs(dev::peer_id to, queue_kind k, std::uint64_t ta
   });
 }
 
-bool endpoint::admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept {
+bool endpoint::admit_out_of_order(dev::peer_id from, const dev::packet& pkt) noexcept {
   peer_sequence* q = sequence_of(from);
   if (!q) return true;  // no memory for the peer's state: it cannot have RTRs either
   const bool message = wire::is_message(static_cast<std::uint8_t>(pkt[0]));
