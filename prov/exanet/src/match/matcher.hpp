@@ -65,7 +65,7 @@ class matcher {
   posted_entry* take_posted(source_id src, std::uint64_t tag) noexcept;
   /// The earliest-posted receive matching a message, left in place. Inline, as remove_posted:
   /// every arriving message asks (take_posted of the protocol).
-  posted_entry* peek_posted(source_id src, std::uint64_t tag) const noexcept {
+  [[gnu::always_inline]] posted_entry* peek_posted(source_id src, std::uint64_t tag) const noexcept {
     auto match = [&](const posted_entry& e) { return e.matches(src, tag); };
     auto earlier = [](posted_entry* a, posted_entry* b) {
       return !a || (b && b->seq < a->seq) ? b : a;

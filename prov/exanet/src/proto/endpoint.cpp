@@ -431,7 +431,7 @@ void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t t
   }
   if ((r.completion || truncated) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
   if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, truncated);
-  rtr_release(r);
+  if (r.rtr != rtr_state::none || r.landing) rtr_release(r);  // eager and medium: nothing held
   recvs_.release(&r);
 }
 

@@ -471,7 +471,13 @@ class endpoint {
   /// Every RTR'd receive, while a notification waits for an earlier psn.
   std::size_t poll_ri() noexcept;
   /// A receive that was still posted left the matcher: suspended receives may lift.
-  void posted_left(recv_request& r) noexcept;
+  void posted_left(recv_request& r) noexcept {
+    // Inline for the common case: no receive of this kind is suspended (rndv_rtr.cpp).
+    if (r.rtr == rtr_state::suspended || suspended_[static_cast<int>(r.kind)] > 0) [[unlikely]]
+      lift_after(r);
+  }
+  /// posted_left with suspended receives about: r's own suspension ends, and the others may lift.
+  void lift_after(recv_request& r) noexcept;
   /// Takes a posted receive out of its matcher (cancel, a write that matched it, dead peer).
   void unpost(recv_request& r) noexcept {
     if (r.rtr_only) return;  // never was posted
@@ -623,6 +629,7 @@ class endpoint {
   }
   std::size_t progress_busy() noexcept;
   std::size_t progress_mailbox() noexcept;
+  std::size_t drain_mailbox() noexcept;  // progress_mailbox's body (progress.cpp)
   std::size_t retry_backlog() noexcept;
   /// True while something waits on a peer: a transfer, a posted receive (directed or not).
   bool waiting_on_peers() const noexcept;

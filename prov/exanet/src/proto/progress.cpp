@@ -74,7 +74,8 @@ void endpoint::on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept {
              static_cast<unsigned>(pkt[0]), static_cast<unsigned>(pkt[1]), from);
 }
 
-std::size_t endpoint::progress_mailbox() noexcept {
+// progress_busy's first phase, inlined there (one call frame less per arriving packet).
+[[gnu::always_inline]] inline std::size_t endpoint::drain_mailbox() noexcept {
   if (mailbox_held_) [[unlikely]] return 0;
   // Packets held at the unexpected bound go first, while receives have made room for them; then
   // no more new ones than the intake can hold (intake.cpp: back-pressure without deadlock).
@@ -89,12 +90,14 @@ std::size_t endpoint::progress_mailbox() noexcept {
          });
 }
 
+std::size_t endpoint::progress_mailbox() noexcept { return drain_mailbox(); }
+
 std::size_t endpoint::progress_busy() noexcept {
   // Reached when quiet() found something (the header's progress); the phases below each test
   // their own condition again, so an extra call is harmless.
   if (!open_) return 0;
   // First the mailbox: every arrival may complete or unblock something below.
-  std::size_t n = progress_mailbox();
+  std::size_t n = drain_mailbox();
   n += dev_.poll_events(mailbox_budget, [this](dev::peer_id from, const dev::notification& e) {
     on_rma_event(from, e);  // peers' RMA accesses this endpoint counts
   });
