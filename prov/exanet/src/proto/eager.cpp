@@ -29,8 +29,9 @@ inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::
   p.psn = next_psn(to);
   std::byte* out = slot.data();
   std::memcpy(out, &p, offsetof(wire::env_data, payload));
+  static_assert(wire::eager_payload_max <= 64, "copy_small takes at most 64 bytes");
   if (buf)
-    std::memcpy(out + offsetof(wire::env_data, payload), buf, len);
+    core::copy_small(out + offsetof(wire::env_data, payload), buf, len);  // len <= 36
   else
     core::copy_from_iov(out + offsetof(wire::env_data, payload), iov, 0, len);
   dev_.mailbox_publish(slot);

@@ -697,7 +697,10 @@ class endpoint {
     const std::size_t n = std::min(len, r.capacity);
     if (n == 0) {
     } else if (r.iov_count == 1) [[likely]] {  // MPI's receives: one buffer, and n fits it
-      core::copy_bytes(r.iov[0].iov_base, data, n);
+      if (n <= 64)
+        core::copy_small(r.iov[0].iov_base, data, n);  // an eager payload: no library call
+      else
+        core::copy_bytes(r.iov[0].iov_base, data, n);
     } else {
       core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
     }
