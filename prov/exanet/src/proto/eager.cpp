@@ -13,12 +13,13 @@
 namespace exanet::proto {
 
 inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::size_t len,
-                                  std::uint64_t tag, std::uint64_t cq_data, bool has_cq_data,
-                                  queue_kind kind, std::span<const iovec> iov) noexcept {
+                                         std::uint64_t tag, std::uint64_t cq_data,
+                                         bool has_cq_data, queue_kind kind,
+                                         std::span<const iovec> iov) noexcept {
   dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(to, slot); !core::ok(s)) return s;
-  // Written in place: the slot is ours until published, and building the packet elsewhere
-  // would cost a 64-byte copy per message.
+  // Written in place, and only what the receiver reads: the 28 bytes before the payload, then
+  // len bytes of payload (the slot's tail keeps whatever it held; nobody reads past len).
   wire::env_data p;
   p.hdr = wire::make_header(
       wire::pkt_type::env_data,

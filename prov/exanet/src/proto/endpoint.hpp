@@ -419,9 +419,11 @@ class endpoint {
   core::status eager_send(const send_args& a, std::size_t len) noexcept;
   /// The packet of an eager message from one buffer (eager_send and inject share it). Inlined
   /// into both: a call would spill its eight arguments on every message.
-  [[gnu::always_inline]] inline core::status eager_post(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
-                          std::uint64_t cq_data, bool has_cq_data, queue_kind kind,
-                          std::span<const iovec> iov) noexcept;
+  [[gnu::always_inline]] inline core::status eager_post(dev::peer_id to, const void* buf,
+                                                        std::size_t len, std::uint64_t tag,
+                                                        std::uint64_t cq_data, bool has_cq_data,
+                                                        queue_kind kind,
+                                                        std::span<const iovec> iov) noexcept;
   void on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept;
   // medium.cpp
   core::status medium_send(const send_args& a, std::size_t len) noexcept;
