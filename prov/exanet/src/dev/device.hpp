@@ -241,6 +241,10 @@ concept device =
       // poll(budget, on_packet(peer_id, const packet&)): up to budget packets in arrival order;
       // other PDIDs' packets are dropped (drops()); an unknown sender comes as no_peer.
       { d.poll_mailbox(n, on_packet) } noexcept -> std::same_as<std::size_t>;
+      // has_arrivals(): true if poll_mailbox, poll_events, take_notify_bells or take_dead_found
+      // may have something to hand over (false: none has; a few loads, no side effect). Lets an
+      // idle progress call return without calling each.
+      { cd.has_arrivals() } noexcept -> std::same_as<bool>;
       // After a peer died: skips a slot it claimed and never published (false once unstuck).
       { d.mailbox_unstick() } noexcept -> std::same_as<bool>;
       // The receiver's intake bound (proto/intake.cpp): held, senders send no message packets.
@@ -342,6 +346,7 @@ class interface_of : private D {
   using D::mailbox_publish;
   using D::mailbox_send;
   using D::poll_mailbox;
+  using D::has_arrivals;
   using D::mailbox_unstick;
   using D::set_intake_held;
   using D::peer_intake_held;

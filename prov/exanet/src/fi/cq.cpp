@@ -98,8 +98,7 @@ template <> struct entry_of<FI_CQ_FORMAT_TAGGED> {
 };
 
 template <fi_cq_format F>
-ssize_t read_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
-  q.progress();
+[[gnu::noinline]] ssize_t take_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
   core::level_guard g(q.lock);
   if (q.count == 0) return -FI_EAGAIN;
   if (q.ring[q.head].err != 0) [[unlikely]] return -FI_EAVAIL;  // errors wait their turn, in order
@@ -114,6 +113,15 @@ ssize_t read_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
   } while (n < count && q.count > 0 && q.ring[q.head].err == 0);
   if (q.count == 0 && q.fd.fd() >= 0) q.fd.drain();
   return static_cast<ssize_t>(n);
+}
+
+template <fi_cq_format F>
+ssize_t read_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
+  q.progress();
+  // A poll that finds nothing, the common case of a waiting application, returns here. Without
+  // a lock at this threading level the count is only ever changed by this same caller.
+  if (!q.lock.enabled() && q.count == 0) return -FI_EAGAIN;
+  return take_entries<F>(q, buf, count, src);
 }
 
 template <fi_cq_format F>

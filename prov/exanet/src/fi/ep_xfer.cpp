@@ -98,6 +98,29 @@ ssize_t post_recv(fid_ep* f, const iovec* iov, size_t count, fi_addr_t src, std:
 
 iovec one(const void* buf, size_t len) noexcept { return {const_cast<void*>(buf), len}; }
 
+// The inject calls of one buffer: what post_send would check, in one test, then straight to the
+// protocol's inject (no send_args, no iovec walk). Anything unusual takes post_send, which gives
+// the same answer with its error.
+template <queue_kind K>
+ssize_t inject_one(fid_ep* f, const void* buf, size_t len, fi_addr_t dest, std::uint64_t tag,
+                   std::uint64_t data, bool has_data) noexcept {
+  endpoint& ep = ep_of(f);
+  if (!ep.enabled || len > ep.inject_size || (len && !buf) || ep.tx_iov_limit == 0) [[unlikely]] {
+    const iovec v = one(buf, len);
+    return post_send<K>(f, &v, 1, dest, tag, data, FI_INJECT | (has_data ? FI_REMOTE_CQ_DATA : 0),
+                        nullptr, call_family::inject);
+  }
+  core::level_guard g(ep.lock);
+  dev::peer_id peer = dev::no_peer;
+  if (int rc = ep.peer_of(dest, peer); rc != 0) [[unlikely]] return rc;
+  core::status s = ep.proto.inject(peer, buf, len, tag, data, has_data, K);
+  if (s == core::status::again) {
+    ep.proto.progress();  // as post_send: what progress we can, then once more
+    s = ep.proto.inject(peer, buf, len, tag, data, has_data, K);
+  }
+  return core::to_int(s);
+}
+
 // ---- FI_MSG -----------------------------------------------------------------------------------
 
 ssize_t msg_recv(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, void* ctx) noexcept {
@@ -125,8 +148,7 @@ ssize_t msg_sendmsg(fid_ep* ep, const fi_msg* m, std::uint64_t flags) noexcept {
   return post_send<queue_kind::msg>(ep, m->msg_iov, m->iov_count, m->addr, 0, m->data, flags, m->context);
 }
 ssize_t msg_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest) noexcept {
-  const iovec v = one(buf, len);
-  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, 0, FI_INJECT, nullptr, call_family::inject);
+  return inject_one<queue_kind::msg>(ep, buf, len, dest, 0, 0, false);
 }
 ssize_t msg_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64_t data,
                      fi_addr_t dest, void* ctx) noexcept {
@@ -136,16 +158,32 @@ ssize_t msg_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64
 }
 ssize_t msg_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t data,
                        fi_addr_t dest) noexcept {
-  const iovec v = one(buf, len);
-  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr, call_family::inject);
+  return inject_one<queue_kind::msg>(ep, buf, len, dest, 0, data, true);
 }
 
 // ---- FI_TAGGED --------------------------------------------------------------------------------
 
-ssize_t tagged_recv(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, std::uint64_t tag,
+ssize_t tagged_recv(fid_ep* f, void* buf, size_t len, void*, fi_addr_t src, std::uint64_t tag,
                     std::uint64_t ignore, void* ctx) noexcept {
   const iovec v = one(buf, len);
-  return post_recv<queue_kind::tagged>(ep, &v, 1, src, tag, ignore, ep_of(ep).rx_op_flags & recv_flags_known & ~FI_MULTI_RECV, ctx);
+  endpoint& ep = ep_of(f);
+  const std::uint64_t flags = ep.rx_op_flags & recv_flags_known & ~FI_MULTI_RECV;
+  // MPI's receive: one buffer, no peek/claim. What post_recv checks, in one test; anything
+  // unusual goes there for its error.
+  if (!ep.enabled || (len && !buf) || ep.rx_iov_limit == 0) [[unlikely]]
+    return post_recv<queue_kind::tagged>(f, &v, 1, src, tag, ignore, flags, ctx);
+  proto::recv_args a;
+  a.iov = {&v, 1};
+  a.tag = tag;
+  a.ignore = ignore;
+  a.context = ctx;
+  a.completion = !ep.rx_selective || (flags & FI_COMPLETION);
+  core::level_guard g(ep.lock);
+  // Without FI_DIRECTED_RECV the source address is ignored (fi_msg(3)).
+  if (src != FI_ADDR_UNSPEC && (ep.caps & FI_DIRECTED_RECV)) {
+    if (int rc = ep.peer_of(src, a.peer); rc != 0) return rc;
+  }
+  return core::to_int(ep.proto.recv(a));
 }
 ssize_t tagged_recvv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src,
                      std::uint64_t tag, std::uint64_t ignore, void* ctx) noexcept {
@@ -172,8 +210,7 @@ ssize_t tagged_sendmsg(fid_ep* ep, const fi_msg_tagged* m, std::uint64_t flags) 
 }
 ssize_t tagged_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest,
                       std::uint64_t tag) noexcept {
-  const iovec v = one(buf, len);
-  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, 0, FI_INJECT, nullptr, call_family::inject);
+  return inject_one<queue_kind::tagged>(ep, buf, len, dest, tag, 0, false);
 }
 ssize_t tagged_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64_t data,
                         fi_addr_t dest, std::uint64_t tag, void* ctx) noexcept {
@@ -183,8 +220,7 @@ ssize_t tagged_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uin
 }
 ssize_t tagged_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t data,
                           fi_addr_t dest, std::uint64_t tag) noexcept {
-  const iovec v = one(buf, len);
-  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, data, FI_INJECT | FI_REMOTE_CQ_DATA, nullptr, call_family::inject);
+  return inject_one<queue_kind::tagged>(ep, buf, len, dest, tag, data, true);
 }
 
 }  // namespace

@@ -4,11 +4,11 @@
 
 namespace exanet::match {
 
-bool matcher::ensure_source(source_id src) noexcept try {
-  if (src == any_source) return true;
-  if (src >= posted_.size()) posted_.resize(std::size_t{src} + 1);
+bool matcher::grow_sources(source_id src) noexcept try {
+  // posted_ last: ensure_source takes its size as proof that the others are as large.
   if (src >= wide_.size()) wide_.resize(std::size_t{src} + 1);
   if (src >= unexpected_.size()) unexpected_.resize(std::size_t{src} + 1);
+  if (src >= posted_.size()) posted_.resize(std::size_t{src} + 1);
   return true;
 } catch (...) {
   return false;
@@ -26,33 +26,10 @@ void matcher::post(posted_entry& e) {
   ++posted_count_;
 }
 
-posted_entry* matcher::peek_posted(source_id src, std::uint64_t tag) const noexcept {
-  auto match = [&](const posted_entry& e) { return e.matches(src, tag); };
-  auto earlier = [](posted_entry* a, posted_entry* b) { return !a || (b && b->seq < a->seq) ? b : a; };
-  posted_entry* best = wildcard_.empty() ? nullptr : wildcard_.find(match);
-  if (src < posted_.size()) {
-    // Each queue is in posting order: its first match is its earliest.
-    best = earlier(best, buckets_[bucket_of(src, tag)].find(
-                             [&](const posted_entry& e) { return e.source == src && e.tag == tag; }));
-    if (!wide_[src].empty()) best = earlier(best, wide_[src].find(match));
-  }
-  return best;
-}
-
 posted_entry* matcher::take_posted(source_id src, std::uint64_t tag) noexcept {
   posted_entry* e = peek_posted(src, tag);
   if (e) remove_posted(*e);
   return e;
-}
-
-void matcher::remove_posted(posted_entry& e) noexcept {
-  if (e.source == any_source) {
-    wildcard_.remove(e);
-  } else {
-    posted_[e.source].remove(e);
-    key_queue_of(e).remove(e);
-  }
-  --posted_count_;
 }
 
 bool matcher::add_unexpected(unexpected_entry& u) noexcept {
@@ -68,7 +45,7 @@ bool matcher::add_unexpected(unexpected_entry& u) noexcept {
   return true;
 }
 
-unexpected_entry* matcher::find_unexpected(source_id src, std::uint64_t tag,
+unexpected_entry* matcher::search_unexpected(source_id src, std::uint64_t tag,
                                            std::uint64_t ignore) const noexcept {
   if (src == any_source)
     return all_unexpected_.find(

@@ -55,21 +55,50 @@ class matcher {
   /// Queues a receive. May allocate when e.source is a peer never seen before (throws
   /// std::bad_alloc; call ensure_source first on paths that must not throw).
   void post(posted_entry& e);
-  /// Makes per-source queues exist up to src; false if memory ran out.
-  bool ensure_source(source_id src) noexcept;
+  /// Makes per-source queues exist up to src; false if memory ran out. Inline: every post asks.
+  bool ensure_source(source_id src) noexcept {
+    // posted_ grows last (grow_sources), so its size bounds the other per-source vectors'.
+    return src == any_source || src < posted_.size() || grow_sources(src);
+  }
 
   /// Removes and returns the earliest-posted receive matching a message, or nullptr.
   posted_entry* take_posted(source_id src, std::uint64_t tag) noexcept;
-  /// The earliest-posted receive matching a message, left in place.
-  posted_entry* peek_posted(source_id src, std::uint64_t tag) const noexcept;
-  void remove_posted(posted_entry& e) noexcept;
+  /// The earliest-posted receive matching a message, left in place. Inline, as remove_posted:
+  /// every arriving message asks (take_posted of the protocol).
+  [[gnu::always_inline]] posted_entry* peek_posted(source_id src, std::uint64_t tag) const noexcept {
+    auto match = [&](const posted_entry& e) { return e.matches(src, tag); };
+    auto earlier = [](posted_entry* a, posted_entry* b) {
+      return !a || (b && b->seq < a->seq) ? b : a;
+    };
+    posted_entry* best = wildcard_.empty() ? nullptr : wildcard_.find(match);
+    if (src < posted_.size()) {
+      // Each queue is in posting order: its first match is its earliest.
+      best = earlier(best, buckets_[bucket_of(src, tag)].find([&](const posted_entry& e) {
+        return e.source == src && e.tag == tag;
+      }));
+      if (!wide_[src].empty()) best = earlier(best, wide_[src].find(match));
+    }
+    return best;
+  }
+  void remove_posted(posted_entry& e) noexcept {
+    if (e.source == any_source) {
+      wildcard_.remove(e);
+    } else {
+      posted_[e.source].remove(e);
+      key_queue_of(e).remove(e);
+    }
+    --posted_count_;
+  }
 
   /// Records a message no posted receive matched. False only if memory for a new source's queue
   /// ran out (the message is then not recorded).
   [[nodiscard]] bool add_unexpected(unexpected_entry& u) noexcept;
   /// The earliest-arrived unexpected message a receive (src or any_source, tag, ignore) matches.
   unexpected_entry* find_unexpected(source_id src, std::uint64_t tag,
-                                    std::uint64_t ignore) const noexcept;
+                                    std::uint64_t ignore) const noexcept {
+    // Inline for the common answer: a program that keeps up has nothing unexpected.
+    return all_unexpected_.empty() ? nullptr : search_unexpected(src, tag, ignore);
+  }
   void remove_unexpected(unexpected_entry& u) noexcept;
 
   std::size_t posted_count() const noexcept { return posted_count_; }
@@ -118,6 +147,9 @@ class matcher {
     h ^= h >> 29;
     return static_cast<std::size_t>(h) & (bucket_count - 1);
   }
+  [[gnu::cold, gnu::noinline]] bool grow_sources(source_id src) noexcept;
+  unexpected_entry* search_unexpected(source_id src, std::uint64_t tag,
+                                      std::uint64_t ignore) const noexcept;
   posted_key_queue& key_queue_of(const posted_entry& e) noexcept {
     return e.ignore ? wide_[e.source] : buckets_[bucket_of(e.source, e.tag)];
   }

@@ -12,25 +12,67 @@
 
 namespace exanet::proto {
 
-core::status endpoint::eager_send(const send_args& a, std::size_t len) noexcept {
+inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::size_t len,
+                                         std::uint64_t tag, std::uint64_t cq_data,
+                                         bool has_cq_data, queue_kind kind,
+                                         std::span<const iovec> iov) noexcept {
   dev::mailbox_reservation slot;
-  if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
+  if (core::status s = dev_.mailbox_reserve(to, slot); !core::ok(s)) return s;
+  // Written in place, and only what the receiver reads: the 28 bytes before the payload, then
+  // len bytes of payload (the slot's tail keeps whatever it held; nobody reads past len).
   wire::env_data p;
   p.hdr = wire::make_header(
       wire::pkt_type::env_data,
-      (a.kind == queue_kind::tagged ? wire::flag_tagged : 0) | (a.has_cq_data ? wire::flag_cq_data : 0),
+      (kind == queue_kind::tagged ? wire::flag_tagged : 0) | (has_cq_data ? wire::flag_cq_data : 0),
       static_cast<std::uint32_t>(len));
-  p.tag = a.tag;
-  p.cq_data = a.cq_data;
-  p.psn = next_psn(a.peer);
-  core::copy_from_iov(p.payload, a.iov, 0, len);
-  wire::write(slot.data(), p);
+  p.tag = tag;
+  p.cq_data = cq_data;
+  p.psn = next_psn(to);
+  std::byte* out = slot.data();
+  std::memcpy(out, &p, offsetof(wire::env_data, payload));
+  static_assert(wire::eager_payload_max <= 64, "copy_small takes at most 64 bytes");
+  if (buf)
+    core::copy_small(out + offsetof(wire::env_data, payload), buf, len);  // len <= 36
+  else
+    core::copy_from_iov(out + offsetof(wire::env_data, payload), iov, 0, len);
   dev_.mailbox_publish(slot);
-  commit_send(a.peer, a.kind, a.tag, false, 0);
+  commit_send(to, kind, tag, false, 0);
   ++stats_.eager_sent;
-
-  complete_buffered_send(a, len);
   return core::status::ok;
+}
+
+core::status endpoint::eager_send(const send_args& a, std::size_t len) noexcept {
+  const core::status s = eager_post(a.peer, nullptr, len, a.tag, a.cq_data, a.has_cq_data, a.kind,
+                                    a.iov);
+  if (core::ok(s)) complete_buffered_send(a, len);
+  return s;
+}
+
+core::status endpoint::inject(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
+                              std::uint64_t cq_data, bool has_cq_data, queue_kind kind) noexcept {
+  // The checks of send_now, in its order, for the case the table sends eager; anything else
+  // (a DMA backlog that may close the psn window, a larger message) takes send().
+  if (len < eager_below_[static_cast<int>(kind)] && dma_backlog_.empty()) [[likely]] {
+    if (dev_.peer_intake_held(to)) [[unlikely]] return core::status::again;
+    const core::status s = eager_post(to, buf, len, tag, cq_data, has_cq_data, kind, {});
+    if (core::ok(s)) [[likely]] {
+      if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);
+    } else if (s == core::status::peer_dead) {
+      settle_found_dead();
+    }
+    return s;
+  }
+  const iovec v{const_cast<void*>(buf), len};
+  send_args a;
+  a.iov = {&v, 1};
+  a.tag = tag;
+  a.cq_data = cq_data;
+  a.has_cq_data = has_cq_data;
+  a.peer = to;
+  a.inject = true;
+  a.completion = false;
+  a.kind = kind;
+  return send(a);
 }
 
 void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {

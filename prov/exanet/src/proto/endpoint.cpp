@@ -67,6 +67,15 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
   p.liveness_period_ms = cfg.dead_peer_check_ms;
   protocols_ = protocol_table::build(selection_inputs::from(cfg, p.geo.bounce_ring_bytes));
   cfg_.medium_max = protocols_.medium_max();  // as the table clamped it
+  for (const queue_kind k : {queue_kind::msg, queue_kind::tagged}) {
+    const size_row& row = protocols_.row(k == queue_kind::tagged ? op_kind::tagged_send : op_kind::send,
+                                         situation::transmit_complete);
+    const size_class& first = row.classes[0];
+    eager_below_[static_cast<int>(k)] =
+        row.count > 0 && first.proto == protocol::eager
+            ? std::min(first.max_len, wire::eager_payload_max) + 1
+            : 0;
+  }
   if (core::status s = open_intake(); !core::ok(s)) return s;
   if (core::status s = dev_.open(p); !core::ok(s)) return s;
   try {
@@ -111,7 +120,7 @@ void endpoint::invalidate_sources() noexcept {
   for (auto& v : source_cache_) v = unresolved;
 }
 
-std::uint64_t endpoint::source_of(dev::peer_id p) noexcept {
+std::uint64_t endpoint::resolve_source(dev::peer_id p) noexcept {
   if (p == dev::no_peer) return unknown_source;
   if (p >= source_cache_.size()) {
     try {
@@ -189,7 +198,12 @@ recv_request* endpoint::make_recv(const recv_args& a, std::size_t capacity) noex
   if (!r) return nullptr;
   r->context = a.context;
   r->iov_count = a.iov.size();
-  std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
+  if (a.iov.size() == 1) [[likely]]  // no library call for the common case
+    r->iov[0] = a.iov[0];
+  else if (a.iov.empty())
+    r->iov[0] = {};  // a receive of no buffer still names a start: null
+  else
+    std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
   r->capacity = capacity;
   r->kind = a.kind;
   r->completion = a.completion;
@@ -396,14 +410,6 @@ bool endpoint::add_unexpected(queue_kind k, unexpected_msg& u) noexcept {
 
 // ---- completions ----------------------------------------------------------------------------
 
-void endpoint::deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag,
-                            std::uint64_t cq_data, bool has_cq_data, const std::byte* data,
-                            std::size_t len) noexcept {
-  const std::size_t n = std::min(len, r.capacity);
-  if (n) core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
-  complete_recv(r, from, tag, cq_data, has_cq_data, len, n);
-}
-
 void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag,
                              std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len,
                              std::size_t delivered) noexcept {
@@ -425,7 +431,7 @@ void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t t
   }
   if ((r.completion || truncated) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
   if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, truncated);
-  rtr_release(r);
+  if (r.rtr != rtr_state::none || r.landing) rtr_release(r);  // eager and medium: nothing held
   recvs_.release(&r);
 }
 

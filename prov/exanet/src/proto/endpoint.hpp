@@ -17,6 +17,7 @@
 
 #include "core/buffer_cache.hpp"
 #include "core/intrusive_list.hpp"
+#include "core/iov.hpp"
 #include "core/pool.hpp"
 #include "core/status.hpp"
 #include "dev/backend.hpp"
@@ -196,11 +197,16 @@ enum class rtr_state : std::uint8_t {
 };
 
 struct recv_request {
+  // Not value-initialized: the pool constructs one per receive, and zeroing the iovec array
+  // (128 bytes) cost more than the rest of posting a receive. Every other member has its
+  // initializer; iov holds only what make_recv or carve put there (iov_count entries, and
+  // iov[0] always, which the rendezvous paths read as the buffer's start).
+  recv_request() noexcept {}
   match::posted_entry entry;
   core::list_hook hook;  // rendezvous receives waiting for a notification (wait_notify_ or
                          // wait_ri_)
   void* context = nullptr;
-  std::array<iovec, max_iov> iov{};
+  std::array<iovec, max_iov> iov;  // the first iov_count entries, and iov[0], are set
   std::size_t iov_count = 0;
   std::size_t capacity = 0;
   queue_kind kind = queue_kind::tagged;
@@ -342,6 +348,12 @@ class endpoint {
   void invalidate_sources() noexcept;
 
   core::status send(const send_args& a) noexcept;
+  /// An inject of one buffer (fi_inject, fi_injectdata, fi_tinject, fi_tinjectdata: no
+  /// completion, the buffer is the caller's again at return), already validated by fi/. The
+  /// same as send() with those arguments; a message the protocol table sends eager goes straight
+  /// into the packet (the small blocking sends of MPI libraries take this path).
+  core::status inject(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
+                      std::uint64_t cq_data, bool has_cq_data, queue_kind kind) noexcept;
   core::status recv(const recv_args& a) noexcept;
   /// fi_write* / fi_read*: protection-checked at the target before any byte moves; a refused
   /// access is an FI_EACCES error completion.
@@ -365,7 +377,20 @@ class endpoint {
   core::status claim(const recv_args& a, void* handle, bool discard) noexcept;
   /// Removes a posted receive with this context; writes an FI_ECANCELED error completion.
   core::status cancel(void* context) noexcept;
-  std::size_t progress() noexcept;
+  /// One round of the work in progress.cpp's order; returns how much was done. Inline: a caller
+  /// polling an idle endpoint (nothing arrived, nothing waiting) pays a few loads, no call.
+  std::size_t progress() noexcept {
+    if (!open_) [[unlikely]] return 0;
+    if (quiet()) [[likely]] {
+      if (++progress_calls_ % watch_every != 0) [[likely]] return 0;
+      // The peer watch runs on idle calls too: a receive waiting for a dead peer's message
+      // must learn of the death (progress.cpp, waiting_on_peers).
+      if (waiting_on_peers()) watch_peers();
+      settle_found_dead();
+      return 0;
+    }
+    return progress_busy();
+  }
 
   /// The protocol's counters with the device's drop counts folded in.
   endpoint_stats stats() const noexcept {
@@ -392,6 +417,13 @@ class endpoint {
   void on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept;
   // eager.cpp
   core::status eager_send(const send_args& a, std::size_t len) noexcept;
+  /// The packet of an eager message from one buffer (eager_send and inject share it). Inlined
+  /// into both: a call would spill its eight arguments on every message.
+  [[gnu::always_inline]] inline core::status eager_post(dev::peer_id to, const void* buf,
+                                                        std::size_t len, std::uint64_t tag,
+                                                        std::uint64_t cq_data, bool has_cq_data,
+                                                        queue_kind kind,
+                                                        std::span<const iovec> iov) noexcept;
   void on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept;
   // medium.cpp
   core::status medium_send(const send_args& a, std::size_t len) noexcept;
@@ -441,7 +473,13 @@ class endpoint {
   /// Every RTR'd receive, while a notification waits for an earlier psn.
   std::size_t poll_ri() noexcept;
   /// A receive that was still posted left the matcher: suspended receives may lift.
-  void posted_left(recv_request& r) noexcept;
+  void posted_left(recv_request& r) noexcept {
+    // Inline for the common case: no receive of this kind is suspended (rndv_rtr.cpp).
+    if (r.rtr == rtr_state::suspended || suspended_[static_cast<int>(r.kind)] > 0) [[unlikely]]
+      lift_after(r);
+  }
+  /// posted_left with suspended receives about: r's own suspension ends, and the others may lift.
+  void lift_after(recv_request& r) noexcept;
   /// Takes a posted receive out of its matcher (cancel, a write that matched it, dead peer).
   void unpost(recv_request& r) noexcept {
     if (r.rtr_only) return;  // never was posted
@@ -464,13 +502,44 @@ class endpoint {
   /// An any-source receive or FI_PEEK under the variant: refused, and said once per endpoint.
   core::status optimistic_refuse(const char* what) noexcept;
   // psn_order.cpp
-  peer_sequence* sequence_of(dev::peer_id p) noexcept;
+  peer_sequence* sequence_of(dev::peer_id p) noexcept {
+    if (p < seq_.size()) [[likely]] return &seq_[p];
+    return grow_sequence(p);
+  }
+  /// sequence_of for a peer never seen: makes its state (cold); nullptr without memory.
+  [[gnu::cold, gnu::noinline]] peer_sequence* grow_sequence(dev::peer_id p) noexcept;
   /// The psn the next message to `to` carries; commit_send makes it used.
   wire::psn_t next_psn(dev::peer_id to) noexcept { return seq_[to].next_psn; }
   void commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, bool rendezvous,
-                   std::uint64_t send_id) noexcept;
+                   std::uint64_t send_id) noexcept {
+    peer_sequence& q = seq_[to];
+    if (k == queue_kind::msg) tag = 0;  // the untagged queue is one class per peer
+    const wire::psn_t psn = q.next_psn++;
+    q.log[psn & (send_log_len - 1)] = {psn, k, rendezvous, tag, send_id};
+    // Optimistic RTRs are not counted down: only the long sends they wait for can serve them.
+    if (optimistic() || stored_.empty(to)) [[likely]] return;
+    count_stored_rtrs(to, k, tag, rendezvous);
+  }
+  /// commit_send with RTRs stored for the peer: those of the send's class count it.
+  void count_stored_rtrs(dev::peer_id to, queue_kind k, std::uint64_t tag, bool rendezvous) noexcept;
   /// False: the packet was parked or dropped; true: dispatch it now.
-  bool admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept;
+  bool admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept {
+    // Inline for the steady state: nothing parked, and a message is the very next psn.
+    if (from < seq_.size()) [[likely]] {
+      peer_sequence& q = seq_[from];
+      if (q.parked.empty()) [[likely]] {
+        if (!wire::is_message(static_cast<std::uint8_t>(pkt[0]))) return true;
+        const wire::psn_t psn = wire::psn_of(pkt);
+        if (psn == q.watermark + 1) [[likely]] {
+          q.watermark = psn;
+          return true;
+        }
+      }
+    }
+    return admit_out_of_order(from, pkt);
+  }
+  /// admit_in_order's whole rule (psn_order.cpp): windows, parking, served psns.
+  bool admit_out_of_order(dev::peer_id from, const dev::packet& pkt) noexcept;
   /// Reorder window: how far past the watermark a message psn may be, and how many packets a
   /// sender may have parked here; beyond either the packet is dropped (psn_order.cpp says why).
   std::uint32_t psn_window() const noexcept;
@@ -531,6 +600,12 @@ class endpoint {
   core::status open_intake() noexcept;
   /// A packet polled from the mailbox: dispatched (on_packet), or held at the bound.
   void intake(dev::peer_id from, const dev::packet& pkt) noexcept;
+  /// intake's steady state: nothing is held and any message would find room, so a packet goes
+  /// straight to on_packet (the poll loop tests this inline).
+  bool intake_clear() const noexcept {
+    return held_count_ == 0 && unexpected_.in_use() < cfg_.unexpected_max &&
+           unexpected_bytes_ + cfg_.medium_max <= cfg_.unexpected_bytes;
+  }
   /// Dispatches held packets, in order, while there is room for them.
   std::size_t release_held() noexcept;
   /// How many packets the next poll may take: the intake can hold each of them.
@@ -546,7 +621,17 @@ class endpoint {
   /// Frees an unexpected record (already out of the matcher) and its payload.
   void free_unexpected(unexpected_msg& u) noexcept;
   // progress.cpp
+  static constexpr std::uint32_t watch_every = 256;  // progress calls between clock reads
+  /// True when a progress round would find nothing to do: the device has nothing to hand over
+  /// and no phase of progress_busy has work queued.
+  bool quiet() const noexcept {
+    return held_count_ == 0 && !dev_.has_arrivals() && !ri_deferred_ && !slot_starved_ &&
+           !lift_due_ && rma_active_.empty() && atomic_active_.empty() && dma_backlog_.empty() &&
+           backlog_.empty();
+  }
+  std::size_t progress_busy() noexcept;
   std::size_t progress_mailbox() noexcept;
+  std::size_t drain_mailbox() noexcept;  // progress_mailbox's body (progress.cpp)
   std::size_t retry_backlog() noexcept;
   /// True while something waits on a peer: a transfer, a posted receive (directed or not).
   bool waiting_on_peers() const noexcept;
@@ -580,7 +665,14 @@ class endpoint {
   /// The peer's entry, made on first use (cold); nullptr without memory.
   control_queue* control_queue_of(dev::peer_id p) noexcept;
   std::size_t control_queue_cap() const noexcept { return 2 * cfg_.notify_slots + cfg_.tx_size; }
-  std::uint64_t source_of(dev::peer_id p) noexcept;
+  /// The fi_addr of peer p (FI_ADDR_NOTAVAIL if the application does not know it). Inline: every
+  /// receive completion asks; an unknown or unresolved peer is asked about again (cold).
+  std::uint64_t source_of(dev::peer_id p) noexcept {
+    if (p < source_cache_.size() && source_cache_[p] < unknown_source - 1) [[likely]]
+      return source_cache_[p];
+    return resolve_source(p);
+  }
+  [[gnu::cold, gnu::noinline]] std::uint64_t resolve_source(dev::peer_id p) noexcept;
   match::matcher& matcher_for(queue_kind k) noexcept { return matchers_[static_cast<int>(k)]; }
   /// The receive a message of msg_len bytes goes to (removed from matching), or nullptr. For a
   /// multi-receive buffer, a child carved out of it.
@@ -601,8 +693,21 @@ class endpoint {
     const situation s = dev_.can_read(p) ? situation::peer_readable : situation::peer_unreadable;
     return protocols_.choose(op_kind::rma_read, s, 0) == protocol::rma_read_direct;
   }
+  /// Copies a message that arrived whole (eager, medium, unexpected) into r and completes it.
   void deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
-                    bool has_cq_data, const std::byte* data, std::size_t len) noexcept;
+                    bool has_cq_data, const std::byte* data, std::size_t len) noexcept {
+    const std::size_t n = std::min(len, r.capacity);
+    if (n == 0) {
+    } else if (r.iov_count == 1) [[likely]] {  // MPI's receives: one buffer, and n fits it
+      if (n <= 64)
+        core::copy_small(r.iov[0].iov_base, data, n);  // an eager payload: no library call
+      else
+        core::copy_bytes(r.iov[0].iov_base, data, n);
+    } else {
+      core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
+    }
+    complete_recv(r, from, tag, cq_data, has_cq_data, len, n);
+  }
   void complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
                      bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept;
   void fail_recv(recv_request& r, int err) noexcept;
@@ -614,6 +719,9 @@ class endpoint {
 
   config cfg_{};
   protocol_table protocols_{};
+  /// Per queue kind: messages shorter than this go eager when transmit-complete is enough (the
+  /// first size class of the send row, when it is eager; 0 otherwise). Set at open.
+  std::array<std::size_t, 2> eager_below_{};
   dev::selected_device dev_;  // the backend, through dev::device only (dev/backend.hpp)
   endpoint_sinks sinks_{};
   std::array<match::matcher, 2> matchers_;

@@ -124,8 +124,7 @@ std::uint32_t* endpoint::held_count_of(dev::peer_id p) noexcept {
 void endpoint::intake(dev::peer_id from, const dev::packet& pkt) noexcept {
   // The steady state, every packet of a program that keeps up: nothing is held and any message
   // would find room, so no packet can need holding and the per-peer books are not opened.
-  if (held_count_ == 0 && unexpected_.in_use() < cfg_.unexpected_max &&
-      unexpected_bytes_ + cfg_.medium_max <= cfg_.unexpected_bytes) [[likely]] {
+  if (intake_clear()) [[likely]] {
     on_packet(from, pkt);
     return;
   }

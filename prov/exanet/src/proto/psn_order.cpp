@@ -73,25 +73,17 @@ void endpoint::drop_out_of_window(dev::peer_id from, const dev::packet& pkt,
                static_cast<unsigned long long>(n));
 }
 
-peer_sequence* endpoint::sequence_of(dev::peer_id p) noexcept {
-  if (p >= seq_.size()) {
-    try {
-      seq_.resize(std::size_t{p} + 1);  // cold: the first packet of a peer never connected to
-    } catch (...) {
-      return nullptr;
-    }
+peer_sequence* endpoint::grow_sequence(dev::peer_id p) noexcept {
+  try {
+    seq_.resize(std::size_t{p} + 1);  // the first packet of a peer never connected to
+  } catch (...) {
+    return nullptr;
   }
   return &seq_[p];
 }
 
-void endpoint::commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, bool rendezvous,
-                           std::uint64_t send_id) noexcept {
-  peer_sequence& q = seq_[to];
-  if (k == queue_kind::msg) tag = 0;  // the untagged queue is one class per peer
-  const wire::psn_t psn = q.next_psn++;
-  q.log[psn & (send_log_len - 1)] = {psn, k, rendezvous, tag, send_id};
-  // Optimistic RTRs are not counted down: only the long sends they wait for can serve them.
-  if (optimistic() || stored_.empty(to)) [[likely]] return;
+void endpoint::count_stored_rtrs(dev::peer_id to, queue_kind k, std::uint64_t tag,
+                                 bool rendezvous) noexcept {
   // Stored RTRs of this send's class count it. One that reaches its target here is served by
   // the packet itself (a rendezvous send takes its RTR before, in ri_target/ri_send).
   stored_.for_each_match(to, k == queue_kind::tagged, tag, [&](stored_rtr& st) {
@@ -107,7 +99,7 @@ void endpoint::commit_send(dev::peer_id to, queue_kind k, std::uint64_t tag, boo
   });
 }
 
-bool endpoint::admit_in_order(dev::peer_id from, const dev::packet& pkt) noexcept {
+bool endpoint::admit_out_of_order(dev::peer_id from, const dev::packet& pkt) noexcept {
   peer_sequence* q = sequence_of(from);
   if (!q) return true;  // no memory for the peer's state: it cannot have RTRs either
   const bool message = wire::is_message(static_cast<std::uint8_t>(pkt[0]));

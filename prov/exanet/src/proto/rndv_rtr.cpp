@@ -118,7 +118,7 @@ void endpoint::rtr_send(recv_request& r, std::uint32_t nth) noexcept {
   wait_ri_.push_back(r);
 }
 
-void endpoint::posted_left(recv_request& r) noexcept {
+void endpoint::lift_after(recv_request& r) noexcept {
   if (r.rtr == rtr_state::suspended) {
     --suspended_[static_cast<int>(r.kind)];
     r.rtr = rtr_state::none;
@@ -147,8 +147,10 @@ void endpoint::lift_suspended() noexcept {
 }
 
 void endpoint::rtr_release(recv_request& r) noexcept {
-  std::free(r.landing);
-  r.landing = nullptr;
+  if (r.landing) [[unlikely]] {  // only optimistic long receives in several buffers have one
+    std::free(r.landing);
+    r.landing = nullptr;
+  }
   switch (r.rtr) {
     case rtr_state::none:
       return;

@@ -107,6 +107,23 @@ TEST(copy, the_aligned_store_loop_is_exact_at_every_alignment) {
   check_copy_at_every_skew(detail::copy_misaligned, detail::vector_copy_min);
 }
 
+TEST(copy, copy_small_is_exact_at_every_length_and_alignment) {
+  // Every length it takes (0..64) at every pair of offsets: exactly those bytes, none around.
+  unsigned char src[256], dst[256];
+  for (std::size_t i = 0; i < sizeof src; ++i) src[i] = static_cast<unsigned char>(i * 37 + 11);
+  for (std::size_t len = 0; len <= 64; ++len)
+    for (std::size_t so = 0; so < 64; so += 7)
+      for (std::size_t dof = 0; dof < 64; ++dof) {
+        std::fill(std::begin(dst), std::end(dst), 0xEE);
+        copy_small(dst + 64 + dof, src + 64 + so, len);
+        for (std::size_t i = 0; i < sizeof dst; ++i) {
+          const bool inside = i >= 64 + dof && i < 64 + dof + len;
+          const unsigned char want = inside ? src[64 + so + (i - 64 - dof)] : 0xEE;
+          ASSERT_EQ(dst[i], want) << "len " << len << " src+" << so << " dst+" << dof << " byte " << i;
+        }
+      }
+}
+
 TEST(copy, calibration_reports_a_measurement_and_keeps_its_first_answer) {
   const copy_choice first = copy_calibrate(copy_policy::automatic);
   const copy_choice again = copy_calibrate(copy_policy::vector);

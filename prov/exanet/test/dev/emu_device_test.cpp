@@ -77,6 +77,41 @@ TEST(emu_device, packets_flow_both_ways_and_to_self) {
   EXPECT_EQ(got, 8u);
 }
 
+// has_arrivals() lets an idle progress call skip every poll: it must say true whenever one of
+// them has something (a packet, a notification bell) and false once all were taken.
+TEST(emu_device, has_arrivals_sees_packets_and_bells_until_taken) {
+  device a, b;
+  ASSERT_EQ(a.open(make_params(test_pdid(1))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(1))), core::status::ok);
+  peer_id ab, bb;
+  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  ASSERT_EQ(b.connect(b.local_address(), bb), core::status::ok);
+  EXPECT_FALSE(b.has_arrivals());
+  for (int round = 0; round < 70; ++round) {  // more than the ring: the head wraps
+    ASSERT_EQ(a.mailbox_send(ab, numbered(1, 0, round)), core::status::ok);
+    EXPECT_TRUE(b.has_arrivals()) << round;
+    EXPECT_EQ(b.poll_mailbox(8, [](peer_id, const packet&) {}), 1u);
+    EXPECT_FALSE(b.has_arrivals()) << round;
+  }
+  std::uint32_t slot, gen;
+  ASSERT_TRUE(b.notify_alloc(slot, gen));
+  std::byte data[8] = {};
+  iovec v{data, sizeof data};
+  dma_write w;
+  w.peer = bb;
+  w.src = {&v, 1};
+  w.dst_addr = reinterpret_cast<std::uint64_t>(data);
+  w.len = 0;
+  w.notify = true;
+  w.notify_slot = slot;
+  w.notify_gen = gen;
+  dma_state st;
+  ASSERT_EQ(b.dma_post(w, st), core::status::ok);
+  EXPECT_TRUE(b.has_arrivals()) << "a notification landed: its bell rang";
+  EXPECT_TRUE(b.take_notify_bells([](std::uint32_t) {}));
+  EXPECT_FALSE(b.has_arrivals());
+}
+
 TEST(emu_device, full_mailbox_says_again_and_loses_nothing) {
   device a, b;
   ASSERT_EQ(a.open(make_params(test_pdid(2), 16)), core::status::ok);

@@ -90,6 +90,15 @@ class device {
     return n;
   }
 
+  /// True if a packet waits at the mailbox head, an event ring or a notification bell rang, or
+  /// an operation found a peer dead: relaxed loads (the poll that follows acquires).
+  bool has_arrivals() const noexcept {
+    const mailbox_slot& s = local_.mailbox[mb_head_ & (geo_.mailbox_slots - 1)];
+    return s.seq.load(std::memory_order_relaxed) == mb_head_ + 1 ||
+           local_.doorbell->rings.load(std::memory_order_relaxed) != 0 ||
+           local_.bells->summary.load(std::memory_order_relaxed) != 0 || dead_found_;
+  }
+
   // ---- bounce rings (medium protocol; provider-owned memory at the receiver) ------------------
   /// Space for len bytes in p's bounce ring for this sender, without committing it. Returns
   /// nullptr if no ring could be claimed at p or it lacks credit. len <= ring size / 2. The
