@@ -267,6 +267,9 @@ class device {
   /// Written data is visible at the target before the notification or event that follows it
   /// (FI_ORDER_SAW), not when dma_post returns.
   bool writes_land_at_post(peer_id) const noexcept { return false; }
+  /// Whether a poll may find something. Packets wait in the lower provider's CQ, which only a
+  /// read can see: always true, so every progress call polls (the emulation answers in loads).
+  bool has_arrivals() const noexcept { return true; }
   /// Nothing can be claimed and left unpublished in a lower provider's receive buffer.
   bool mailbox_unstick() noexcept { return false; }
 
