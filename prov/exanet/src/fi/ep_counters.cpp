@@ -198,6 +198,7 @@ void live_publish(endpoint& ep) noexcept {
 }  // namespace
 
 void endpoint_live_open(endpoint& ep) noexcept {
+  if (!params_live_stats()) return;
   const auto pid = static_cast<std::int32_t>(getpid());
   const std::uint32_t port = ep.proto.address().port;
   std::string name;
