@@ -282,19 +282,27 @@ unsigned long long drops(const endpoint_snapshot& s) {
 }
 
 const column g_columns[] = {
-    {"EAGER", "eager", [](const endpoint_snapshot& s) { return s.get("eager_sent") + s.get("eager_recv"); }},
-    {"MEDIUM", "medium", [](const endpoint_snapshot& s) { return s.get("medium_sent") + s.get("medium_recv"); }},
+    {"EAGER", "eager",
+     [](const endpoint_snapshot& s) { return s.get("eager_sent") + s.get("eager_recv"); }},
+    {"MEDIUM", "medium",
+     [](const endpoint_snapshot& s) { return s.get("medium_sent") + s.get("medium_recv"); }},
     {"RI", "ri", [](const endpoint_snapshot& s) { return s.get("ri_sent"); }},
-    {"SI", "si", [](const endpoint_snapshot& s) { return s.get("rndv_sent") - std::min(s.get("rndv_sent"), s.get("concurrent")); }},
+    {"SI", "si",
+     [](const endpoint_snapshot& s) {
+       return s.get("rndv_sent") - std::min(s.get("rndv_sent"), s.get("concurrent"));
+     }},
     {"CONC", "concurrent", [](const endpoint_snapshot& s) { return s.get("concurrent"); }},
-    {"FAST%", "fast_recv_pct", [](const endpoint_snapshot& s) {
+    {"FAST%", "fast_recv_pct",
+     [](const endpoint_snapshot& s) {
        const unsigned long long r = received(s);
-       return r ? 100 * s.get("fast_recv") / r : 0ull; }},
+       return r ? 100 * s.get("fast_recv") / r : 0ull;
+     }},
     {"STALE", "rtr_stale", [](const endpoint_snapshot& s) { return s.get("rtr_stale"); }},
     {"SUSP", "suspensions", [](const endpoint_snapshot& s) { return s.get("suspensions"); }},
     {"UNEXP", "unexpected_now", [](const endpoint_snapshot& s) { return s.get("unexpected_now"); }},
     {"UXMAX", "unexpected_max", [](const endpoint_snapshot& s) { return s.get("unexpected_max"); }},
-    {"UXBYTES", "unexpected_bytes_now", [](const endpoint_snapshot& s) { return s.get("unexpected_bytes_now"); }},
+    {"UXBYTES", "unexpected_bytes_now",
+     [](const endpoint_snapshot& s) { return s.get("unexpected_bytes_now"); }},
     {"MBFULL", "mailbox_full", [](const endpoint_snapshot& s) { return s.get("mailbox_full"); }},
     {"DROPS", "drops", drops},
 };
@@ -328,9 +336,12 @@ void print_table(const std::vector<endpoint_snapshot>& all) {
 void json_string(const std::string& v) {
   std::putchar('"');
   for (const char ch : v) {
-    if (ch == '"' || ch == '\\') std::printf("\\%c", ch);
-    else if (static_cast<unsigned char>(ch) < 0x20) std::printf("\\u%04x", ch);
-    else std::putchar(ch);
+    if (ch == '"' || ch == '\\')
+      std::printf("\\%c", ch);
+    else if (static_cast<unsigned char>(ch) < 0x20)
+      std::printf("\\u%04x", ch);
+    else
+      std::putchar(ch);
   }
   std::putchar('"');
 }
@@ -339,10 +350,11 @@ void print_json(const std::vector<endpoint_snapshot>& all) {
   std::printf("{\"endpoints\": [");
   for (std::size_t e = 0; e < all.size(); ++e) {
     const endpoint_snapshot& s = all[e];
-    std::printf("%s\n  {\"pid\": %d, \"port\": %u, \"owner\": \"%s\", \"torn\": %s, "
-                "\"age_seconds\": %.3f, \"file\": ",
-                e ? "," : "", s.pid, s.port, state_name(s.owner), s.torn ? "true" : "false",
-                age_seconds(s));
+    std::printf(
+        "%s\n  {\"pid\": %d, \"port\": %u, \"owner\": \"%s\", \"torn\": %s, "
+        "\"age_seconds\": %.3f, \"file\": ",
+        e ? "," : "", s.pid, s.port, state_name(s.owner), s.torn ? "true" : "false",
+        age_seconds(s));
     json_string(s.file);
     std::printf(",\n   \"summary\": {");
     for (std::size_t i = 0; i < std::size(g_columns); ++i)
@@ -384,8 +396,9 @@ int top(double interval, long count) {
   const bool tty = isatty(STDOUT_FILENO);
   for (long n = 0; !g_stop && (count <= 0 || n < count); ++n) {
     if (n && !g_stop) {
-      timespec d{static_cast<time_t>(interval),
-                 static_cast<long>((interval - static_cast<double>(static_cast<time_t>(interval))) * 1e9)};
+      timespec d{
+          static_cast<time_t>(interval),
+          static_cast<long>((interval - static_cast<double>(static_cast<time_t>(interval))) * 1e9)};
       nanosleep(&d, nullptr);
       if (g_stop) break;
     }
@@ -434,7 +447,8 @@ int segments(bool stale_only) {
     constexpr std::uint32_t first_locked_layout = 8;  // dev/emu/layout.hpp's history
     static_assert(emu::layout_version >= first_locked_layout);
     if (version != 0 && version < first_locked_layout)
-      st = pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) ? owner_state::alive : owner_state::gone;
+      st =
+          pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) ? owner_state::alive : owner_state::gone;
     // A segment being created is unlocked for an instant: a dead verdict is confirmed later.
     else if (st == owner_state::gone) {
       usleep(100 * 1000);
@@ -448,11 +462,11 @@ int segments(bool stale_only) {
     const bool ok = read_live(name, s);
     // A live file of a killed process is kept for post-mortem reading: listed, not counted.
     if (stale_only) continue;
-    std::printf("%-8s %-7s %-8d %s/%s\n", "counters", state_name(ok ? s.owner : probe_owner(std::string(shm_dir) + "/" + name)),
-                s.pid, shm_dir, name.c_str());
+    std::printf("%-8s %-7s %-8d %s/%s\n", "counters",
+                state_name(ok ? s.owner : probe_owner(std::string(shm_dir) + "/" + name)), s.pid,
+                shm_dir, name.c_str());
   }
-  for (const std::string& name : shm_files("exanet-av."))
-    show("av", name, owner_state::unknown, 0);
+  for (const std::string& name : shm_files("exanet-av.")) show("av", name, owner_state::unknown, 0);
   return stale_only && left ? 1 : 0;
 }
 
@@ -518,8 +532,10 @@ int main(int argc, char** argv) {
       return 2;
     }
     const std::vector<endpoint_snapshot> all = read_all_live();
-    if (cmd == "--json") print_json(all);
-    else print_csv(all);
+    if (cmd == "--json")
+      print_json(all);
+    else
+      print_csv(all);
     return 0;
   }
   if (cmd == "segments") {

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # exanet-stats over a real job: Debian's fi_pingpong (server and client processes) runs over
 # exanet while exanet-stats reads its endpoints' live counters and segments; then the job is
 # killed (SIGKILL: no close, no atexit) and what it left is read again.

@@ -132,7 +132,8 @@ constexpr std::uint32_t live_polls_per_look = 64;
 std::uint64_t clock_ns(clockid_t id) noexcept {
   timespec ts{};
   clock_gettime(id, &ts);
-  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<std::uint64_t>(ts.tv_nsec);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
 }
 
 std::string live_name(std::int32_t pid, std::uint32_t port) {
@@ -169,9 +170,7 @@ bool remember_created(const std::string& name) noexcept {
   try {
     c.names.emplace_back(name, getpid());
     return true;
-  } catch (...) {
-    return false;
-  }
+  } catch (...) { return false; }
 }
 
 void forget_created(const std::string& name) noexcept {
@@ -189,8 +188,10 @@ void live_publish(endpoint& ep) noexcept {
   f.seq.store(s + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
   std::size_t i = 0;
-  for (const named_counter& k : g_counters) f.values[i++].store(c.*k.field, std::memory_order_relaxed);
-  for (const named_gauge& g : g_gauges) f.values[i++].store(g.read(ep.proto), std::memory_order_relaxed);
+  for (const named_counter& k : g_counters)
+    f.values[i++].store(c.*k.field, std::memory_order_relaxed);
+  for (const named_gauge& g : g_gauges)
+    f.values[i++].store(g.read(ep.proto), std::memory_order_relaxed);
   f.updated_ns.store(clock_ns(CLOCK_REALTIME), std::memory_order_relaxed);
   f.seq.store(s + 2, std::memory_order_release);
 }
@@ -204,9 +205,7 @@ void endpoint_live_open(endpoint& ep) noexcept {
   std::string name;
   try {
     name = live_name(pid, port);
-  } catch (...) {
-    return;
-  }
+  } catch (...) { return; }
   // A file of this name is a dead process's (the pid was ours, the port is ours now): replace it.
   int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   if (fd < 0 && errno == EEXIST) {
@@ -214,8 +213,8 @@ void endpoint_live_open(endpoint& ep) noexcept {
     fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
   }
   if (fd < 0) {
-    EXANET_LOG_ONCE(info, core, "no live counters for exanet-stats: shm_open(%s): %s", name.c_str(),
-                    std::strerror(errno));
+    EXANET_LOG_ONCE(info, ep_ctrl, "no live counters for exanet-stats: shm_open(%s): %s",
+                    name.c_str(), std::strerror(errno));
     return;
   }
   void* p = MAP_FAILED;
@@ -223,7 +222,7 @@ void endpoint_live_open(endpoint& ep) noexcept {
       ftruncate(fd, static_cast<off_t>(live_stats::file_bytes)) == 0)
     p = mmap(nullptr, live_stats::file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (p == MAP_FAILED || !remember_created(name)) {
-    EXANET_LOG_ONCE(info, core, "no live counters for exanet-stats: %s: %s", name.c_str(),
+    EXANET_LOG_ONCE(info, ep_ctrl, "no live counters for exanet-stats: %s: %s", name.c_str(),
                     std::strerror(errno));
     if (p != MAP_FAILED) munmap(p, live_stats::file_bytes);
     shm_unlink(name.c_str());
@@ -268,8 +267,7 @@ void endpoint_live_close(endpoint& ep) noexcept {
   std::string name;
   try {
     name = live_name(ep.live->pid, ep.live->port);
-  } catch (...) {
-  }
+  } catch (...) {}
   munmap(ep.live, live_stats::file_bytes);
   ep.live = nullptr;
   if (!name.empty()) {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Live counters: each endpoint keeps a copy of its counters in a small file,
 // /dev/shm/exanet-stats.<uid>.<pid>.<port>, that `exanet-stats top` (util/) reads while the job
 // runs. The file names its own values (the tool needs no list of counters, and one built before
@@ -19,7 +20,7 @@
 namespace exanet::fi::live_stats {
 
 inline constexpr char name_prefix[] = "exanet-stats.";  // then <uid>.<pid>.<port>
-inline constexpr std::uint32_t magic = 0x45585354;       // "EXST"
+inline constexpr std::uint32_t magic = 0x45585354;      // "EXST"
 inline constexpr std::uint32_t version = 1;
 inline constexpr std::size_t name_bytes = 32;  // NUL-terminated value names
 inline constexpr std::size_t max_values = 96;
@@ -30,10 +31,10 @@ struct file_layout {
   std::uint32_t version;
   std::int32_t pid;
   std::uint32_t port;
-  std::uint32_t counters;  // values[0, counters): counters, only ever growing
-  std::uint32_t gauges;    // values[counters, counters + gauges): levels at the last copy
-  std::uint64_t started_ns;               // CLOCK_REALTIME at endpoint open
-  std::atomic<std::uint64_t> seq;         // odd while a copy is written; 0: none yet
+  std::uint32_t counters;          // values[0, counters): counters, only ever growing
+  std::uint32_t gauges;            // values[counters, counters + gauges): levels at the last copy
+  std::uint64_t started_ns;        // CLOCK_REALTIME at endpoint open
+  std::atomic<std::uint64_t> seq;  // odd while a copy is written; 0: none yet
   std::atomic<std::uint64_t> updated_ns;  // CLOCK_REALTIME of the last whole copy
   char names[max_values][name_bytes];
   std::atomic<std::uint64_t> values[max_values];

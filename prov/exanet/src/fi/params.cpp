@@ -348,9 +348,7 @@ const char* params_stats_destination() noexcept {
   return v && std::strcmp(v, "0") != 0 ? v : nullptr;
 }
 
-bool params_live_stats() noexcept {
-  return read_bool(param(param_id::live_stats)).value_or(true);
-}
+bool params_live_stats() noexcept { return read_bool(param(param_id::live_stats)).value_or(true); }
 
 proto::config params_read() noexcept {
   proto::config c;
