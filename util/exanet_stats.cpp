@@ -1,25 +1,48 @@
-// exanet-stats: tabulates the counters exanet endpoints print at close (FI_EXANET_STATS).
+// exanet-stats: the counters of exanet endpoints, live or as printed at close.
 //
 //   exanet-stats FILE...          the "exanet-stats key=value ..." lines in FILEs ("-": stdin)
 //   exanet-stats -- COMMAND...    runs COMMAND with FI_EXANET_STATS pointing at a temporary file
 //                                 (exported to every process it starts, mpirun ranks included),
 //                                 then tabulates what its endpoints printed
+//   exanet-stats top [-i SECONDS] [-n COUNT]   (or --watch) a table of this user's endpoints on
+//                                 this host, refreshed from their live files
+//   exanet-stats --json | --csv   the same, once, for programs
+//   exanet-stats segments [--stale]   this user's segments, live files and named AVs, and
+//                                 whether their owners live; --stale: only what is left behind
+//                                 (exit 1 if anything is)
+//   exanet-stats clean            removes the live files of endpoints whose process is gone
 //
-// Prints every counter summed over the endpoints, the largest single value for high-water marks,
-// and the shares a user asks about first: how many received messages found their receive
-// already posted, and which protocol carried the messages.
+// The line mode prints every counter summed over the endpoints, the largest single value for
+// high-water marks, and the shares a user asks about first: how many received messages found
+// their receive already posted, and which protocol carried the messages. The live modes read
+// /dev/shm/exanet-stats.<uid>.<pid>.<port> (prov/exanet/src/fi/live_stats.hpp); see
+// exanet-stats(1).
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <sstream>
 #include <string>
 #include <vector>
+
+#include "dev/emu/layout.hpp"
+#include "fi/live_stats.hpp"
 
 namespace {
 
@@ -119,16 +142,411 @@ int run_and_report(char** argv) {
   return rc;
 }
 
+// ---- files in /dev/shm ---------------------------------------------------------------------
+
+constexpr const char* shm_dir = "/dev/shm";
+
+enum class owner_state { alive, gone, unknown };
+
+const char* state_name(owner_state s) {
+  return s == owner_state::alive ? "alive" : s == owner_state::gone ? "dead" : "unknown";
+}
+
+// The creator of a segment or live file holds an exclusive flock(2) on it while it lives: a
+// shared lock is granted only once nobody holds that one. Given back at once.
+owner_state probe_owner(int fd) {
+  if (flock(fd, LOCK_SH | LOCK_NB) == 0) {
+    flock(fd, LOCK_UN);
+    return owner_state::gone;
+  }
+  return errno == EWOULDBLOCK ? owner_state::alive : owner_state::unknown;
+}
+
+owner_state probe_owner(const std::string& path) {
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return owner_state::unknown;
+  const owner_state s = probe_owner(fd);
+  close(fd);
+  return s;
+}
+
+// This user's files in /dev/shm whose names start with prefix + "<uid>.".
+std::vector<std::string> shm_files(const std::string& prefix) {
+  std::vector<std::string> names;
+  const std::string mine = prefix + std::to_string(geteuid()) + ".";
+  if (DIR* d = opendir(shm_dir)) {
+    while (const dirent* e = readdir(d))
+      if (std::strncmp(e->d_name, mine.c_str(), mine.size()) == 0) names.emplace_back(e->d_name);
+    closedir(d);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// ---- live counter files ----------------------------------------------------------------------
+
+namespace live = exanet::fi::live_stats;
+
+struct endpoint_snapshot {
+  std::string file;
+  int pid = 0;
+  unsigned port = 0;
+  owner_state owner = owner_state::unknown;
+  bool torn = false;  // the writer died in the middle of a copy: values may mix two copies
+  std::uint64_t updated_ns = 0, started_ns = 0;
+  std::vector<std::pair<std::string, unsigned long long>> values;  // counters, then gauges
+  unsigned counters = 0;
+
+  unsigned long long get(const char* name) const {
+    for (const auto& [k, v] : values)
+      if (k == name) return v;
+    return 0;
+  }
+};
+
+bool read_live(const std::string& name, endpoint_snapshot& out) {
+  const std::string path = std::string(shm_dir) + "/" + name;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || static_cast<std::size_t>(st.st_size) < sizeof(live::file_layout)) {
+    close(fd);
+    return false;
+  }
+  void* p = mmap(nullptr, sizeof(live::file_layout), PROT_READ, MAP_SHARED, fd, 0);
+  out.owner = probe_owner(fd);
+  close(fd);
+  if (p == MAP_FAILED) return false;
+  const auto& f = *static_cast<const live::file_layout*>(p);
+  bool ok = std::atomic_ref<const std::uint32_t>(f.magic).load(std::memory_order_acquire) ==
+                live::magic &&
+            f.version == live::version && f.counters + f.gauges <= live::max_values;
+  if (ok) {
+    out.file = name;
+    out.pid = f.pid;
+    out.port = f.port;
+    out.counters = f.counters;
+    out.started_ns = f.started_ns;
+    const unsigned n = f.counters + f.gauges;
+    std::vector<unsigned long long> v(n);
+    // Seqlock reader: a whole copy has the same even sequence number before and after.
+    for (int attempt = 0;; ++attempt) {
+      const std::uint64_t s1 = f.seq.load(std::memory_order_acquire);
+      for (unsigned i = 0; i < n; ++i) v[i] = f.values[i].load(std::memory_order_relaxed);
+      out.updated_ns = f.updated_ns.load(std::memory_order_relaxed);
+      std::atomic_thread_fence(std::memory_order_acquire);
+      const std::uint64_t s2 = f.seq.load(std::memory_order_relaxed);
+      if (s1 == s2 && (s1 & 1) == 0) break;
+      if (attempt == 1000) {  // a writer that never finishes: killed mid-copy
+        out.torn = true;
+        break;
+      }
+      sched_yield();
+    }
+    out.values.clear();
+    for (unsigned i = 0; i < n; ++i) {
+      char nm[live::name_bytes + 1] = {};
+      std::memcpy(nm, f.names[i], live::name_bytes);
+      out.values.emplace_back(nm, v[i]);
+    }
+  }
+  munmap(p, sizeof(live::file_layout));
+  return ok;
+}
+
+std::vector<endpoint_snapshot> read_all_live() {
+  std::vector<endpoint_snapshot> all;
+  for (const std::string& name : shm_files(live::name_prefix)) {
+    endpoint_snapshot s;
+    if (read_live(name, s)) all.push_back(std::move(s));
+  }
+  return all;
+}
+
+// The columns of the table, the CSV and the JSON summary: what a person watching asks first.
+struct column {
+  const char* head;
+  const char* key;  // JSON/CSV name
+  unsigned long long (*value)(const endpoint_snapshot&);
+};
+
+unsigned long long received(const endpoint_snapshot& s) {
+  return s.get("eager_recv") + s.get("medium_recv") + s.get("rndv_recv") + s.get("ri_recv");
+}
+
+unsigned long long drops(const endpoint_snapshot& s) {
+  unsigned long long d = 0;
+  for (const auto& [k, v] : s.values)
+    if (k.rfind("drop_", 0) == 0) d += v;
+  return d + s.get("psn_window_drops");
+}
+
+const column g_columns[] = {
+    {"EAGER", "eager",
+     [](const endpoint_snapshot& s) { return s.get("eager_sent") + s.get("eager_recv"); }},
+    {"MEDIUM", "medium",
+     [](const endpoint_snapshot& s) { return s.get("medium_sent") + s.get("medium_recv"); }},
+    {"RI", "ri", [](const endpoint_snapshot& s) { return s.get("ri_sent"); }},
+    {"SI", "si",
+     [](const endpoint_snapshot& s) {
+       return s.get("rndv_sent") - std::min(s.get("rndv_sent"), s.get("concurrent"));
+     }},
+    {"CONC", "concurrent", [](const endpoint_snapshot& s) { return s.get("concurrent"); }},
+    {"FAST%", "fast_recv_pct",
+     [](const endpoint_snapshot& s) {
+       const unsigned long long r = received(s);
+       return r ? 100 * s.get("fast_recv") / r : 0ull;
+     }},
+    {"STALE", "rtr_stale", [](const endpoint_snapshot& s) { return s.get("rtr_stale"); }},
+    {"SUSP", "suspensions", [](const endpoint_snapshot& s) { return s.get("suspensions"); }},
+    {"UNEXP", "unexpected_now", [](const endpoint_snapshot& s) { return s.get("unexpected_now"); }},
+    {"UXMAX", "unexpected_max", [](const endpoint_snapshot& s) { return s.get("unexpected_max"); }},
+    {"UXBYTES", "unexpected_bytes_now",
+     [](const endpoint_snapshot& s) { return s.get("unexpected_bytes_now"); }},
+    {"MBFULL", "mailbox_full", [](const endpoint_snapshot& s) { return s.get("mailbox_full"); }},
+    {"DROPS", "drops", drops},
+};
+
+double age_seconds(const endpoint_snapshot& s) {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const double now = static_cast<double>(ts.tv_sec) + ts.tv_nsec / 1e9;
+  return s.updated_ns ? now - static_cast<double>(s.updated_ns) / 1e9 : 0.0;
+}
+
+void print_table(const std::vector<endpoint_snapshot>& all) {
+  std::printf("%-8s %-6s %-5s", "PID", "PORT", "OWNER");
+  for (const column& c : g_columns) std::printf(" %8s", c.head);
+  std::printf("\n");
+  for (const endpoint_snapshot& s : all) {
+    std::printf("%-8d %-6u %-5s", s.pid, s.port, state_name(s.owner));
+    for (const column& c : g_columns) std::printf(" %8llu", c.value(s));
+    std::printf("%s\n", s.torn ? "  (torn)" : "");
+  }
+  // Drops by reason, only where there are any: a table of zeros helps nobody.
+  for (const endpoint_snapshot& s : all) {
+    std::string reasons;
+    for (const auto& [k, v] : s.values)
+      if (v && (k.rfind("drop_", 0) == 0 || k == "psn_window_drops"))
+        reasons += " " + k + "=" + std::to_string(v);
+    if (!reasons.empty()) std::printf("drops pid %d port %u:%s\n", s.pid, s.port, reasons.c_str());
+  }
+}
+
+void json_string(const std::string& v) {
+  std::putchar('"');
+  for (const char ch : v) {
+    if (ch == '"' || ch == '\\')
+      std::printf("\\%c", ch);
+    else if (static_cast<unsigned char>(ch) < 0x20)
+      std::printf("\\u%04x", ch);
+    else
+      std::putchar(ch);
+  }
+  std::putchar('"');
+}
+
+void print_json(const std::vector<endpoint_snapshot>& all) {
+  std::printf("{\"endpoints\": [");
+  for (std::size_t e = 0; e < all.size(); ++e) {
+    const endpoint_snapshot& s = all[e];
+    std::printf(
+        "%s\n  {\"pid\": %d, \"port\": %u, \"owner\": \"%s\", \"torn\": %s, "
+        "\"age_seconds\": %.3f, \"file\": ",
+        e ? "," : "", s.pid, s.port, state_name(s.owner), s.torn ? "true" : "false",
+        age_seconds(s));
+    json_string(s.file);
+    std::printf(",\n   \"summary\": {");
+    for (std::size_t i = 0; i < std::size(g_columns); ++i)
+      std::printf("%s\"%s\": %llu", i ? ", " : "", g_columns[i].key, g_columns[i].value(s));
+    std::printf("},\n   \"counters\": {");
+    for (std::size_t i = 0; i < s.values.size(); ++i) {
+      std::printf("%s", i ? ", " : "");
+      json_string(s.values[i].first);
+      std::printf(": %llu", s.values[i].second);
+    }
+    std::printf("}}");
+  }
+  std::printf("\n]}\n");
+}
+
+void print_csv(const std::vector<endpoint_snapshot>& all) {
+  // One row per endpoint; the columns are the union of the names, in first-seen order.
+  std::vector<std::string> names;
+  for (const endpoint_snapshot& s : all)
+    for (const auto& [k, v] : s.values)
+      if (std::find(names.begin(), names.end(), k) == names.end()) names.push_back(k);
+  std::printf("pid,port,owner,torn");
+  for (const std::string& k : names) std::printf(",%s", k.c_str());
+  std::printf("\n");
+  for (const endpoint_snapshot& s : all) {
+    std::printf("%d,%u,%s,%d", s.pid, s.port, state_name(s.owner), s.torn ? 1 : 0);
+    for (const std::string& k : names) std::printf(",%llu", s.get(k.c_str()));
+    std::printf("\n");
+  }
+}
+
+volatile sig_atomic_t g_stop = 0;
+
+int top(double interval, long count) {
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_stop = 1; };
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  const bool tty = isatty(STDOUT_FILENO);
+  for (long n = 0; !g_stop && (count <= 0 || n < count); ++n) {
+    if (n && !g_stop) {
+      timespec d{
+          static_cast<time_t>(interval),
+          static_cast<long>((interval - static_cast<double>(static_cast<time_t>(interval))) * 1e9)};
+      nanosleep(&d, nullptr);
+      if (g_stop) break;
+    }
+    const std::vector<endpoint_snapshot> all = read_all_live();
+    if (tty) std::printf("\033[H\033[2J");
+    const time_t now = time(nullptr);
+    char when[32];
+    std::strftime(when, sizeof when, "%H:%M:%S", std::localtime(&now));
+    std::printf("exanet-stats %s: %zu endpoint(s) of uid %u on this host\n", when, all.size(),
+                static_cast<unsigned>(geteuid()));
+    print_table(all);
+    if (!tty) std::printf("\n");
+    std::fflush(stdout);
+  }
+  return 0;
+}
+
+// segments [--stale]: every exanet file of this user in /dev/shm and whether its owner lives.
+// Segments and live files carry their owner's lock; named AVs carry none and are listed as
+// left behind whenever they exist (a test that makes one removes it).
+int segments(bool stale_only) {
+  namespace emu = exanet::dev::emu;
+  int left = 0;
+  const auto show = [&](const char* kind, const std::string& name, owner_state st, int pid) {
+    if (stale_only && st == owner_state::alive) return;
+    if (st != owner_state::alive) ++left;
+    std::printf("%-8s %-7s %-8d %s/%s\n", kind, state_name(st), pid, shm_dir, name.c_str());
+  };
+  if (!stale_only) std::printf("%-8s %-7s %-8s %s\n", "KIND", "OWNER", "PID", "FILE");
+  for (const std::string& name : shm_files("exanet.")) {
+    const std::string path = std::string(shm_dir) + "/" + name;
+    owner_state st = probe_owner(path);
+    int pid = 0;
+    std::uint32_t version = 0;
+    if (const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC); fd >= 0) {
+      emu::segment_header h{};
+      if (pread(fd, &h, sizeof h, 0) == static_cast<ssize_t>(sizeof h) &&
+          h.magic == emu::segment_magic) {
+        pid = h.owner_pid;
+        version = h.version;
+      }
+      close(fd);
+    }
+    // A segment of an older layout (a build before its creator held the lock) can be judged
+    // only by its creator's pid, as the provider judges it (dev/emu/device.cpp).
+    constexpr std::uint32_t first_locked_layout = 8;  // dev/emu/layout.hpp's history
+    static_assert(emu::layout_version >= first_locked_layout);
+    if (version != 0 && version < first_locked_layout)
+      st =
+          pid > 0 && (kill(pid, 0) == 0 || errno == EPERM) ? owner_state::alive : owner_state::gone;
+    // A segment being created is unlocked for an instant: a dead verdict is confirmed later.
+    else if (st == owner_state::gone) {
+      usleep(100 * 1000);
+      if (access(path.c_str(), F_OK) != 0) continue;  // removed meanwhile: nothing left behind
+      st = probe_owner(path);
+    }
+    show("segment", name, st, pid);
+  }
+  for (const std::string& name : shm_files(live::name_prefix)) {
+    endpoint_snapshot s;
+    const bool ok = read_live(name, s);
+    // A live file of a killed process is kept for post-mortem reading: listed, not counted.
+    if (stale_only) continue;
+    std::printf("%-8s %-7s %-8d %s/%s\n", "counters",
+                state_name(ok ? s.owner : probe_owner(std::string(shm_dir) + "/" + name)), s.pid,
+                shm_dir, name.c_str());
+  }
+  for (const std::string& name : shm_files("exanet-av.")) show("av", name, owner_state::unknown, 0);
+  return stale_only && left ? 1 : 0;
+}
+
+int clean() {
+  int removed = 0;
+  for (const std::string& name : shm_files(live::name_prefix)) {
+    const std::string path = std::string(shm_dir) + "/" + name;
+    if (probe_owner(path) != owner_state::gone) continue;
+    if (unlink(path.c_str()) == 0) {
+      std::printf("removed %s\n", path.c_str());
+      ++removed;
+    }
+  }
+  return 0;
+}
+
+void usage() {
+  std::fprintf(stderr,
+               "usage: exanet-stats FILE...        tabulate exanet-stats lines (\"-\": stdin)\n"
+               "       exanet-stats -- COMMAND...  run COMMAND with FI_EXANET_STATS set, then "
+               "tabulate\n"
+               "       exanet-stats top [-i SECONDS] [-n COUNT]   live table (also --watch)\n"
+               "       exanet-stats --json | --csv  live counters, once\n"
+               "       exanet-stats segments [--stale]  exanet files in /dev/shm and their owners\n"
+               "       exanet-stats clean          remove live files of processes that are gone\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2 || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "--help")) {
-    std::fprintf(stderr,
-                 "usage: exanet-stats FILE...        tabulate exanet-stats lines (\"-\": stdin)\n"
-                 "       exanet-stats -- COMMAND...  run COMMAND with FI_EXANET_STATS set, then "
-                 "tabulate\n");
+    usage();
     return argc < 2 ? 2 : 0;
   }
+  const std::string cmd = argv[1];
+  if (cmd == "top" || cmd == "--watch") {
+    double interval = 1.0;
+    long count = 0;
+    for (int i = 2; i < argc; ++i) {
+      char* end = nullptr;
+      if (!std::strcmp(argv[i], "-i") && i + 1 < argc) {
+        interval = std::strtod(argv[++i], &end);
+        if (*end || !(interval >= 0.05 && interval <= 3600)) {
+          std::fprintf(stderr, "exanet-stats: -i wants seconds between 0.05 and 3600\n");
+          return 2;
+        }
+      } else if (!std::strcmp(argv[i], "-n") && i + 1 < argc) {
+        count = std::strtol(argv[++i], &end, 10);
+        if (*end || count < 0) {
+          std::fprintf(stderr, "exanet-stats: -n wants a count (0: until interrupted)\n");
+          return 2;
+        }
+      } else {
+        usage();
+        return 2;
+      }
+    }
+    return top(interval, count);
+  }
+  if (cmd == "--json" || cmd == "--csv") {
+    if (argc > 2) {
+      usage();
+      return 2;
+    }
+    const std::vector<endpoint_snapshot> all = read_all_live();
+    if (cmd == "--json")
+      print_json(all);
+    else
+      print_csv(all);
+    return 0;
+  }
+  if (cmd == "segments") {
+    const bool stale = argc > 2 && !std::strcmp(argv[2], "--stale");
+    if (argc > 3 || (argc == 3 && !stale)) {
+      usage();
+      return 2;
+    }
+    return segments(stale);
+  }
+  if (cmd == "clean") return clean();
   if (!std::strcmp(argv[1], "--")) {
     if (argc < 3) return 2;
     return run_and_report(argv + 2);

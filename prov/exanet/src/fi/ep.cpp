@@ -73,6 +73,7 @@ int ep_close(fid* f) noexcept {
   {
     core::level_guard g(ep.lock);
     endpoint_report_counters(ep);
+    endpoint_live_close(ep);
     ep.proto.close();
   }
   // Each CQ and counter holds the endpoint once, however many of its slots it fills.
@@ -342,6 +343,7 @@ int endpoint::resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept {
 void endpoint::progress() noexcept {
   core::level_guard g(lock);
   proto.progress();
+  if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
 }
 
 int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) noexcept {
@@ -413,6 +415,7 @@ int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context
     delete ep;
     return rc;
   }
+  endpoint_live_open(*ep);
   domain_ref(domain);
   *out = &ep->ep_fid;
   return 0;

@@ -10,6 +10,7 @@
 
 #include "core/lock.hpp"
 #include "fi/common.hpp"
+#include "fi/live_stats.hpp"
 #include "proto/endpoint.hpp"
 
 namespace exanet::fi {
@@ -24,6 +25,11 @@ int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context
 int endpoint_ops_open(fid* f, const char* name, uint64_t flags, void** ops, void* context) noexcept;
 /// Prints the counters where FI_EXANET_STATS says, if it says anything (ep_counters.cpp).
 void endpoint_report_counters(endpoint& ep) noexcept;
+/// Live counters for exanet-stats (fi/live_stats.hpp, ep_counters.cpp): create the file after
+/// the endpoint has its port; copy the counters into it when due; remove it at close.
+void endpoint_live_open(endpoint& ep) noexcept;
+void endpoint_live_tick(endpoint& ep) noexcept;
+void endpoint_live_close(endpoint& ep) noexcept;
 /// What a CQ or counter calls to progress ep (manual progress).
 progress_source endpoint_progress_source(endpoint& ep) noexcept;
 
@@ -52,6 +58,12 @@ class endpoint {
   std::uint64_t av_epoch = 0;
   const std::atomic<std::uint64_t>* av_epoch_now = nullptr;  // the bound AV's; set with av_
   std::vector<dev::peer_id> peers;  // fi_addr -> device peer; no_peer: not resolved yet
+  // The live counters' file (null: none) and the progress calls left before the next look at
+  // the clock: the copy costs a decrement per progress call, never a clock read.
+  live_stats::file_layout* live = nullptr;
+  int live_fd = -1;
+  std::uint32_t live_countdown = 1;
+  std::uint64_t live_due_ms = 0;
 
   /// The device peer for fi_addr, connecting on first use. Negative -FI_E* on failure. Inline:
   /// a cached peer costs a few loads per data-path call.

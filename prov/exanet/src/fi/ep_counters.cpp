@@ -1,13 +1,27 @@
 // The endpoint's protocol counters for applications and tools: the FI_EXANET_COUNTERS_OPS
-// extension of <rdma/fi_ext_exanet.h>, and the one-line report FI_EXANET_STATS asks for at close.
+// extension of <rdma/fi_ext_exanet.h>, the one-line report FI_EXANET_STATS asks for at close,
+// and the live copy exanet-stats reads while the job runs (fi/live_stats.hpp).
+#include <fcntl.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_ext_exanet.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <mutex>
+#include <new>
+#include <string>
+#include <utility>
+#include <vector>
 
+#include "core/log.hpp"
 #include "fi/ep.hpp"
 #include "fi/params.hpp"
 
@@ -96,7 +110,173 @@ constinit fi_exanet_testing_ops g_testing_ops = {
     .hold_mailbox = &hold_mailbox,
 };
 
+// The levels the live file shows beside the counters: what peers' packets make the endpoint
+// hold at the moment of the copy.
+struct named_gauge {
+  const char* name;
+  std::size_t (*read)(const proto::endpoint&) noexcept;
+};
+constexpr named_gauge g_gauges[] = {
+    {"unexpected_now", [](const proto::endpoint& p) noexcept { return p.unexpected_in_use(); }},
+    {"unexpected_bytes_now",
+     [](const proto::endpoint& p) noexcept { return p.unexpected_bytes(); }},
+    {"stored_rtrs_now", [](const proto::endpoint& p) noexcept { return p.stored_rtrs(); }},
+    {"held_packets_now", [](const proto::endpoint& p) noexcept { return p.held_packets(); }},
+};
+static_assert(std::size(g_counters) + std::size(g_gauges) <= live_stats::max_values);
+
+// Progress calls between looks at the clock: a busy poller looks every few microseconds, one
+// that polls rarely still copies on its 64th call.
+constexpr std::uint32_t live_polls_per_look = 64;
+
+std::uint64_t clock_ns(clockid_t id) noexcept {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+         static_cast<std::uint64_t>(ts.tv_nsec);
+}
+
+std::string live_name(std::int32_t pid, std::uint32_t port) {
+  return "/" + std::string(live_stats::name_prefix) + std::to_string(geteuid()) + "." +
+         std::to_string(pid) + "." + std::to_string(port);
+}
+
+// The live files this process created and has not removed: unlinked at exit, as the segments
+// are (dev/emu/segment.cpp), so only a killed process leaves one. Entries carry the creator's
+// pid: a forked child never removes its parent's. Never freed (static destructors may close).
+struct created_files {
+  std::mutex lock;
+  std::vector<std::pair<std::string, pid_t>> names;
+};
+
+created_files& created() noexcept {
+  static created_files* c = new created_files;
+  return *c;
+}
+
+void unlink_created_at_exit() noexcept {
+  created_files& c = created();
+  const std::lock_guard g(c.lock);
+  for (const auto& [name, pid] : c.names)
+    if (pid == getpid()) shm_unlink(name.c_str());
+  c.names.clear();
+}
+
+bool remember_created(const std::string& name) noexcept {
+  static std::once_flag once;
+  std::call_once(once, [] { std::atexit(unlink_created_at_exit); });
+  created_files& c = created();
+  const std::lock_guard g(c.lock);
+  try {
+    c.names.emplace_back(name, getpid());
+    return true;
+  } catch (...) { return false; }
+}
+
+void forget_created(const std::string& name) noexcept {
+  created_files& c = created();
+  const std::lock_guard g(c.lock);
+  std::erase_if(c.names, [&](const auto& e) { return e.first == name && e.second == getpid(); });
+}
+
+// One whole copy (seqlock writer: the only writer is the endpoint's progress, serialised by
+// the threading level as every other use of its counters).
+void live_publish(endpoint& ep) noexcept {
+  live_stats::file_layout& f = *ep.live;
+  const fi_exanet_counters c = ep.proto.stats();
+  const std::uint64_t s = f.seq.load(std::memory_order_relaxed);
+  f.seq.store(s + 1, std::memory_order_relaxed);
+  std::atomic_thread_fence(std::memory_order_release);
+  std::size_t i = 0;
+  for (const named_counter& k : g_counters)
+    f.values[i++].store(c.*k.field, std::memory_order_relaxed);
+  for (const named_gauge& g : g_gauges)
+    f.values[i++].store(g.read(ep.proto), std::memory_order_relaxed);
+  f.updated_ns.store(clock_ns(CLOCK_REALTIME), std::memory_order_relaxed);
+  f.seq.store(s + 2, std::memory_order_release);
+}
+
 }  // namespace
+
+void endpoint_live_open(endpoint& ep) noexcept {
+  if (!params_live_stats()) return;
+  const auto pid = static_cast<std::int32_t>(getpid());
+  const std::uint32_t port = ep.proto.address().port;
+  std::string name;
+  try {
+    name = live_name(pid, port);
+  } catch (...) { return; }
+  // A file of this name is a dead process's (the pid was ours, the port is ours now): replace it.
+  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0 && errno == EEXIST) {
+    shm_unlink(name.c_str());
+    fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  }
+  if (fd < 0) {
+    EXANET_LOG_ONCE(info, ep_ctrl, "no live counters for exanet-stats: shm_open(%s): %s",
+                    name.c_str(), std::strerror(errno));
+    return;
+  }
+  void* p = MAP_FAILED;
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fchmod(fd, 0600) == 0 &&
+      ftruncate(fd, static_cast<off_t>(live_stats::file_bytes)) == 0)
+    p = mmap(nullptr, live_stats::file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED || !remember_created(name)) {
+    EXANET_LOG_ONCE(info, ep_ctrl, "no live counters for exanet-stats: %s: %s", name.c_str(),
+                    std::strerror(errno));
+    if (p != MAP_FAILED) munmap(p, live_stats::file_bytes);
+    shm_unlink(name.c_str());
+    close(fd);
+    return;
+  }
+  auto* f = new (p) live_stats::file_layout{};
+  f->pid = pid;
+  f->port = port;
+  f->counters = static_cast<std::uint32_t>(std::size(g_counters));
+  f->gauges = static_cast<std::uint32_t>(std::size(g_gauges));
+  f->started_ns = clock_ns(CLOCK_REALTIME);
+  std::size_t i = 0;
+  for (const named_counter& k : g_counters)
+    std::snprintf(f->names[i++], live_stats::name_bytes, "%s", k.name);
+  for (const named_gauge& g : g_gauges)
+    std::snprintf(f->names[i++], live_stats::name_bytes, "%s", g.name);
+  f->version = live_stats::version;
+  ep.live = f;
+  ep.live_fd = fd;
+  live_publish(ep);
+  // Written last: a reader that sees the magic sees a named, whole file.
+  std::atomic_ref<std::uint32_t>(f->magic).store(live_stats::magic, std::memory_order_release);
+  ep.live_countdown = live_polls_per_look;
+  ep.live_due_ms = clock_ns(CLOCK_MONOTONIC_COARSE) / 1'000'000u + live_stats::publish_interval_ms;
+}
+
+void endpoint_live_tick(endpoint& ep) noexcept {
+  if (!ep.live) {
+    ep.live_countdown = UINT32_MAX;
+    return;
+  }
+  ep.live_countdown = live_polls_per_look;
+  const std::uint64_t now_ms = clock_ns(CLOCK_MONOTONIC_COARSE) / 1'000'000u;
+  if (now_ms < ep.live_due_ms) return;
+  ep.live_due_ms = now_ms + live_stats::publish_interval_ms;
+  live_publish(ep);
+}
+
+void endpoint_live_close(endpoint& ep) noexcept {
+  if (!ep.live) return;
+  std::string name;
+  try {
+    name = live_name(ep.live->pid, ep.live->port);
+  } catch (...) {}
+  munmap(ep.live, live_stats::file_bytes);
+  ep.live = nullptr;
+  if (!name.empty()) {
+    shm_unlink(name.c_str());
+    forget_created(name);
+  }
+  close(ep.live_fd);  // last: the lock says "alive" until the name is gone
+  ep.live_fd = -1;
+}
 
 int endpoint_ops_open(fid* f, const char* name, uint64_t flags, void** ops, void*) noexcept {
   if (!f || !name || !ops) return -FI_EINVAL;

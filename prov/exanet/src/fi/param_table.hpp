@@ -42,6 +42,7 @@ enum class param_id : std::uint8_t {
   rndv_timeout_ms,
   rndv_deadline_ms,
   stats,
+  live_stats,
   proto_info,
   protocol,
 };
@@ -169,6 +170,10 @@ inline constexpr param_spec g_params[] = {
      "Print each endpoint's protocol counters when it closes: stderr (or 1), or a file name to "
      "append one line per endpoint to; 0 or empty: off.",
      "See COUNTERS."},
+    {param_id::live_stats, "live_stats", param_type::boolean, 1, "", 0, 1, "",
+     "1: every endpoint keeps a copy of its counters in /dev/shm/exanet-stats.<uid>.<pid>.<port> "
+     "(4 KiB) for exanet-stats top, --json and --csv while the job runs; 0: no file.",
+     "See COUNTERS and \\fBexanet\\-stats\\fR(1)."},
     {param_id::proto_info, "proto_info", param_type::boolean, 0, "", 0, 1, "",
      "1: every endpoint prints, when it opens, which protocol each operation takes by size and "
      "situation, to standard error whatever FI_LOG_LEVEL says.",

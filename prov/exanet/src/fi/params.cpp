@@ -50,6 +50,7 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::rndv_timeout_ms: return c.rndv_timeout_ms;
     case param_id::rndv_deadline_ms: return c.rndv_deadline_ms;
     case param_id::proto_info: return c.proto_info ? 1 : 0;
+    case param_id::live_stats: return 1;  // the fi layer's own (params_live_stats), on by default
     case param_id::copy:
     case param_id::stats:
     case param_id::protocol: break;  // strings: read by their own functions below
@@ -83,6 +84,7 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::rndv_timeout_ms: c.rndv_timeout_ms = static_cast<unsigned>(v); break;
     case param_id::rndv_deadline_ms: c.rndv_deadline_ms = static_cast<unsigned>(v); break;
     case param_id::proto_info: c.proto_info = v != 0; break;
+    case param_id::live_stats: break;  // read by params_live_stats
     case param_id::copy:
     case param_id::stats:
     case param_id::protocol: break;
@@ -345,6 +347,8 @@ const char* params_stats_destination() noexcept {
   const char* v = read_string(param_id::stats);
   return v && std::strcmp(v, "0") != 0 ? v : nullptr;
 }
+
+bool params_live_stats() noexcept { return read_bool(param(param_id::live_stats)).value_or(true); }
 
 proto::config params_read() noexcept {
   proto::config c;

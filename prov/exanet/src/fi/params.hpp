@@ -14,5 +14,7 @@ bool params_protocol(proto::protocol_family& out) noexcept;
 /// FI_EXANET_STATS: where endpoints print their counters when they close ("stderr" or "1" for
 /// standard error, anything else a file appended to); nullptr when unset, empty or "0".
 const char* params_stats_destination() noexcept;
+/// FI_EXANET_LIVE_STATS: whether endpoints keep their live counter file (default true).
+bool params_live_stats() noexcept;
 
 }  // namespace exanet::fi

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# exanet-stats over a real job: Debian's fi_pingpong (server and client processes) runs over
+# exanet while exanet-stats reads its endpoints' live counters and segments; then the job is
+# killed (SIGKILL: no close, no atexit) and what it left is read again.
+#   live_stats_test.sh EXANET_STATS
+# Checks: --json parses and shows both processes' endpoints, alive, with counts that move
+# between two reads; --csv has a row per endpoint; `segments --stale` does not report the
+# running job's segments (another job's live segments are no leak) but does report them once
+# the job is killed; the killed job's counters stay readable, marked dead, no lower than before.
+set -u
+stats=$1
+uid=$(id -u)
+port=$((20000 + RANDOM % 30000))
+out=$(mktemp -d)
+server= client= watchdogs=
+cleanup() {
+  kill -9 $server $client $watchdogs 2>/dev/null
+  wait $server $client 2>/dev/null
+  # What the killed job left: its segments and live files (found by owner pid).
+  for pid in $server $client; do
+    for f in /dev/shm/exanet.$uid.* /dev/shm/exanet-stats.$uid.$pid.*; do
+      [ -e "$f" ] || continue
+      case $f in
+        */exanet-stats.*) rm -f "$f" ;;
+        *) "$stats" segments | awk -v p="$pid" -v f="$f" '$3 == p && $4 == f {found=1} END {exit !found}' &&
+             rm -f "$f" ;;
+      esac
+    done
+  done
+  rm -rf "$out"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+# Long enough to be read several times; killed before it ends.
+fi_pingpong -p exanet -e rdm -S 64 -I 100000000 -B "$port" >"$out/server" 2>&1 &
+server=$!
+( sleep 100; kill -9 $server ) >/dev/null 2>&1 &  # bounds the job if this script is stopped
+watchdogs=$!
+for _ in $(seq 100); do
+  ss -ltn 2>/dev/null | grep -q ":$port " && break
+  sleep 0.1
+done
+fi_pingpong -p exanet -e rdm -S 64 -I 100000000 -P "$port" 127.0.0.1 >"$out/client" 2>&1 &
+client=$!
+( sleep 100; kill -9 $client ) >/dev/null 2>&1 &
+watchdogs="$watchdogs $!"
+
+# The job's endpoints as JSON: "pid eager owner" per endpoint of the two processes.
+job_rows() {
+  "$stats" --json >"$out/json" || fail "exanet-stats --json failed"
+  python3 -m json.tool "$out/json" >/dev/null || { cat "$out/json"; fail "--json does not parse"; }
+  python3 - "$out/json" "$server" "$client" <<'EOF'
+import json, sys
+doc = json.load(open(sys.argv[1]))
+pids = {int(sys.argv[2]), int(sys.argv[3])}
+for e in doc["endpoints"]:
+    if e["pid"] in pids:
+        c = e["counters"]
+        print(e["pid"], c["eager_sent"] + c["eager_recv"] + c["medium_sent"] + c["medium_recv"], e["owner"])
+EOF
+}
+
+# Wait for both endpoints to have counted traffic.
+for _ in $(seq 60); do
+  rows=$(job_rows)
+  [ "$(echo "$rows" | awk '$2 > 0' | wc -l)" -ge 2 ] && break
+  sleep 0.2
+done
+echo "first read:"; echo "$rows"
+[ "$(echo "$rows" | awk '$2 > 0 && $3 == "alive"' | wc -l)" -ge 2 ] ||
+  { cat "$out/server" "$out/client"; fail "the running job's two endpoints, alive and counting, are not in --json"; }
+first=$(echo "$rows" | awk -v p="$server" '$1 == p {print $2}')
+sleep 1
+rows=$(job_rows)
+echo "second read:"; echo "$rows"
+second=$(echo "$rows" | awk -v p="$server" '$1 == p {print $2}')
+[ "$second" -gt "$first" ] || fail "the server's message count did not move ($first, then $second)"
+
+"$stats" --csv >"$out/csv" || fail "--csv failed"
+grep -Eq "^$server,[0-9]+,alive,0,[0-9]" "$out/csv" || { cat "$out/csv"; fail "--csv has no row for the server"; }
+"$stats" top -n 1 | grep -Eq "^$server +[0-9]+ +alive" || fail "top shows no row for the server"
+
+# The running job's segments are listed alive and are no leak.
+"$stats" segments >"$out/segments"
+grep -Eq "^segment +alive +$server " "$out/segments" || { cat "$out/segments"; fail "the server's segment is not listed alive"; }
+"$stats" segments --stale | grep -Eq " ($server|$client) " && fail "segments --stale reports the running job"
+
+kill -9 "$server" "$client"
+wait "$server" "$client" 2>/dev/null
+
+rows=$(job_rows)
+echo "after SIGKILL:"; echo "$rows"
+after=$(echo "$rows" | awk -v p="$server" '$1 == p && $3 == "dead" {print $2}')
+[ -n "$after" ] || fail "the killed server's counters are not readable (marked dead)"
+[ "$after" -ge "$second" ] || fail "the killed server's counters went back ($second, then $after)"
+"$stats" segments --stale >"$out/stale"
+rc=$?
+grep -Eq "^segment +dead +$server " "$out/stale" && [ $rc -eq 1 ] ||
+  { cat "$out/stale"; fail "segments --stale does not report the killed server's segment (rc $rc)"; }
+echo "PASS: live counters read while the job ran, moved, and survived its SIGKILL; only the dead job's segments are stale"
