@@ -87,6 +87,7 @@ grep -Eq "^$server,[0-9]+,alive,0,[0-9]" "$out/csv" || { cat "$out/csv"; fail "-
 grep -Eq "^segment +alive +$server " "$out/segments" || { cat "$out/segments"; fail "the server's segment is not listed alive"; }
 "$stats" segments --stale | grep -Eq " ($server|$client) " && fail "segments --stale reports the running job"
 
+server_segment=$(awk -v p="$server" '$1 == "segment" && $3 == p {print $4}' "$out/segments" | head -1)
 kill -9 "$server" "$client"
 wait "$server" "$client" 2>/dev/null
 
@@ -97,6 +98,13 @@ after=$(echo "$rows" | awk -v p="$server" '$1 == p && $3 == "dead" {print $2}')
 [ "$after" -ge "$second" ] || fail "the killed server's counters went back ($second, then $after)"
 "$stats" segments --stale >"$out/stale"
 rc=$?
-grep -Eq "^segment +dead +$server " "$out/stale" && [ $rc -eq 1 ] ||
-  { cat "$out/stale"; fail "segments --stale does not report the killed server's segment (rc $rc)"; }
+if grep -Eq "^segment +dead +$server " "$out/stale"; then
+  [ $rc -eq 1 ] || fail "segments --stale reported the killed server's segment but exited $rc"
+elif [ -n "$server_segment" ] && [ ! -e "$server_segment" ] && [ ! -e "/dev/shm/${server_segment#/}" ]; then
+  # An endpoint opened meanwhile by a test running beside this one reclaimed it (open()
+  # removes dead owners' segments): gone is as good as reported.
+  echo "note: the killed server's segment was reclaimed before it could be listed"
+else
+  cat "$out/stale"; fail "segments --stale does not report the killed server's segment (rc $rc)"
+fi
 echo "PASS: live counters read while the job ran, moved, and survived its SIGKILL; only the dead job's segments are stale"

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "core/log.hpp"
+#include "core/unlink_at_exit.hpp"
 #include "fi/ep.hpp"
 #include "fi/params.hpp"
 
@@ -141,44 +142,6 @@ std::string live_name(std::int32_t pid, std::uint32_t port) {
          std::to_string(pid) + "." + std::to_string(port);
 }
 
-// The live files this process created and has not removed: unlinked at exit, as the segments
-// are (dev/emu/segment.cpp), so only a killed process leaves one. Entries carry the creator's
-// pid: a forked child never removes its parent's. Never freed (static destructors may close).
-struct created_files {
-  std::mutex lock;
-  std::vector<std::pair<std::string, pid_t>> names;
-};
-
-created_files& created() noexcept {
-  static created_files* c = new created_files;
-  return *c;
-}
-
-void unlink_created_at_exit() noexcept {
-  created_files& c = created();
-  const std::lock_guard g(c.lock);
-  for (const auto& [name, pid] : c.names)
-    if (pid == getpid()) shm_unlink(name.c_str());
-  c.names.clear();
-}
-
-bool remember_created(const std::string& name) noexcept {
-  static std::once_flag once;
-  std::call_once(once, [] { std::atexit(unlink_created_at_exit); });
-  created_files& c = created();
-  const std::lock_guard g(c.lock);
-  try {
-    c.names.emplace_back(name, getpid());
-    return true;
-  } catch (...) { return false; }
-}
-
-void forget_created(const std::string& name) noexcept {
-  created_files& c = created();
-  const std::lock_guard g(c.lock);
-  std::erase_if(c.names, [&](const auto& e) { return e.first == name && e.second == getpid(); });
-}
-
 // One whole copy (seqlock writer: the only writer is the endpoint's progress, serialised by
 // the threading level as every other use of its counters).
 void live_publish(endpoint& ep) noexcept {
@@ -221,7 +184,7 @@ void endpoint_live_open(endpoint& ep) noexcept {
   if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fchmod(fd, 0600) == 0 &&
       ftruncate(fd, static_cast<off_t>(live_stats::file_bytes)) == 0)
     p = mmap(nullptr, live_stats::file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  if (p == MAP_FAILED || !remember_created(name)) {
+  if (p == MAP_FAILED || !core::unlink_at_exit(name)) {
     EXANET_LOG_ONCE(info, ep_ctrl, "no live counters for exanet-stats: %s: %s", name.c_str(),
                     std::strerror(errno));
     if (p != MAP_FAILED) munmap(p, live_stats::file_bytes);
@@ -272,7 +235,7 @@ void endpoint_live_close(endpoint& ep) noexcept {
   ep.live = nullptr;
   if (!name.empty()) {
     shm_unlink(name.c_str());
-    forget_created(name);
+    core::forget_at_exit(name);
   }
   close(ep.live_fd);  // last: the lock says "alive" until the name is gone
   ep.live_fd = -1;

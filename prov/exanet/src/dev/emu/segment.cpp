@@ -8,64 +8,14 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <mutex>
-#include <utility>
-#include <vector>
 
 #include "core/log.hpp"
+#include "core/unlink_at_exit.hpp"
 
 namespace exanet::dev::emu {
-
-namespace {
-
-// The segments this process created and has not removed yet. A process that exits without
-// closing its endpoints (MPI_Abort, a forgotten fi_close, a test's child that returns) would
-// otherwise leave its segments in /dev/shm until another endpoint's open() reclaims them; at
-// exit (or when the provider is unloaded) they are unlinked. Entries carry the creator's pid
-// so a forked child, which inherits this list, never removes its parent's. Never freed: it
-// must outlive every static destructor that might still close an endpoint.
-struct created_segments {
-  std::mutex lock;
-  std::vector<std::pair<std::string, pid_t>> names;
-};
-
-created_segments& created() noexcept {
-  static created_segments* c = new created_segments;
-  return *c;
-}
-
-void unlink_created_at_exit() noexcept {
-  created_segments& c = created();
-  const std::lock_guard g(c.lock);
-  for (const auto& [name, pid] : c.names)
-    if (pid == getpid()) shm_unlink(name.c_str());
-  c.names.clear();
-}
-
-void remember_created(const std::string& name) noexcept {
-  static std::once_flag once;
-  std::call_once(once, [] { std::atexit(unlink_created_at_exit); });
-  created_segments& c = created();
-  const std::lock_guard g(c.lock);
-  try {
-    c.names.emplace_back(name, getpid());
-  } catch (...) {
-    // Not remembered: left for another endpoint's open() to reclaim, as before.
-  }
-}
-
-void forget_created(const std::string& name) noexcept {
-  created_segments& c = created();
-  const std::lock_guard g(c.lock);
-  std::erase_if(c.names, [&](const auto& e) { return e.first == name && e.second == getpid(); });
-}
-
-}  // namespace
 
 shm_segment& shm_segment::operator=(shm_segment&& o) noexcept {
   if (this != &o) {
@@ -88,7 +38,7 @@ shm_segment& shm_segment::operator=(shm_segment&& o) noexcept {
 void shm_segment::reset() noexcept {
   if (owner_ && !name_.empty()) {
     shm_unlink(name_.c_str());
-    forget_created(name_);
+    core::forget_at_exit(name_);
   }
   if (data_) munmap(data_, size_);
   if (fd_ >= 0) ::close(fd_);  // last: an owner's lock says "alive" until the name is gone
@@ -185,7 +135,7 @@ core::status shm_segment::create(const std::string& name, std::size_t bytes, std
     out.owner_ = false;
     return core::status::no_memory;
   }
-  remember_created(name);
+  (void)core::unlink_at_exit(name);  // not remembered: left for the next open to reclaim
   return core::status::ok;
 }
 
