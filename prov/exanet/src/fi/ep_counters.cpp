@@ -181,9 +181,15 @@ void endpoint_live_open(endpoint& ep) noexcept {
     return;
   }
   void* p = MAP_FAILED;
-  if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fchmod(fd, 0600) == 0 &&
-      ftruncate(fd, static_cast<off_t>(live_stats::file_bytes)) == 0)
-    p = mmap(nullptr, live_stats::file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  // Reserved, not just sized: on a full /dev/shm the first write to a sparse page would raise
+  // SIGBUS in the application; a failed reservation only means no live file.
+  if (flock(fd, LOCK_EX | LOCK_NB) == 0 && fchmod(fd, 0600) == 0) {
+    const int e = posix_fallocate(fd, 0, static_cast<off_t>(live_stats::file_bytes));
+    if (e == 0)
+      p = mmap(nullptr, live_stats::file_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    else
+      errno = e;
+  }
   if (p == MAP_FAILED || !core::unlink_at_exit(name)) {
     EXANET_LOG_ONCE(info, ep_ctrl, "no live counters for exanet-stats: %s: %s", name.c_str(),
                     std::strerror(errno));
