@@ -329,6 +329,11 @@ core::status device::send_or_queue(peer_id p, const packet& pk) noexcept {
 void device::flush_pending() noexcept {
   while (!pending_.empty()) {
     const pending_packet& q = pending_.front();
+    if (peers_[q.to].dead) {  // never read: it must not hold up the packets behind it
+      --peers_[q.to].queued;
+      pending_.pop_front();
+      continue;
+    }
     if (inject(q.to, q.pk) == core::status::again) return;
     --peers_[q.to].queued;
     pending_.pop_front();
@@ -738,7 +743,7 @@ void device::check_liveness(std::uint64_t now_ms) noexcept {
       mark_dead(p);
       continue;
     }
-    if (pr.ping_out_ms == 0) pr.ping_out_ms = now_ms;
+    if (pr.ping_out_ms == 0) pr.ping_out_ms = now_ms ? now_ms : 1;  // 0 means none out
     if (now_ms - pr.pinged_ms >= quarter || pr.pinged_ms < pr.heard_ms) {
       pr.pinged_ms = now_ms;
       send_signal(p, device_packet::ping);
@@ -810,6 +815,7 @@ core::status device::rma_check(peer_id p, std::uint64_t key, std::uint64_t addr,
                                std::uint64_t len, std::uint32_t need, rma_target& out) noexcept {
   if (p >= peers_.size()) return core::status::invalid;
   peer& pr = peers_[p];
+  if (pr.dead) return core::status::peer_dead;  // before anything that could say again for ever
   for (auto it = pr.grants.begin(); it != pr.grants.end(); ++it) {
     if (it->g.key != key) continue;
     switch (it->st) {
@@ -826,7 +832,6 @@ core::status device::rma_check(peer_id p, std::uint64_t key, std::uint64_t addr,
     }
   }
   if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
-  if (pr.dead) return core::status::peer_dead;
   if (pr.grants.size() >= max_remote_grants) {
     // Bounded: forget the oldest answer (a later use of its key asks again). Questions still
     // out are kept, or their answers would find nobody waiting.
@@ -881,6 +886,10 @@ void device::send_due_answers() noexcept {
   while (!answers_due_.empty()) {
     const pending_packet& a = answers_due_.front();
     const peer& pr = peers_[a.to];
+    if (pr.dead) {  // nobody to answer: it must not hold up the answers behind it
+      answers_due_.pop_front();
+      continue;
+    }
     if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return;
     if (!core::ok(send_or_queue(a.to, a.pk))) return;
     answers_due_.pop_front();
