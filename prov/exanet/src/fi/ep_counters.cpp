@@ -15,7 +15,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <new>
 #include <string>
 #include <utility>
@@ -25,6 +24,7 @@
 #include "core/unlink_at_exit.hpp"
 #include "fi/ep.hpp"
 #include "fi/params.hpp"
+#include "proto/clock.hpp"
 
 namespace exanet::fi {
 namespace {
@@ -216,7 +216,7 @@ void endpoint_live_open(endpoint& ep) noexcept {
   // Written last: a reader that sees the magic sees a named, whole file.
   std::atomic_ref<std::uint32_t>(f->magic).store(live_stats::magic, std::memory_order_release);
   ep.live_countdown = live_polls_per_look;
-  ep.live_due_ms = clock_ns(CLOCK_MONOTONIC_COARSE) / 1'000'000u + live_stats::publish_interval_ms;
+  ep.live_due_ms = proto::coarse_now_ms() + live_stats::publish_interval_ms;
 }
 
 void endpoint_live_tick(endpoint& ep) noexcept {
@@ -225,7 +225,7 @@ void endpoint_live_tick(endpoint& ep) noexcept {
     return;
   }
   ep.live_countdown = live_polls_per_look;
-  const std::uint64_t now_ms = clock_ns(CLOCK_MONOTONIC_COARSE) / 1'000'000u;
+  const std::uint64_t now_ms = proto::coarse_now_ms();
   if (now_ms < ep.live_due_ms) return;
   ep.live_due_ms = now_ms + live_stats::publish_interval_ms;
   live_publish(ep);

@@ -1,7 +1,6 @@
 #include "dev/emu/device.hpp"
 
 #include <dirent.h>
-#include <signal.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/uio.h>

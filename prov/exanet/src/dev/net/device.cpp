@@ -343,14 +343,14 @@ void device::flush_pending() noexcept {
 core::status device::mailbox_send(peer_id p, const packet& pk) noexcept {
   const peer& pr = peers_[p];
   if (pr.dead) return core::status::peer_dead;
-  if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+  if (!can_send(pr)) return core::status::again;
   return send_or_queue(p, pk);
 }
 
 core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept {
   const peer& pr = peers_[p];
   if (pr.dead) return core::status::peer_dead;
-  if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+  if (!can_send(pr)) return core::status::again;
   reserved_for_ = p;
   r.bytes = reserved_.data();
   r.handle = &reserved_;
@@ -646,7 +646,7 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
     st.done += len;
   }
   if (w.notify && !st.notified) {
-    if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+    if (!can_send(pr)) return core::status::again;
     notify_packet n{};
     n.type = static_cast<std::uint8_t>(device_packet::notify);
     n.slot = w.notify_slot;
@@ -664,7 +664,7 @@ core::status device::notify_record_put(peer_id p, std::uint32_t slot, const noti
   if (p >= peers_.size()) return core::status::invalid;
   peer& pr = peers_[p];
   if (pr.dead) return core::status::peer_dead;
-  if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+  if (!can_send(pr)) return core::status::again;
   notify_packet r{};
   r.type = static_cast<std::uint8_t>(device_packet::record);
   r.slot = slot;
@@ -676,7 +676,7 @@ core::status device::event_post(peer_id p, const notification& n) noexcept {
   if (p >= peers_.size()) return core::status::invalid;
   peer& pr = peers_[p];
   if (pr.dead) return core::status::peer_dead;
-  if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+  if (!can_send(pr)) return core::status::again;
   packet pk{};
   pk[0] = static_cast<std::byte>(device_packet::event);
   std::memcpy(pk.data() + 16, n.data(), sizeof n);
@@ -831,7 +831,7 @@ core::status device::rma_check(peer_id p, std::uint64_t key, std::uint64_t addr,
         return core::status::ok;
     }
   }
-  if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return core::status::again;
+  if (!can_send(pr)) return core::status::again;
   if (pr.grants.size() >= max_remote_grants) {
     // Bounded: forget the oldest answer (a later use of its key asks again). Questions still
     // out are kept, or their answers would find nobody waiting.
@@ -890,7 +890,7 @@ void device::send_due_answers() noexcept {
       answers_due_.pop_front();
       continue;
     }
-    if (pr.credits < 1u + (pr.hello_due ? 1u : 0u)) return;
+    if (!can_send(pr)) return;
     if (!core::ok(send_or_queue(a.to, a.pk))) return;
     answers_due_.pop_front();
   }

@@ -389,6 +389,8 @@ class device {
     ++peers_[p].consumed;
     give_credit(p);
   }
+  /// A packet to pr may go now: one credit for it, and one more for our hello if it is due.
+  static bool can_send(const peer& pr) noexcept { return pr.credits >= 1u + (pr.hello_due ? 1u : 0u); }
   core::status send_hello(peer_id p) noexcept;
   void check_liveness(std::uint64_t now_ms) noexcept;
   void mark_dead(peer_id p) noexcept {
