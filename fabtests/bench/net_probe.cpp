@@ -39,10 +39,10 @@ double now_us() {
 }
 
 bool open_dev(dev::net::device& d, const std::string& node, const std::string& prov) {
-  dev::net::open_params p;
-  p.provider = prov;
-  p.node = node;
-  p.pdid = 9;
+  dev::open_params p;
+  p.net.provider = prov;
+  p.net.node = node;
+  p.self.pdid = 9;
   const core::status s = d.open(p);
   if (!core::ok(s)) std::fprintf(stderr, "net_probe: open over %s failed: %d\n", prov.c_str(),
                                  core::to_int(s));
@@ -72,7 +72,7 @@ int echo(dev::net::device& d, long total) {
   return 0;
 }
 
-int ping(dev::net::device& d, const dev::net::address& to, long rts) {
+int ping(dev::net::device& d, const dev::address& to, long rts) {
   dev::peer_id p;
   if (!core::ok(d.connect(to, p))) return 2;
   const dev::packet pk{};
@@ -95,8 +95,8 @@ int ping(dev::net::device& d, const dev::net::address& to, long rts) {
   return 0;
 }
 
-dev::net::address read_address(const std::string& file) {
-  dev::net::address a{};
+dev::address read_address(const std::string& file) {
+  dev::address a{};
   for (int i = 0; i < 1500; ++i) {
     std::ifstream in(file, std::ios::binary);
     if (in.read(reinterpret_cast<char*>(&a), sizeof a)) return a;
@@ -120,11 +120,11 @@ int main(int argc, char** argv) {
     if (child == 0) {
       dev::net::device d;
       if (!open_dev(d, "127.0.0.1", prov)) _exit(2);
-      const dev::net::address self = d.local_address();
+      const dev::address self = d.local_address();
       if (write(fds[1], &self, sizeof self) != sizeof self) _exit(2);
       _exit(echo(d, rts * (blocks + 1)));
     }
-    dev::net::address to{};
+    dev::address to{};
     if (read(fds[0], &to, sizeof to) != sizeof to) return 2;
     dev::net::device d;
     if (!open_dev(d, "127.0.0.1", prov)) return 2;
@@ -138,7 +138,7 @@ int main(int argc, char** argv) {
     dev::net::device d;
     if (!open_dev(d, argv[3], prov)) return 2;
     if (mode == "serve") {
-      const dev::net::address self = d.local_address();
+      const dev::address self = d.local_address();
       const std::string tmp = std::string(argv[2]) + ".tmp";
       std::ofstream(tmp, std::ios::binary).write(reinterpret_cast<const char*>(&self), sizeof self);
       std::rename(tmp.c_str(), argv[2]);

@@ -8,8 +8,15 @@
  *
  * Refusals: an address of another host is refused by fi_getinfo (-FI_ENODATA) and by
  * fi_av_insert (FI_ADDR_NOTAVAIL), and every fi_getinfo refusal says why at FI_LOG_LEVEL=info.
+ *
+ * exanet's longer names (struct fi_exanet_addr_v2, 72 bytes: the endpoint's host and network
+ * name): fi_av_insert reads each name's length from its version; a name of this host works; a
+ * name of another host is kept in the AV but a send to it fails, and never reaches the endpoint
+ * of this host that has the same port; a malformed one is refused.
  */
 #include "xt.h"
+
+#include <rdma/fi_ext_exanet.h>
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -246,6 +253,64 @@ static int explains(int index, int sock)
 	return 0;
 }
 
+static int longer_names(int unused, int sock)
+{
+	(void)unused;
+	(void)sock;
+	struct xt_ep x;
+	xt_open_default(&x, 0);
+	struct fi_exanet_addr v1;
+	size_t len = sizeof v1;
+	XT_CHECK(fi_getname(&x.ep->fid, &v1, &len) == 0 && len == sizeof v1 && v1.version == 1,
+		 "fi_getname without the network backend: a 16-byte version 1 name (got %zu bytes)", len);
+
+	struct fi_exanet_addr_v2 names[3];
+	memset(names, 0, sizeof names);
+	for (int i = 0; i < 3; i++) {
+		names[i].v1 = v1;
+		names[i].v1.version = 2;
+		names[i].incarnation = 0x1000u + (unsigned)i;
+	}
+	names[1].host = 0x5eed5eed5eed5eedull; /* another host, with our port */
+	names[1].lower_len = 16;
+	names[2].lower_len = FI_EXANET_LOWER_NAME_BYTES + 1; /* malformed */
+	fi_addr_t fa[3];
+	const int n = fi_av_insert(x.av, names, 3, fa, 0, NULL);
+	XT_CHECK(n == 2 && fa[0] != FI_ADDR_NOTAVAIL && fa[1] != FI_ADDR_NOTAVAIL && fa[2] == FI_ADDR_NOTAVAIL,
+		 "inserting 72-byte names: %d inserted (want 2: this host's, another host's; the malformed refused)", n);
+
+	struct fi_exanet_addr_v2 back;
+	size_t blen = sizeof back;
+	XT_CHECK(fi_av_lookup(x.av, fa[1], &back, &blen) == 0 && blen == sizeof back &&
+			 memcmp(&back, &names[1], sizeof back) == 0,
+		 "fi_av_lookup of a 72-byte name gives it back whole (%zu bytes)", blen);
+	char text[160];
+	size_t tlen = sizeof text;
+	XT_CHECK(fi_av_straddr(x.av, &names[1], text, &tlen) && !strncmp(text, "fi_exanet://", 12),
+		 "fi_av_straddr of a 72-byte name");
+
+	/* This host's longer name reaches us. */
+	char in[8] = {0}, out[8] = "v2 here";
+	XT_CHECK(fi_trecv(x.ep, in, sizeof in, NULL, FI_ADDR_UNSPEC, 7, 0, NULL) == 0, "trecv");
+	xt_send_one(x.ep, x.txcq, out, sizeof out, fa[0], 7); /* the send's completion */
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	XT_CHECK(xt_wait(x.rxcq, &e, &err, 10) == 1 && (e.flags & FI_RECV) && !strcmp(in, out),
+		 "received through a 72-byte name");
+	ssize_t rc;
+
+	/* Another host's name: an error, and nothing reaches our own endpoint of the same port. */
+	XT_CHECK(fi_trecv(x.ep, in, sizeof in, NULL, FI_ADDR_UNSPEC, 8, 0, NULL) == 0, "trecv");
+	rc = fi_tsend(x.ep, out, sizeof out, NULL, fa[1], 8, NULL);
+	XT_CHECK(rc < 0 && rc != -FI_EAGAIN, "a send to another host's name (no network backend) must fail, got %zd", rc);
+	for (int i = 0; i < 1000; i++) {
+		struct fi_cq_tagged_entry f;
+		XT_CHECK(fi_cq_read(x.rxcq, &f, 1) == -FI_EAGAIN, "something arrived from the send to another host");
+	}
+	xt_close(&x);
+	return 0;
+}
+
 int main(void)
 {
 	xt_init(120);
@@ -268,5 +333,8 @@ int main(void)
 	xt_spawn(1, explains, &sock, &pid);
 	xt_reap(1, &pid);
 	xt_pass("fi_getinfo refusals say why at FI_LOG_LEVEL=info");
+	xt_spawn(1, longer_names, &sock, &pid);
+	xt_reap(1, &pid);
+	xt_pass("72-byte names: length from the version, this host's reached, another host's refused at send");
 	return 0;
 }

@@ -15,6 +15,7 @@
 
 #include <array>
 #include <concepts>
+#include <string>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -150,6 +151,20 @@ struct open_params {
   // and the endpoint's closed flag) asks at most this often, however often take_lost_peers is
   // called; one whose transport reports lost peers (a connection error) ignores it.
   std::uint32_t liveness_period_ms = 200;
+  /// For a backend that carries the primitives to other hosts over one of libfabric's own
+  /// network providers (dev/net); the others ignore it.
+  struct network {
+    std::string provider = "tcp";  // the lower provider (fi_info's prov_name, first of its stack)
+    std::string node;              // local address to bind (empty: the lower provider's first)
+    std::uint32_t credits = 128;   // packets a sender may have unconsumed at a receiver
+    std::uint32_t receive_bytes = 1 << 18;  // each of the two multi-receive buffers
+    // A peer silent for lost_after_ms / 4 is pinged, one silent for lost_after_ms is lost. The
+    // lower provider hides a dead peer (tcp;ofi_rxm retries the connection for ever and fails
+    // nothing), so silence is the signal; a peer that closes says bye and is lost at once. A live
+    // peer answers only when it drives its device, so lost_after_ms must exceed the longest time
+    // a process computes without calling libfabric.
+    std::uint32_t lost_after_ms = 30000;
+  } net{};
 };
 
 /// A claimed, not yet published packet slot in a peer's mailbox: the protocol writes the packet
@@ -263,10 +278,12 @@ concept device =
       { d.bounce_consume(u32, u64) } noexcept -> std::same_as<void>;
       // ---- notification slots: where a DMA write's 16 bytes land ------------------------------
       // alloc(slot, gen): a free slot and a fresh generation (false: none free); window_open(slot,
-      // va, len): the only range a write naming (slot, gen) may land in; test(slot, gen, out):
+      // va, len): the only range a write naming (slot, gen) may land in (false: the backend could
+  // not open it, e.g. a lower provider refused to register the range; the slot stays armed for
+  // its notification alone, and the caller must not tell a peer about the range); test(slot, gen, out):
       // true once that notification landed; free(slot) disarms it.
       { d.notify_alloc(u32out, u32out) } noexcept -> std::same_as<bool>;
-      { d.window_open(u32, u64, u64) } noexcept -> std::same_as<void>;
+      { d.window_open(u32, u64, u64) } noexcept -> std::same_as<bool>;
       { cd.notify_test(u32, u32, nout) } noexcept -> std::same_as<bool>;
       { d.notify_free(u32) } noexcept -> std::same_as<void>;
       // take_notify_bells(on_slot(slot)): the slots that landed since the last call; false (one

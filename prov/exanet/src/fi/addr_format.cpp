@@ -201,12 +201,17 @@ addr_codec addr_codec_for(std::uint32_t format, const void* addr, std::size_t le
   return c;
 }
 
-std::size_t addr_stride(std::uint32_t format) noexcept {
+std::size_t addr_stride(std::uint32_t format, const void* first) noexcept {
   switch (format) {
     case FI_SOCKADDR_IN: return sizeof(sockaddr_in);
     case FI_SOCKADDR_IN6: return sizeof(sockaddr_in6);
     case FI_ADDR_STR: return 0;
-    default: return sizeof(dev::address);
+    default: {
+      dev::address a;
+      if (!first) return dev::address::v1_bytes;
+      std::memcpy(static_cast<void*>(&a), first, dev::address::v1_bytes);
+      return a.valid() ? a.name_bytes() : dev::address::v1_bytes;
+    }
   }
 }
 
@@ -221,9 +226,12 @@ int addr_decode(const addr_codec& c, const void* addr, std::size_t len, dev::add
     case FI_ADDR_STR:
       return from_string(c, static_cast<const char*>(addr), len ? len : 513, out, any);
     default: {
-      if (len != sizeof(dev::address)) return -FI_EINVAL;
+      // The version says how long the name is: 16 bytes (version 1) or all of it.
+      if (len < dev::address::v1_bytes) return -FI_EINVAL;
       dev::address a;
-      std::memcpy(&a, addr, sizeof a);
+      std::memcpy(static_cast<void*>(&a), addr, dev::address::v1_bytes);
+      if (len != a.name_bytes() || len > sizeof a) return -FI_EINVAL;
+      std::memcpy(&a, addr, len);
       if (!a.valid()) return -FI_EINVAL;
       out = a;
       return 0;
@@ -261,9 +269,9 @@ int addr_encode(const addr_codec& c, const dev::address& a, void* out, std::size
     std::memcpy(out, &ss, *len);
     return 0;
   }
-  *len = sizeof a;
-  if (room < sizeof a) return -FI_ETOOSMALL;
-  std::memcpy(out, &a, sizeof a);
+  *len = a.name_bytes();
+  if (room < *len) return -FI_ETOOSMALL;
+  std::memcpy(out, &a, *len);
   return 0;
 }
 

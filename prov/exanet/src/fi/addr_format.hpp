@@ -55,8 +55,9 @@ int addr_decode(const addr_codec& c, const void* addr, std::size_t len, dev::add
 int addr_encode(const addr_codec& c, const dev::address& a, void* out, std::size_t* len) noexcept;
 
 /// The size of one name in a packed array of this format (fi_av_insert); 0 for FI_ADDR_STR,
-/// whose array holds char pointers.
-std::size_t addr_stride(std::uint32_t format) noexcept;
+/// whose array holds char pointers. exanet's own names say their length in their version, so
+/// the first name of the array (`first`, when given) sets it for all.
+std::size_t addr_stride(std::uint32_t format, const void* first = nullptr) noexcept;
 
 /// node/service as fi_getinfo and fi_av_insertsvc take them: node is a host name or address of
 /// this host (or, for FI_ADDR_STR, a whole name), service a port.

@@ -54,7 +54,7 @@ struct shared_av_entry {
   std::atomic<std::uint32_t> state;  // claimed (being written), live (released after addr), removed
   std::uint32_t reserved;
 };
-static_assert(sizeof(shared_av_entry) == 24 && std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(sizeof(shared_av_entry) == 80 && std::atomic<std::uint64_t>::is_always_lock_free);
 // creator_pid is for people reading the file; liveness is the holds on it (shared_av_file).
 
 /// The mapping of a named AV's file; the process that created the file unlinks it at close.
@@ -172,7 +172,7 @@ int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
   shared_av_header& h = header();
   if (created_) {
     h.magic = shared_av_header::magic_value;
-    h.version = 2;  // 2: its users hold a flock on it (version 1's users did not)
+    h.version = 3;  // 2: its users hold a flock on it (version 1's did not); 3: 72-byte names
     h.type = static_cast<std::uint32_t>(type);
     h.creator_pid = getpid();
     h.capacity = capacity;
@@ -184,7 +184,7 @@ int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
   // A creator still writing the header: wait for it briefly (it is a few stores away).
   for (int i = 0; i < 100000 && h.ready.load(std::memory_order_acquire) == 0; ++i) sched_yield();
   if (h.ready.load(std::memory_order_acquire) == 0 || h.magic != shared_av_header::magic_value ||
-      h.version != 2 || bytes_for(h.capacity) > bytes_) {
+      h.version != 3 || bytes_for(h.capacity) > bytes_) {
     EXANET_LOG(warn, core, "named AV %s: not an exanet AV of this version", name_.c_str());
     return -FI_EINVAL;
   }
@@ -263,8 +263,9 @@ class av {
   }
 
   static std::uint64_t key(const dev::address& a) noexcept {
-    // pdid is folded in: an address of another PDID is a different peer.
-    return (std::uint64_t{a.node} << 48) ^ (std::uint64_t{a.pdid} << 32) ^ a.port;
+    // pdid is folded in: an address of another PDID is a different peer; so is the host.
+    return (std::uint64_t{a.node} << 48) ^ (std::uint64_t{a.pdid} << 32) ^ a.port ^
+           (a.host * 0x9e3779b97f4a7c15ull);
   }
 };
 
@@ -352,7 +353,7 @@ int av_insert(fid_av* f, const void* addr, size_t count, fi_addr_t* fi_addr, uin
     core::level_guard g(a.lock);
     // Names are packed at the format's stride; FI_ADDR_STR passes an array of strings (fi_av(3)).
     const addr_codec& names = domain_names(a.domain);
-    const std::size_t stride = addr_stride(names.format);
+    const std::size_t stride = addr_stride(names.format, addr);
     for (size_t i = 0; i < count; ++i) {
       fi_addr_t r = FI_ADDR_NOTAVAIL;
       try {
@@ -448,7 +449,7 @@ const char* av_straddr(fid_av* f, const void* addr, char* buf, size_t* len) noex
   addr_codec as_text = names;
   as_text.format = FI_ADDR_STR;
   std::size_t tl = sizeof text;
-  const bool ok = addr_decode(names, addr, addr_stride(names.format), a) == 0 &&
+  const bool ok = addr_decode(names, addr, addr_stride(names.format, addr), a) == 0 &&
                   addr_encode(as_text, a, text, &tl) == 0;
   const int n = ok ? static_cast<int>(tl) - 1 : std::snprintf(text, sizeof text, "fi_exanet://invalid");
   if (*len) {

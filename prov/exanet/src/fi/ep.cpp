@@ -27,7 +27,11 @@
 namespace exanet::fi {
 
 // The public description of an endpoint name must match the one the device uses.
-static_assert(sizeof(fi_exanet_addr) == sizeof(dev::address) &&
+static_assert(sizeof(fi_exanet_addr) == dev::address::v1_bytes &&
+              sizeof(fi_exanet_addr_v2) == sizeof(dev::address) &&
+              offsetof(fi_exanet_addr_v2, host) == offsetof(dev::address, host) &&
+              offsetof(fi_exanet_addr_v2, lower_name) == offsetof(dev::address, lower_name) &&
+              FI_EXANET_LOWER_NAME_BYTES == dev::lower_name_bytes &&
               FI_EXANET_ADDR_MAGIC == dev::address_magic);
 
 extern fi_ops_msg g_msg_ops;        // ep_xfer.cpp

@@ -139,7 +139,11 @@ bool endpoint::atomic_send(atomic_request& r) noexcept {
     if (r.by_train && !atomic_send_train(r, {pieces.data(), pieces.size()}, opnd)) return false;
     std::uint32_t slot = 0, gen = 0;
     if (!dev_.notify_alloc(slot, gen)) return false;
-    if (r.fetch) dev_.window_open(slot, reinterpret_cast<std::uint64_t>(landing), n * size);
+    if (r.fetch && !dev_.window_open(slot, reinterpret_cast<std::uint64_t>(landing), n * size)) {
+      dev_.notify_free(slot);  // the device cannot expose the landing piece for the reply
+      r.err = FI_EIO;
+      return false;
+    }
     dev::mailbox_reservation mb;
     if (const core::status s = dev_.mailbox_reserve(r.peer, mb); !core::ok(s)) {
       dev_.notify_free(slot);

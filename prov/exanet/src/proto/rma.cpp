@@ -227,7 +227,10 @@ endpoint::rma_step endpoint::rma_read_data(rma_request& r) noexcept {
       return fail(FI_EINVAL);  // the local buffers are shorter than the ranges (checked at post)
     std::uint32_t slot = 0, gen = 0;
     if (!dev_.notify_alloc(slot, gen)) return rma_step::blocked;
-    dev_.window_open(slot, reinterpret_cast<std::uint64_t>(piece.iov_base), piece.iov_len);
+    if (!dev_.window_open(slot, reinterpret_cast<std::uint64_t>(piece.iov_base), piece.iov_len)) {
+      dev_.notify_free(slot);  // the device cannot expose the buffer the reply lands in
+      return fail(FI_EIO);
+    }
     wire::rma_read_req q{};
     const bool range_done = r.seg_done + piece.iov_len == len;
     const std::uint8_t ends = range_done ? ends_of(r, r.seg) : 0;

@@ -55,6 +55,14 @@ core::status endpoint::optimistic_recv(recv_request& r) noexcept {
       return core::status::again;
     }
   }
+  const std::uint64_t buf_addr = reinterpret_cast<std::uint64_t>(r.landing ? r.landing : r.iov[0].iov_base);
+  if (!dev_.window_open(r.ri_slot, buf_addr, r.capacity)) {
+    std::free(r.landing);  // the device cannot expose the buffer, and this variant has no other way
+    r.landing = nullptr;
+    dev_.notify_free(r.ri_slot);
+    r.ri_slot = recv_request::no_slot;
+    return optimistic_refuse("a receive buffer the device cannot expose");
+  }
   ri_by_slot_[r.ri_slot] = &r;
   const dev::peer_id to = r.entry.source;
   wire::rtr p{};
@@ -63,8 +71,7 @@ core::status endpoint::optimistic_recv(recv_request& r) noexcept {
                                 (r.kind == queue_kind::tagged ? wire::flag_tagged : 0));
   p.tag = r.entry.tag;
   p.ignore = r.entry.ignore;
-  p.buf_addr = reinterpret_cast<std::uint64_t>(r.landing ? r.landing : r.iov[0].iov_base);
-  dev_.window_open(r.ri_slot, p.buf_addr, r.capacity);
+  p.buf_addr = buf_addr;
   p.capacity = r.capacity;
   p.recv_id = recvs_.id_of(&r);
   p.notify_slot = r.ri_slot;

@@ -96,9 +96,14 @@ void endpoint::rtr_send(recv_request& r, std::uint32_t nth) noexcept {
     r.rtr = rtr_state::none;  // every slot is armed: this one goes sender-initiated
     return;
   }
-  ri_by_slot_[r.ri_slot] = &r;
   // One buffer (the protocol table's RTR rule): the write may land anywhere in it, nowhere else.
-  dev_.window_open(r.ri_slot, reinterpret_cast<std::uint64_t>(r.iov[0].iov_base), r.capacity);
+  if (!dev_.window_open(r.ri_slot, reinterpret_cast<std::uint64_t>(r.iov[0].iov_base), r.capacity)) {
+    dev_.notify_free(r.ri_slot);  // the device cannot expose the buffer: sender-initiated
+    r.ri_slot = recv_request::no_slot;
+    r.rtr = rtr_state::none;
+    return;
+  }
+  ri_by_slot_[r.ri_slot] = &r;
   const dev::peer_id to = r.entry.source;
   wire::rtr p{};
   p.hdr = wire::make_header(wire::pkt_type::rtr, r.kind == queue_kind::tagged ? wire::flag_tagged : 0);

@@ -160,8 +160,16 @@ void endpoint::rndv_recv_next_segment(recv_request& r) noexcept {
     len = std::min(v.iov_len - skip, total - r.delivered);
     break;
   }
+  // The only bytes the sender's write may touch. A device that cannot expose them now (a lower
+  // provider refused the registration) is asked again at each progress call, like a receive
+  // that found no free slot, until the rendezvous timeout gives up on it.
+  if (!dev_.window_open(r.notify_slot, addr, len)) {
+    dev_.notify_free(r.notify_slot);
+    r.notify_slot = recv_request::no_slot;
+    slot_starved_ = true;
+    return;
+  }
   r.segment_len = len;
-  dev_.window_open(r.notify_slot, addr, len);  // the only bytes the sender's write may touch
   r.waiting_since_ms = r.asked_since_ms = coarse_now_ms();  // both clocks restart at each CTS
   wire::cts c{};
   c.hdr = wire::make_header(wire::pkt_type::cts,

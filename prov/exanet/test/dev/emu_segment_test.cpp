@@ -317,7 +317,7 @@ TEST(emu_segment, an_endpoint_in_another_pid_namespace_is_alive_reachable_and_ne
           address back{};
           bool got = false;
           d.poll_mailbox(1, [&](peer_id, const packet& pk) {
-            std::memcpy(&back, pk.data() + 8, sizeof back);
+            std::memcpy(static_cast<void*>(&back), pk.data() + 8, address::v1_bytes);
             got = true;
           });
           peer_id to = no_peer;
@@ -371,7 +371,7 @@ TEST(emu_segment, an_endpoint_in_another_pid_namespace_is_alive_reachable_and_ne
   EXPECT_FALSE(d.can_read(p)) << "its pid here is nobody's: no CMA";
   packet ask{};
   const address self = d.local_address();
-  std::memcpy(ask.data() + 8, &self, sizeof self);
+  std::memcpy(ask.data() + 8, &self, address::v1_bytes);  // a version 1 name: 16 bytes
   ASSERT_EQ(d.mailbox_send(p, ask), core::status::ok);
   bool echoed = false;
   for (int i = 0; i < 5000 && !echoed; ++i) {

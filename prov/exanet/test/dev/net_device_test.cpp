@@ -59,6 +59,10 @@ constexpr std::uint64_t rma_at = 100, rma_len = 1000;
 
 constexpr std::uint32_t packets = 20000;
 constexpr std::size_t window_bytes = (1u << 20) + 4093;  // not a multiple of anything
+// What the initiator's name says besides its lower name; the target learns it from the hello.
+constexpr std::uint32_t initiator_port = 4242;
+constexpr std::uint64_t initiator_host = 0x5eed0000feedull;
+
 
 struct offer {
   std::uint8_t type;
@@ -119,13 +123,13 @@ core::status write_blocking(device& d, const dev::dma_write& w) {
   }
 }
 
-dev::net::open_params params_for(const std::string& node, const std::string& provider,
-                                 std::uint32_t pdid = 7) {
-  dev::net::open_params p;
-  p.provider = provider;
-  p.node = node;
-  p.pdid = pdid;
-  p.credits = 64;  // small, so back-pressure happens
+dev::open_params params_for(const std::string& node, const std::string& provider,
+                            std::uint32_t pdid = 7) {
+  dev::open_params p;
+  p.net.provider = provider;
+  p.net.node = node;
+  p.self.pdid = pdid;
+  p.net.credits = 64;  // small, so back-pressure happens
   return p;
 }
 
@@ -137,7 +141,7 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
     std::fprintf(stderr, "target: open over %s failed: %d\n", prov.c_str(), core::to_int(s));
     return 2;
   }
-  const dev::net::address self = d.local_address();
+  const dev::address self = d.local_address();
   if (out_fd >= 0) {
     if (write(out_fd, &self, sizeof self) != sizeof self) return 2;
     ::close(out_fd);
@@ -161,6 +165,14 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
     expect = seq + 1;
   }
   const dev::peer_id initiator = from;
+  {  // its whole name came with its hello: what an address vector would hold for it
+    const dev::address& a = d.peer_address(initiator);
+    CHECK(a.valid() && a.version == 2 && a.port == initiator_port && a.host == initiator_host &&
+              a.pdid == self.pdid && a.incarnation != 0 && a.lower_len > 0 &&
+              a.lower_len <= dev::lower_name_bytes,
+          "the initiator's name as learned from its hello (version %u port %u lower_len %u)",
+          a.version, a.port, a.lower_len);
+  }
   CHECK(send_blocking(d, initiator, pack(std::uint8_t{seq_done})) == core::status::ok, "seq_done");
 
   // 2. A window for a DMA write, at an odd offset.
@@ -281,15 +293,18 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
 
 // ---- the initiator -----------------------------------------------------------------------------
 
-int initiate(const dev::net::address& target, const std::string& node, const std::string& prov) {
+int initiate(const dev::address& target, const std::string& node, const std::string& prov) {
   device d;
-  if (core::status s = d.open(params_for(node, prov)); !core::ok(s)) {
+  dev::open_params op = params_for(node, prov);
+  op.self.port = initiator_port;
+  op.self.host = initiator_host;
+  if (core::status s = d.open(op); !core::ok(s)) {
     std::fprintf(stderr, "initiator: open failed: %d\n", core::to_int(s));
     return 2;
   }
   dev::peer_id t = dev::no_peer;
   CHECK(d.connect(target, t) == core::status::ok, "connect");
-  dev::net::address other_pdid = target;
+  dev::address other_pdid = target;
   other_pdid.pdid += 1;
   CHECK(d.connect(other_pdid, t) == core::status::access, "connect across PDIDs must fail");
 
@@ -410,7 +425,7 @@ int initiate(const dev::net::address& target, const std::string& node, const std
   {
     device foreign;
     if (core::ok(foreign.open(params_for(node, prov, 8)))) {
-      dev::net::address as_if = target;
+      dev::address as_if = target;
       as_if.pdid = 8;
       dev::peer_id ft;
       CHECK(foreign.connect(as_if, ft) == core::status::ok, "foreign connect");
@@ -497,7 +512,7 @@ enum : std::uint8_t { please_close = 40 };
 
 // A peer in a child process: answers whatever comes (its device answers pings) until told to
 // close its endpoint, which it then does while the process lives on.
-pid_t start_peer(const std::string& prov, dev::net::address& out) {
+pid_t start_peer(const std::string& prov, dev::address& out) {
   int fds[2];
   if (pipe(fds) != 0) return -1;
   const pid_t child = fork();
@@ -505,7 +520,7 @@ pid_t start_peer(const std::string& prov, dev::net::address& out) {
     ::close(fds[0]);
     device d;
     if (!core::ok(d.open(params_for("127.0.0.1", prov)))) _exit(2);
-    const dev::net::address a = d.local_address();
+    const dev::address a = d.local_address();
     if (write(fds[1], &a, sizeof a) != sizeof a) _exit(2);
     bool closing = false;
     while (!closing)
@@ -528,7 +543,7 @@ pid_t start_peer(const std::string& prov, dev::net::address& out) {
 }
 
 int lost_peers(const std::string& prov) {
-  dev::net::address aa{}, ab{}, ac{};
+  dev::address aa{}, ab{}, ac{};
   const pid_t killed = start_peer(prov, aa), closing = start_peer(prov, ab), live = start_peer(prov, ac);
   struct reaper {
     pid_t pids[3];
@@ -538,9 +553,9 @@ int lost_peers(const std::string& prov) {
     }
   } reap{{killed, closing, live}};
   if (killed < 0 || closing < 0 || live < 0) { CHECK(false, "peers did not start"); return 1; }
-  dev::net::open_params op = params_for("127.0.0.1", prov);
+  dev::open_params op = params_for("127.0.0.1", prov);
   op.liveness_period_ms = 50;
-  op.lost_after_ms = lost_after;
+  op.net.lost_after_ms = lost_after;
   device d;
   CHECK(core::ok(d.open(op)), "open");
   dev::peer_id pa, pb, pc;
@@ -591,8 +606,8 @@ int lost_peers(const std::string& prov) {
   return failures == 0 ? 0 : 1;
 }
 
-dev::net::address read_address(const std::string& file) {
-  dev::net::address a{};
+dev::address read_address(const std::string& file) {
+  dev::address a{};
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < end) {
     std::ifstream in(file, std::ios::binary);
@@ -618,7 +633,7 @@ int main(int argc, char** argv) {
       _exit(serve(fds[1], "", "127.0.0.1", prov));
     }
     ::close(fds[1]);
-    dev::net::address target{};
+    dev::address target{};
     if (read(fds[0], &target, sizeof target) != sizeof target) {
       std::fprintf(stderr, "the target did not start\n");
       waitpid(child, nullptr, 0);

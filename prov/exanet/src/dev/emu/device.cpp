@@ -198,6 +198,7 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
   if (!a.valid()) return core::status::invalid;
   if (a.pdid != self_.pdid) return core::status::access;  // protection: other jobs are invisible
   if (a.node != self_.node) return core::status::unreachable;  // the emulation is one node
+  if (a.host != 0 && a.host != host_identity()) return core::status::unreachable;  // another host
   const std::uint64_t key = peer_key(a.node, a.port);
   if (auto it = peer_index_.find(key); it != peer_index_.end()) {
     out = it->second;
@@ -414,11 +415,12 @@ bool device::notify_alloc(std::uint32_t& slot, std::uint32_t& gen) noexcept {
   return true;
 }
 
-void device::window_open(std::uint32_t slot, std::uint64_t va, std::uint64_t len) noexcept {
-  if (slot >= windows_.size() || windows_[slot].gen == 0) return;  // a bug of ours: stays shut
+bool device::window_open(std::uint32_t slot, std::uint64_t va, std::uint64_t len) noexcept {
+  if (slot >= windows_.size() || windows_[slot].gen == 0) return false;  // a bug of ours: stays shut
   windows_[slot].va = va;
   windows_[slot].len = len;
   publish_window(slot);
+  return true;
 }
 
 void device::notify_free(std::uint32_t slot) noexcept {

@@ -141,8 +141,9 @@ class device {
   bool notify_alloc(std::uint32_t& slot, std::uint32_t& gen) noexcept;
   /// Lets the DMA write that names (slot, its current generation) land in [va, va + len): the
   /// receive buffer or landing piece this endpoint just told a peer about. Replaces the slot's
-  /// previous window; notify_free closes it.
-  void window_open(std::uint32_t slot, std::uint64_t va, std::uint64_t len) noexcept;
+  /// previous window; notify_free closes it. Never fails here (the window is a few stores in the
+  /// segment); false only for a slot that is not armed, a bug of ours.
+  bool window_open(std::uint32_t slot, std::uint64_t va, std::uint64_t len) noexcept;
   /// True once the notification for (slot, gen) landed; copies its data.
   bool notify_test(std::uint32_t slot, std::uint32_t gen, notification& out) const noexcept {
     const notify_slot& n = local_.notify[slot];
@@ -284,7 +285,6 @@ class device {
 
  private:
   struct peer {
-    address addr{};
     shm_segment seg;
     segment_view view{};
     geometry geo{};
@@ -301,6 +301,7 @@ class device {
     bool dead = false;
     bool forgotten = false;
     bool lost_reported = false;  // take_lost_peers handed it up
+    address addr{};  // last: the data path reads the fields above, not the name
   };
 
   /// What this endpoint armed for one notification slot: the authoritative copy, in private

@@ -89,4 +89,10 @@ bool process_exited(pid_t pid) noexcept;
 /// exanet that held no lock; a pid from another PID namespace may mislead it.
 bool process_alive(pid_t pid) noexcept;
 
+/// Which host this process shares memory with, as a nonzero 64-bit id: the kernel's boot id and
+/// the device and inode of /dev/shm, where segments live. Two processes with the same id reach
+/// each other's segments; a container or namespace with a /dev/shm of its own is another host.
+/// Computed once per process.
+std::uint64_t host_identity() noexcept;
+
 }  // namespace exanet::dev::emu

@@ -28,10 +28,17 @@ struct notify_packet {
 };
 static_assert(sizeof(notify_packet) <= packet_bytes);
 
+/// Who the sender is, all of its dev::address but the magic and version (implied).
 struct hello_packet {
   std::uint8_t type;
-  std::uint8_t pad[7];
-  address from;
+  std::uint8_t lower_len;
+  std::uint16_t node;
+  std::uint32_t pdid;
+  std::uint64_t incarnation;
+  std::uint64_t host;
+  std::uint32_t port;
+  std::uint32_t pad;
+  std::array<std::byte, lower_name_bytes> lower_name;
 };
 static_assert(sizeof(hello_packet) == packet_bytes);
 
@@ -100,14 +107,15 @@ core::status from_fi(int rc) noexcept {
 core::status device::open(const open_params& p) noexcept {
   close();
   params_ = p;
-  if (p.provider.empty() || p.provider.rfind("exanet", 0) == 0) {
+  const open_params::network& net = p.net;
+  if (net.provider.empty() || net.provider.rfind("exanet", 0) == 0) {
     EXANET_LOG(warn, core, "network backend: lower provider \"%s\" refused (exanet cannot carry "
-               "itself)", p.provider.c_str());
+               "itself)", net.provider.c_str());
     return core::status::invalid;
   }
-  if (p.liveness_period_ms == 0 && p.lost_after_ms == 0) return core::status::invalid;
-  if (p.credits < 2 || p.notify_slots == 0 || p.receive_bytes < 64 * packet_bytes ||
-      p.key_slots > (1u << 16))  // access events name a slot in 16 bits
+  if (p.liveness_period_ms == 0 && net.lost_after_ms == 0) return core::status::invalid;
+  if (net.credits < 2 || p.geo.notify_slots == 0 || net.receive_bytes < 64 * packet_bytes ||
+      p.geo.key_slots > (1u << 16))  // access events name a slot in 16 bits
     return core::status::invalid;
   fi_info* hints = fi_allocinfo();
   if (!hints) return core::status::no_memory;
@@ -121,15 +129,15 @@ core::status device::open(const open_params& p) noexcept {
   // FIFO per pair for packets, and a notification (a send) never processed before its data.
   hints->tx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW;
   hints->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW;
-  hints->fabric_attr->prov_name = strdup(p.provider.c_str());
+  hints->fabric_attr->prov_name = strdup(net.provider.c_str());
   const int rc = fi_getinfo(FI_VERSION(FI_MAJOR_VERSION, FI_MINOR_VERSION),
-                            p.node.empty() ? nullptr : p.node.c_str(), nullptr,
-                            p.node.empty() ? 0 : FI_SOURCE, hints, &info_);
+                            net.node.empty() ? nullptr : net.node.c_str(), nullptr,
+                            net.node.empty() ? 0 : FI_SOURCE, hints, &info_);
   fi_freeinfo(hints);
   if (rc != 0 || !info_) {
     EXANET_LOG(warn, core, "network backend: lower provider \"%s\"%s%s has no RDM endpoint with "
                "messages, RMA writes, multi-receive and send-after-write order: %s",
-               p.provider.c_str(), p.node.empty() ? "" : " at ", p.node.c_str(), fi_strerror(-rc));
+               net.provider.c_str(), net.node.empty() ? "" : " at ", net.node.c_str(), fi_strerror(-rc));
     info_ = nullptr;
     return core::status::not_supported;
   }
@@ -173,17 +181,26 @@ core::status device::open(const open_params& p) noexcept {
                         sizeof min_room))
     return fail("FI_OPT_MIN_MULTI_RECV", e);
 
-  self_ = {};
-  self_.pdid = p.pdid;
-  self_.incarnation = fresh_incarnation();
-  std::size_t len = max_name_bytes;
-  if (int e = fi_getname(&ep_->fid, self_.name.data(), &len)) return fail("fi_getname", e);
-  self_.name_len = static_cast<std::uint16_t>(len);
+  self_ = p.self;
+  self_.magic = address_magic;
+  self_.version = 2;
+  if (self_.incarnation == 0) self_.incarnation = fresh_incarnation();
+  std::size_t len = lower_name_bytes;
+  if (int e = fi_getname(&ep_->fid, self_.lower_name.data(), &len)) {
+    if (e == -FI_ETOOSMALL) {
+      EXANET_LOG(warn, core, "network backend: %s names endpoints in %zu bytes; exanet's names "
+                 "have room for %zu", lower_name_.c_str(), len, lower_name_bytes);
+      close();
+      return core::status::not_supported;
+    }
+    return fail("fi_getname", e);
+  }
+  self_.lower_len = static_cast<std::uint8_t>(len);
 
-  slots_.assign(p.notify_slots, slot{});
-  grants_.assign(p.key_slots, grant_slot{});
+  slots_.assign(p.geo.notify_slots, slot{});
+  grants_.assign(p.geo.key_slots, grant_slot{});
   constexpr std::size_t receive_buffers = 2;
-  receive_buffers_.assign(receive_buffers, std::vector<std::byte>(p.receive_bytes));
+  receive_buffers_.assign(receive_buffers, std::vector<std::byte>(net.receive_bytes));
   ops_.assign(receive_buffers + 64, op_context{});
   free_ops_.clear();
   for (std::uint32_t i = 0; i < ops_.size(); ++i) {
@@ -198,7 +215,7 @@ core::status device::open(const open_params& p) noexcept {
     }
   }
   EXANET_LOG(info, core, "network backend over %s (%s): %zu-byte name, %u credits per sender",
-             lower_name_.c_str(), info_->domain_attr->name, len, p.credits);
+             lower_name_.c_str(), info_->domain_attr->name, len, net.credits);
   return core::status::ok;
 }
 
@@ -276,19 +293,19 @@ void device::repost(void* ctx) noexcept {
 
 core::status device::connect(const address& a, peer_id& out) noexcept {
   if (a.pdid != self_.pdid) return core::status::access;
-  if (a.version != 1 || a.name_len == 0 || a.name_len > max_name_bytes || a.incarnation == 0)
+  if (!a.valid() || a.version < 2 || a.lower_len == 0 || a.incarnation == 0)
     return core::status::invalid;
   if (auto it = by_incarnation_.find(a.incarnation); it != by_incarnation_.end()) {
     out = it->second;
     return core::status::ok;
   }
   fi_addr_t fa = FI_ADDR_UNSPEC;
-  if (fi_av_insert(av_, a.name.data(), 1, &fa, 0, nullptr) != 1)
+  if (fi_av_insert(av_, a.lower_name.data(), 1, &fa, 0, nullptr) != 1)
     return core::status::unreachable;
   peer pr;
   pr.addr = a;
   pr.fa = fa;
-  pr.credits = params_.credits;
+  pr.credits = params_.net.credits;
   out = static_cast<peer_id>(peers_.size());
   peers_.push_back(pr);
   by_incarnation_[a.incarnation] = out;
@@ -305,7 +322,13 @@ core::status device::inject(peer_id p, const packet& pk) noexcept {
 core::status device::send_hello(peer_id p) noexcept {
   hello_packet h{};
   h.type = static_cast<std::uint8_t>(device_packet::hello);
-  h.from = self_;
+  h.lower_len = self_.lower_len;
+  h.node = self_.node;
+  h.pdid = self_.pdid;
+  h.incarnation = self_.incarnation;
+  h.host = self_.host;
+  h.port = self_.port;
+  h.lower_name = self_.lower_name;
   peers_[p].hello_due = false;
   return send_or_queue(p, to_packet(h));
 }
@@ -364,7 +387,7 @@ void device::mailbox_publish(const mailbox_reservation& r) noexcept {
 
 void device::give_credit(peer_id p) noexcept {
   peer& pr = peers_[p];
-  if (pr.consumed < params_.credits / 2) return;
+  if (pr.consumed < params_.net.credits / 2) return;
   credit_packet c{};
   c.type = static_cast<std::uint8_t>(device_packet::credit);
   c.count = pr.consumed;
@@ -410,7 +433,7 @@ bool device::take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from)
   if (type == static_cast<std::uint8_t>(device_packet::credit)) {
     const auto c = from_packet<credit_packet>(pk);
     // Never more than it could have been given: a forged count cannot unbound the sender.
-    peers_[from].credits = std::min(params_.credits, peers_[from].credits + c.count);
+    peers_[from].credits = std::min(params_.net.credits, peers_[from].credits + c.count);
     return false;
   }
   if (type == static_cast<std::uint8_t>(device_packet::event)) {
@@ -429,18 +452,27 @@ bool device::take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from)
 
 void device::on_hello(std::uint64_t incarnation, const packet& pk) noexcept {
   const auto h = from_packet<hello_packet>(pk);
-  if (h.from.pdid != self_.pdid) {
+  if (h.pdid != self_.pdid) {
     ++drops_.foreign_pdid;
     EXANET_LOG_ONCE(warn, core, "network backend: hello of PDID %u refused (ours is %u)",
-                    h.from.pdid, self_.pdid);
+                    h.pdid, self_.pdid);
     return;
   }
-  if (h.from.incarnation != incarnation) {
+  if (h.incarnation != incarnation || h.lower_len == 0 || h.lower_len > lower_name_bytes) {
     ++drops_.bad_field;
     return;
   }
+  address from{};
+  from.version = 2;
+  from.node = h.node;
+  from.pdid = h.pdid;
+  from.port = h.port;
+  from.host = h.host;
+  from.incarnation = h.incarnation;
+  from.lower_len = h.lower_len;
+  std::copy_n(h.lower_name.begin(), h.lower_len, from.lower_name.begin());  // the rest stays 0
   peer_id p = no_peer;
-  if (!core::ok(connect(h.from, p))) {
+  if (!core::ok(connect(from, p))) {
     ++drops_.bad_field;
     return;
   }
@@ -548,7 +580,7 @@ fid_mr* device::register_lower(std::uint64_t va, std::uint64_t len, std::uint64_
   const int rc = fi_mr_reg(domain_, reinterpret_cast<void*>(va), len, access, 0, key, 0, &mr,
                            nullptr);
   if (rc != 0) {
-    EXANET_LOG(warn, core, "network backend: registering %llu bytes with %s failed: %s",
+    EXANET_LOG_ONCE(warn, core, "network backend: registering %llu bytes with %s failed: %s",
                static_cast<unsigned long long>(len), lower_name_.c_str(), fi_strerror(-rc));
     return nullptr;
   }
@@ -722,7 +754,7 @@ void device::send_intake() noexcept {
 void device::check_liveness(std::uint64_t now_ms) noexcept {
   if (now_ms - liveness_checked_ms_ >= params_.liveness_period_ms) liveness_checked_ms_ = now_ms;
   death_since_check_ = false;
-  const std::uint64_t quarter = params_.lost_after_ms / 4;
+  const std::uint64_t quarter = params_.net.lost_after_ms / 4;
   for (peer_id p = 0; p < peers_.size(); ++p) {
     peer& pr = peers_[p];
     if (pr.dead || pr.forgotten) continue;
@@ -737,7 +769,7 @@ void device::check_liveness(std::uint64_t now_ms) noexcept {
     // Silent for a while: ask. Lost only once a ping stayed unanswered for three quarters of
     // lost_after_ms and the silence reached it (after a long gap between looks, a ping first).
     if (pr.ping_out_ms != 0 && now_ms - pr.ping_out_ms >= 3 * quarter &&
-        silent >= params_.lost_after_ms) {
+        silent >= params_.net.lost_after_ms) {
       EXANET_LOG(info, core, "network backend: peer %u silent for %llu ms, unanswered pings; "
                  "counted lost", p, static_cast<unsigned long long>(silent));
       mark_dead(p);

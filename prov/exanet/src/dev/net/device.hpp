@@ -31,11 +31,11 @@
 //    credit), and one that stays silent with a ping unanswered is lost. An endpoint that closes
 //    says bye, and is lost at once.
 //
-// This is the first step of the backend: the mailbox (with credits, hellos and the PDID check),
-// notification slots with windows, DMA writes into them, RMA registrations with writes through
-// them, and lost peers. Bounce rings, reads, access events and the address are still to come; until then it is not selectable as the
-// endpoint's backend (dev/backend.hpp) and is exercised by its own test
-// (prov/exanet/test/dev/net_device_test.cpp), also across network namespaces.
+// It offers every operation of dev::device (checked below). What ExaNeST has and it does not:
+// bounce rings (medium messages and inline RMA take the DMA path) and reads (a read is a request
+// the target answers with a write). It is not yet the endpoint's backend (dev/backend.hpp) and is
+// exercised by its own tests (prov/exanet/test/dev/net_device_test.cpp), also across network
+// namespaces.
 #pragma once
 #include <rdma/fabric.h>
 #include <rdma/fi_domain.h>
@@ -68,38 +68,9 @@ enum class device_packet : std::uint8_t {
   intake = 0xFB,      // the receiver holds (1) or resumes (0) message packets (no credit)
 };
 
-inline constexpr std::size_t max_name_bytes = 40;
-
-/// What another host needs to reach an endpoint: the lower provider's name for it, the PDID and
-/// the incarnation that stamps its packets. Trivially copyable: it travels in a hello packet
-/// (dev::packet_bytes) and, later, inside the endpoint's name.
-struct address {
-  std::uint32_t pdid = 0;
-  std::uint16_t name_len = 0;
-  std::uint16_t version = 1;
-  std::uint64_t incarnation = 0;
-  std::array<std::byte, max_name_bytes> name{};
-  friend bool operator==(const address&, const address&) = default;
-};
-static_assert(sizeof(address) == 56 && std::is_trivially_copyable_v<address>);
-
-struct open_params {
-  std::string provider = "tcp";  // the lower provider (fi_info's prov_name, first of its stack)
-  std::string node;              // local address to bind (empty: the lower provider's first)
-  std::uint32_t pdid = 0;
-  std::uint32_t notify_slots = 1024;
-  std::uint32_t credits = 128;           // packets a sender may have unconsumed at a receiver
-  std::uint32_t receive_bytes = 1 << 18;  // each of the two multi-receive buffers
-  std::uint32_t key_slots = 256;          // RMA registrations this endpoint can expose at once
-  // Liveness (take_lost_peers): peers are looked at no more often than liveness_period_ms; one
-  // silent for lost_after_ms / 4 is pinged, and one silent for lost_after_ms is lost. The lower
-  // provider hides a dead peer (tcp;ofi_rxm retries the connection for ever and fails nothing),
-  // so silence is the signal; a peer that closes says bye and is lost at once. A live peer
-  // answers only when it drives its device, so lost_after_ms must exceed the longest time a
-  // process computes without calling libfabric.
-  std::uint32_t liveness_period_ms = 200;
-  std::uint32_t lost_after_ms = 30000;
-};
+/// An endpoint of this backend is named by dev::address version 2: the PDID, the host and port
+/// its name on that host has (for the provider's address vector), the incarnation that stamps
+/// its packets, and the lower provider's name for its lower endpoint (lower_name).
 
 /// What the target's checks refused, by reason: dev::drop_counts (foreign_pdid: a hello of
 /// another protection domain; bad_field; dma_refused, which the lower provider counts here;
@@ -116,8 +87,10 @@ class device {
   device& operator=(const device&) = delete;
   ~device() { close(); }
 
-  /// Opens the lower provider's fabric, domain, endpoint, CQ and AV, and posts the receive
-  /// buffers. not_supported: no such lower provider with what this backend needs (logged);
+  /// Opens the lower provider's fabric, domain, endpoint, CQ and AV (p.net), and posts the
+  /// receive buffers; p.geo gives the notification and key slots, p.self the PDID, node, port and
+  /// host our name carries (an incarnation of 0 is chosen at random). not_supported: no such lower
+  /// provider with what this backend needs, or names longer than dev::lower_name_bytes (logged);
   /// invalid: the lower provider is exanet itself.
   core::status open(const open_params& p) noexcept;
   void close() noexcept;
@@ -127,7 +100,8 @@ class device {
   const std::string& lower_provider() const noexcept { return lower_name_; }
 
   // ---- peers ------------------------------------------------------------------------------
-  /// Inserts a's lower name and queues our hello to it. access: another PDID.
+  /// Inserts a's lower name and queues our hello to it. access: another PDID; invalid: a has no
+  /// lower name (a version 1 name, or an endpoint without network backend).
   core::status connect(const address& a, peer_id& out) noexcept;
   const address& peer_address(peer_id p) const noexcept { return peers_[p].addr; }
   std::size_t peer_count() const noexcept { return peers_.size(); }
@@ -449,5 +423,6 @@ class device {
   bool offset_addressing_ = false;  // the lower provider names remote memory by offset
   net_drops drops_{};
 };
+static_assert(dev::device<device>, "the network backend offers every operation of dev::device");
 
 }  // namespace exanet::dev::net
