@@ -9,7 +9,7 @@
  * Refusals: an address of another host is refused by fi_getinfo (-FI_ENODATA) and by
  * fi_av_insert (FI_ADDR_NOTAVAIL), and every fi_getinfo refusal says why at FI_LOG_LEVEL=info.
  *
- * exanet's longer names (struct fi_exanet_addr_v2, 72 bytes: the endpoint's host and network
+ * exanet's longer names (struct fi_exanet_addr_v2, 64 bytes: the endpoint's host and network
  * name): fi_av_insert reads each name's length from its version; a name of this host works; a
  * name of another host is kept in the AV but a send to it fails, and never reaches the endpoint
  * of this host that has the same port; a malformed one is refused.
@@ -277,17 +277,17 @@ static int longer_names(int unused, int sock)
 	fi_addr_t fa[3];
 	const int n = fi_av_insert(x.av, names, 3, fa, 0, NULL);
 	XT_CHECK(n == 2 && fa[0] != FI_ADDR_NOTAVAIL && fa[1] != FI_ADDR_NOTAVAIL && fa[2] == FI_ADDR_NOTAVAIL,
-		 "inserting 72-byte names: %d inserted (want 2: this host's, another host's; the malformed refused)", n);
+		 "inserting 64-byte names: %d inserted (want 2: this host's, another host's; the malformed refused)", n);
 
 	struct fi_exanet_addr_v2 back;
 	size_t blen = sizeof back;
 	XT_CHECK(fi_av_lookup(x.av, fa[1], &back, &blen) == 0 && blen == sizeof back &&
 			 memcmp(&back, &names[1], sizeof back) == 0,
-		 "fi_av_lookup of a 72-byte name gives it back whole (%zu bytes)", blen);
+		 "fi_av_lookup of a 64-byte name gives it back whole (%zu bytes)", blen);
 	char text[160];
 	size_t tlen = sizeof text;
 	XT_CHECK(fi_av_straddr(x.av, &names[1], text, &tlen) && !strncmp(text, "fi_exanet://", 12),
-		 "fi_av_straddr of a 72-byte name");
+		 "fi_av_straddr of a 64-byte name");
 
 	/* This host's longer name reaches us. */
 	char in[8] = {0}, out[8] = "v2 here";
@@ -296,7 +296,7 @@ static int longer_names(int unused, int sock)
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 	XT_CHECK(xt_wait(x.rxcq, &e, &err, 10) == 1 && (e.flags & FI_RECV) && !strcmp(in, out),
-		 "received through a 72-byte name");
+		 "received through a 64-byte name");
 	ssize_t rc;
 
 	/* Another host's name: an error, and nothing reaches our own endpoint of the same port. */
@@ -335,6 +335,6 @@ int main(void)
 	xt_pass("fi_getinfo refusals say why at FI_LOG_LEVEL=info");
 	xt_spawn(1, longer_names, &sock, &pid);
 	xt_reap(1, &pid);
-	xt_pass("72-byte names: length from the version, this host's reached, another host's refused at send");
+	xt_pass("64-byte names: length from the version, this host's reached, another host's refused at send");
 	return 0;
 }

@@ -33,16 +33,15 @@ struct fi_exanet_addr {
 
 #define FI_EXANET_ADDR_MAGIC 0x584e5445u
 
-/* The longer name (version 2, 72 bytes) of an endpoint that other hosts can reach: the
- * version 1 fields, then the host, the endpoint's incarnation and its network name. fi_getname
- * gives it only when the network backend is on (fi_exanet(7), MULTIPLE HOSTS). */
-#define FI_EXANET_LOWER_NAME_BYTES 32
+/* The longer name (version 2, 64 bytes: FI_NAME_MAX) of an endpoint that other hosts can
+ * reach: the version 1 fields, then the host, the endpoint's incarnation and its network name.
+ * fi_getname gives it only when the network backend is on (fi_exanet(7)). */
+#define FI_EXANET_LOWER_NAME_BYTES 31
 struct fi_exanet_addr_v2 {
 	struct fi_exanet_addr v1; /* version 2 */
 	uint64_t host;            /* the host's identity */
 	uint64_t incarnation;     /* this opening of the endpoint */
 	uint8_t lower_len;        /* bytes of lower_name in use */
-	uint8_t reserved[7];
 	uint8_t lower_name[FI_EXANET_LOWER_NAME_BYTES]; /* the lower provider's endpoint name */
 };
 

@@ -25,9 +25,10 @@ inline constexpr std::uint32_t address_magic = 0x584e5445;  // "ETNX": rejects f
 inline constexpr std::uint32_t first_auto_port = 1u << 15;
 inline constexpr std::uint32_t port_limit = 1u << 16;
 
-/// Room for a lower provider's endpoint name: tcp's IPv6 socket address takes 28 bytes, efa's
-/// name 32. A lower provider with longer names is refused when the network backend opens.
-inline constexpr std::size_t lower_name_bytes = 32;
+/// Room for a lower provider's endpoint name: tcp's IPv6 socket address takes 28 bytes. A lower
+/// provider with longer names is refused when the network backend opens. (The whole name must
+/// fit libfabric's FI_NAME_MAX, 64 bytes: Open MPI's fi_getname buffer has that size.)
+inline constexpr std::size_t lower_name_bytes = 31;
 
 struct address {
   // ---- version 1 ---------------------------------------------------------------------------
@@ -40,7 +41,6 @@ struct address {
   std::uint64_t host = 0;         // the host's identity (its boot and its /dev/shm); 0: the reader's
   std::uint64_t incarnation = 0;  // this opening of the endpoint; stamps its network packets
   std::uint8_t lower_len = 0;     // bytes of lower_name in use; 0: no network backend
-  std::array<std::uint8_t, 7> reserved{};
   std::array<std::byte, lower_name_bytes> lower_name{};
 
   friend bool operator==(const address&, const address&) = default;
@@ -53,7 +53,7 @@ struct address {
   std::size_t name_bytes() const noexcept { return version == 1 ? v1_bytes : sizeof(address); }
   static constexpr std::size_t v1_bytes = 16;
 };
-static_assert(sizeof(address) == 72 && std::is_trivially_copyable_v<address>);
+static_assert(sizeof(address) == 64 && std::is_trivially_copyable_v<address>);
 static_assert(offsetof(address, host) == address::v1_bytes, "version 1 is a prefix of version 2");
 
 }  // namespace exanet::dev

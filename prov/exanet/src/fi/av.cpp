@@ -54,7 +54,7 @@ struct shared_av_entry {
   std::atomic<std::uint32_t> state;  // claimed (being written), live (released after addr), removed
   std::uint32_t reserved;
 };
-static_assert(sizeof(shared_av_entry) == 80 && std::atomic<std::uint64_t>::is_always_lock_free);
+static_assert(sizeof(shared_av_entry) == 72 && std::atomic<std::uint64_t>::is_always_lock_free);
 // creator_pid is for people reading the file; liveness is the holds on it (shared_av_file).
 
 /// The mapping of a named AV's file; the process that created the file unlinks it at close.
@@ -172,7 +172,7 @@ int shared_av_file::open(const char* name, bool read_only, fi_av_type type,
   shared_av_header& h = header();
   if (created_) {
     h.magic = shared_av_header::magic_value;
-    h.version = 3;  // 2: its users hold a flock on it (version 1's did not); 3: 72-byte names
+    h.version = 3;  // 2: its users hold a flock on it (version 1's did not); 3: 64-byte names
     h.type = static_cast<std::uint32_t>(type);
     h.creator_pid = getpid();
     h.capacity = capacity;

@@ -32,6 +32,7 @@ static_assert(sizeof(fi_exanet_addr) == dev::address::v1_bytes &&
               offsetof(fi_exanet_addr_v2, host) == offsetof(dev::address, host) &&
               offsetof(fi_exanet_addr_v2, lower_name) == offsetof(dev::address, lower_name) &&
               FI_EXANET_LOWER_NAME_BYTES == dev::lower_name_bytes &&
+              sizeof(dev::address) <= FI_NAME_MAX &&  // Open MPI's fi_getname buffer is FI_NAME_MAX
               FI_EXANET_ADDR_MAGIC == dev::address_magic);
 
 extern fi_ops_msg g_msg_ops;        // ep_xfer.cpp

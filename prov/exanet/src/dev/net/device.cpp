@@ -37,7 +37,7 @@ struct hello_packet {
   std::uint64_t incarnation;
   std::uint64_t host;
   std::uint32_t port;
-  std::uint32_t pad;
+  std::array<std::byte, 5> pad;
   std::array<std::byte, lower_name_bytes> lower_name;
 };
 static_assert(sizeof(hello_packet) == packet_bytes);
@@ -593,6 +593,14 @@ fid_mr* device::register_lower(std::uint64_t va, std::uint64_t len, std::uint64_
   return mr;
 }
 
+bool device::notify_adopt(std::uint32_t s, std::uint32_t gen) noexcept {
+  if (s >= slots_.size() || gen == 0) return false;
+  if (slots_[s].mr) fi_close(&slots_[s].mr->fid);
+  slots_[s] = slot{};
+  slots_[s].gen = gen;
+  return true;
+}
+
 void device::notify_free(std::uint32_t s) noexcept {
   if (s >= slots_.size()) return;
   if (slots_[s].mr) fi_close(&slots_[s].mr->fid);
@@ -804,6 +812,13 @@ core::status device::key_publish(const key_grant& g, std::uint32_t& out) noexcep
     if (grants_[i].gen == 0 && free_slot == no_key_slot) free_slot = i;
   }
   if (free_slot == no_key_slot) return core::status::no_memory;
+  out = free_slot;
+  return key_publish_at(g, free_slot);
+}
+
+core::status device::key_publish_at(const key_grant& g, std::uint32_t free_slot) noexcept {
+  if (free_slot >= grants_.size()) return core::status::no_memory;
+  if (grants_[free_slot].gen != 0) return core::status::exists;
   const std::uint32_t gen = next_grant_gen_;
   next_grant_gen_ = next_grant_gen_ >= 0x3fffffffu ? 1 : next_grant_gen_ + 1;
   const std::uint64_t access = ((g.access & rma_access::remote_write) ? FI_REMOTE_WRITE : 0) |
@@ -814,7 +829,6 @@ core::status device::key_publish(const key_grant& g, std::uint32_t& out) noexcep
     if (!mr) return core::status::io;
   }
   grants_[free_slot] = {g, gen, mr};
-  out = free_slot;
   return core::status::ok;
 }
 

@@ -111,6 +111,8 @@ class device {
   core::status mailbox_send(peer_id p, const packet& pk) noexcept;
   core::status mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept;
   void mailbox_publish(const mailbox_reservation& r) noexcept;
+  /// Whether r is a reservation of this device (dev/hybrid publishes through the right one).
+  bool reserved_here(const mailbox_reservation& r) const noexcept { return r.handle == &reserved_; }
 
   /// Drives the lower provider and hands up to budget protocol packets, in arrival order per
   /// sender, to on_packet(peer_id, const packet&). Device packets (hello, credit, notification)
@@ -171,6 +173,20 @@ class device {
     return true;
   }
   void notify_free(std::uint32_t slot) noexcept;
+  /// For a device beside this one that owns the notification slots (dev/hybrid): arms slot
+  /// with that device's generation, so windows and notifications name the same (slot, gen) over
+  /// both. false: no such slot.
+  bool notify_adopt(std::uint32_t slot, std::uint32_t gen) noexcept;
+  /// The notification and landing record that landed in slot for its armed generation (gen).
+  bool notify_landing(std::uint32_t slot, std::uint32_t& gen, notification& data,
+                      notification& record) const noexcept {
+    if (slot >= slots_.size() || slots_[slot].gen == 0 || slots_[slot].landed != slots_[slot].gen)
+      return false;
+    gen = slots_[slot].gen;
+    data = slots_[slot].data;
+    record = slots_[slot].record;
+    return true;
+  }
 
   // ---- DMA engine --------------------------------------------------------------------------
   /// A write into a window the target armed (w.notify_slot, w.notify_gen), then its
@@ -187,6 +203,9 @@ class device {
   /// refuses any access the grant does not cover. exists: g.key is exposed already;
   /// no_memory: no free slot; io: the lower provider refused the registration.
   core::status key_publish(const key_grant& g, std::uint32_t& slot) noexcept;
+  /// The same in a slot the caller chose (a device beside this one owns the key slots,
+  /// dev/hybrid). exists: the slot is taken; io: the lower provider refused.
+  core::status key_publish_at(const key_grant& g, std::uint32_t slot) noexcept;
   /// Owner: the lower registration is closed; no access through the slot lands from now on.
   void key_revoke(std::uint32_t slot) noexcept;
   bool key_at(std::uint32_t slot, key_grant& out) const noexcept;
