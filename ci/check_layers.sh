@@ -13,10 +13,11 @@
 #   dev/emu   core, dev (the emulated backend)
 #   dev/net   core, dev (the network backend), and <rdma/...>: a lower libfabric provider is its
 #             transport, as shared memory is the emulation's; it never includes proto/ or fi/
+#   dev/hybrid core, dev, dev/emu, dev/net: both backends side by side, a backend itself
 #   proto     core, match, dev (never a backend, never fi)
 #   fi        anything but a backend
 #   core, match, dev and dev/emu never include <rdma/...> (they know nothing of libfabric)
-#   no file outside a backend names its namespace (emu::, net::) except the bridge
+#   no file outside a backend names its namespace (emu::, net::) except the bridge and dev/hybrid
 #   the dev::device concept and interface_of<D> (dev/device.hpp) list the same operations, and
 #   proto/ calls the device (dev_.) only through operations of that list
 # Tests and tools (prov/exanet/test, fabtests) are outside src/ and may speak the emulated
@@ -36,6 +37,7 @@ layer_of() {
   case $1 in
     dev/emu/*) echo dev/emu ;;
     dev/net/*) echo dev/net ;;
+    dev/hybrid/*) echo dev/hybrid ;;
     core/* | match/* | dev/* | proto/* | fi/*) echo "${1%%/*}" ;;
     *) echo "" ;;
   esac
@@ -50,8 +52,9 @@ allowed() {
     match) [[ $to == core ]] ;;
     dev) [[ $to == core ]] ;;
     dev/emu | dev/net) [[ $to == core || $to == dev ]] ;;
+    dev/hybrid) [[ $to == core || $to == dev || $to == dev/emu || $to == dev/net ]] ;;
     proto) [[ $to == core || $to == match || $to == dev ]] ;;
-    fi) [[ $to != dev/emu && $to != dev/net ]] ;;
+    fi) [[ $to != dev/emu && $to != dev/net && $to != dev/hybrid ]] ;;
     *) return 1 ;;
   esac
 }
@@ -103,8 +106,8 @@ for f in "${files[@]}"; do
     [[ -n $target ]] || continue  # a system or libfabric header
     to=$(layer_of "$target")
     [[ -n $to ]] || continue
-    if [[ ($to == dev/emu || $to == dev/net) && $from != "$to" ]]; then
-      [[ $f == "$bridge" ]] ||
+    if [[ ($to == dev/emu || $to == dev/net || $to == dev/hybrid) && $from != "$to" ]]; then
+      [[ $f == "$bridge" || $from == dev/hybrid ]] ||
         violation "$f:$line" "includes $target: only $bridge may include a backend header"
       continue
     fi
@@ -113,7 +116,7 @@ for f in "${files[@]}"; do
   done < <(grep -n '^[[:space:]]*#[[:space:]]*include' "$f" || true)
 
   for backend in emu net; do
-    if [[ $from != dev/$backend && $f != "$bridge" ]]; then
+    if [[ $from != dev/$backend && $from != dev/hybrid && $f != "$bridge" ]]; then
       while IFS= read -r hit; do
         violation "$f:${hit%%:*}" "names $backend:: (a backend): use the dev:: names; only $bridge chooses the backend"
       done < <(grep -nE "(^|[^a-z_])$backend::" "$f" || true)

@@ -27,6 +27,14 @@ void xt_fail(const char *file, int line, const char *fmt, ...) __attribute__((fo
 	do { long xt_rc_ = (long)(call); \
 	     XT_CHECK(xt_rc_ >= 0, "%s = %ld (%s)", #call, xt_rc_, fi_strerror((int)-xt_rc_)); } while (0)
 
+/* A posting call that may say -FI_EAGAIN (fi_rma(3), fi_atomic(3): the provider has no resource
+ * now, or must learn something first, as exanet's network backend learns a key's grant from its
+ * target on first use): retried while cq's progress runs, then checked like XT_RC. */
+#define XT_POST(cq, call) \
+	do { long xt_rc_; \
+	     while ((xt_rc_ = (long)(call)) == -FI_EAGAIN) (void)fi_cq_read((cq), NULL, 0); \
+	     XT_CHECK(xt_rc_ >= 0, "%s = %ld (%s)", #call, xt_rc_, fi_strerror((int)-xt_rc_)); } while (0)
+
 /* Bounds the whole program (children included) to `seconds`. */
 void xt_init(int seconds);
 /* Prints "PASS: name" for a finished case. */

@@ -193,13 +193,13 @@ static void inject_completions(void)
 	struct fi_rma_iov r = {0, sizeof src, rkey};
 	struct fi_msg_rma w = {.msg_iov = &iov, .iov_count = 1, .addr = self, .rma_iov = &r, .rma_iov_count = 1,
 			       .context = &ctx, .data = 9};
-	XT_RC(fi_writemsg(x.ep, &w, FI_INJECT));
+	XT_POST(x.txcq, fi_writemsg(x.ep, &w, FI_INJECT));
 	XT_CHECK(xt_drain(x.txcq) == 1, "fi_writemsg(FI_INJECT): one completion");
-	XT_RC(fi_writemsg(x.ep, &w, FI_INJECT | FI_REMOTE_CQ_DATA));
+	XT_POST(x.txcq, fi_writemsg(x.ep, &w, FI_INJECT | FI_REMOTE_CQ_DATA));
 	XT_CHECK(xt_drain(x.txcq) == 1, "fi_writemsg(FI_INJECT | FI_REMOTE_CQ_DATA): one completion");
-	XT_RC(fi_inject_write(x.ep, src, sizeof src, self, 0, rkey));
+	XT_POST(x.txcq, fi_inject_write(x.ep, src, sizeof src, self, 0, rkey));
 	XT_CHECK(xt_drain(x.txcq) == 0, "fi_inject_write: no completion");
-	XT_RC(fi_inject_writedata(x.ep, src, sizeof src, 9, self, 0, rkey));
+	XT_POST(x.txcq, fi_inject_writedata(x.ep, src, sizeof src, 9, self, 0, rkey));
 	XT_CHECK(xt_drain(x.txcq) == 0, "fi_inject_writedata: no completion");
 	for (int n = 0; n < 2; n++) {
 		struct fi_cq_tagged_entry e;

@@ -196,20 +196,20 @@ static void window_atomics(struct rank *r, const unsigned char *pattern)
 	struct fi_rma_ioc at0 = {r->peer_win_addr, 4, r->peer_win_key};
 	struct fi_msg_atomic m = {.msg_iov = &acc_iov, .iov_count = 1, .addr = r->peer, .rma_iov = &at0,
 				  .rma_iov_count = 1, .datatype = FI_INT32, .op = FI_SUM, .context = &ctx};
-	XT_RC(fi_atomicmsg(r->ep, &m, FI_DELIVERY_COMPLETE)); /* MPI_Accumulate */
+	XT_POST(r->cq, fi_atomicmsg(r->ep, &m, FI_DELIVERY_COMPLETE)); /* MPI_Accumulate */
 	int64_t add = 1000, fetched = 0, was64;
 	memcpy(&was64, pattern + 64, sizeof was64);
 	struct fi_ioc add_iov = {&add, 1}, res_iov = {&fetched, 1};
 	struct fi_rma_ioc at64 = {r->peer_win_addr + 64, 1, r->peer_win_key};
 	struct fi_msg_atomic fm = {.msg_iov = &add_iov, .iov_count = 1, .addr = r->peer, .rma_iov = &at64,
 				   .rma_iov_count = 1, .datatype = FI_INT64, .op = FI_SUM, .context = &ctx};
-	XT_RC(fi_fetch_atomicmsg(r->ep, &fm, &res_iov, NULL, 1, FI_DELIVERY_COMPLETE)); /* MPI_Fetch_and_op */
+	XT_POST(r->cq, fi_fetch_atomicmsg(r->ep, &fm, &res_iov, NULL, 1, FI_DELIVERY_COMPLETE)); /* MPI_Fetch_and_op */
 	/* MPI_Compare_and_swap: the compare value is what the fetch-and-op left (ordered after it) */
 	int64_t swap = -5, expect = was64 + 1000, old = 0;
 	struct fi_ioc swap_iov = {&swap, 1}, cmp_iov = {&expect, 1}, old_iov = {&old, 1};
 	struct fi_msg_atomic cm = {.msg_iov = &swap_iov, .iov_count = 1, .addr = r->peer, .rma_iov = &at64,
 				   .rma_iov_count = 1, .datatype = FI_INT64, .op = FI_CSWAP, .context = &ctx};
-	XT_RC(fi_compare_atomicmsg(r->ep, &cm, &cmp_iov, NULL, 1, &old_iov, NULL, 1, FI_DELIVERY_COMPLETE));
+	XT_POST(r->cq, fi_compare_atomicmsg(r->ep, &cm, &cmp_iov, NULL, 1, &old_iov, NULL, 1, FI_DELIVERY_COMPLETE));
 	/* MPI_Get_accumulate with MPI_NO_OP: read both back */
 	int32_t now32[4];
 	int64_t now64 = 0;
@@ -218,8 +218,8 @@ static void window_atomics(struct rank *r, const unsigned char *pattern)
 				    .rma_iov_count = 1, .datatype = FI_INT32, .op = FI_ATOMIC_READ, .context = &ctx};
 	struct fi_msg_atomic g64 = {.msg_iov = &r64, .iov_count = 1, .addr = r->peer, .rma_iov = &at64,
 				    .rma_iov_count = 1, .datatype = FI_INT64, .op = FI_ATOMIC_READ, .context = &ctx};
-	XT_RC(fi_fetch_atomicmsg(r->ep, &g32, &r32, NULL, 1, FI_DELIVERY_COMPLETE));
-	XT_RC(fi_fetch_atomicmsg(r->ep, &g64, &r64, NULL, 1, FI_DELIVERY_COMPLETE));
+	XT_POST(r->cq, fi_fetch_atomicmsg(r->ep, &g32, &r32, NULL, 1, FI_DELIVERY_COMPLETE));
+	XT_POST(r->cq, fi_fetch_atomicmsg(r->ep, &g64, &r64, NULL, 1, FI_DELIVERY_COMPLETE));
 	XT_CHECK(fi_cntr_wait(r->cntr, before + 5, 10000) == 0 && fi_cntr_readerr(r->cntr) == 0,
 		 "fi_cntr_wait for five window atomics (count %llu, errors %llu)",
 		 (unsigned long long)(fi_cntr_read(r->cntr) - before),
@@ -443,7 +443,7 @@ int main(void)
 	struct fi_rma_iov rv = {longh.addr, longh.len, longh.key};
 	struct fi_msg_rma rm = {.msg_iov = &gv, .iov_count = 1, .addr = r.peer, .rma_iov = &rv,
 				.rma_iov_count = 1, .context = &pctx};
-	XT_RC(fi_readmsg(r.ep, &rm, FI_COMPLETION | FI_DELIVERY_COMPLETE));
+	XT_POST(r.cq, fi_readmsg(r.ep, &rm, FI_COMPLETION | FI_DELIVERY_COMPLETE));
 	struct fi_cq_tagged_entry e;
 	wait_one(&r, &e);
 	XT_CHECK((e.flags & (FI_RMA | FI_READ)) == (FI_RMA | FI_READ) && xt_verify(got, longh.len, (unsigned)longh.seed),
@@ -471,7 +471,7 @@ int main(void)
 		peer_win.addr = r.peer_win_addr + q * (WIN / 4);
 		struct fi_msg_rma wm = {.msg_iov = &wv, .iov_count = 1, .addr = r.peer, .rma_iov = &peer_win,
 					.rma_iov_count = 1, .context = &pctx};
-		XT_RC(fi_writemsg(r.ep, &wm, FI_DELIVERY_COMPLETE));
+		XT_POST(r.cq, fi_writemsg(r.ep, &wm, FI_DELIVERY_COMPLETE));
 	}
 	XT_CHECK(fi_cntr_wait(r.cntr, before + 4, 10000) == 0, "fi_cntr_wait for four window writes");
 	memset(got, 0, WIN);
@@ -479,7 +479,7 @@ int main(void)
 	struct fi_rma_iov all = {r.peer_win_addr, WIN, r.peer_win_key};
 	struct fi_msg_rma bm = {.msg_iov = &back, .iov_count = 1, .addr = r.peer, .rma_iov = &all,
 				.rma_iov_count = 1, .context = &pctx};
-	XT_RC(fi_readmsg(r.ep, &bm, FI_DELIVERY_COMPLETE));
+	XT_POST(r.cq, fi_readmsg(r.ep, &bm, FI_DELIVERY_COMPLETE));
 	XT_CHECK(fi_cntr_wait(r.cntr, before + 5, 10000) == 0 && xt_verify(got, WIN, 77), "window read back");
 	XT_CHECK(fi_cq_read(r.cq, &e, 1) == -FI_EAGAIN, "selective completion: no CQ entry for the window ops");
 	xt_pass("RMA window: FI_DELIVERY_COMPLETE writes and a read counted and waited for on the counter");

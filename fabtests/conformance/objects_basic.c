@@ -125,9 +125,9 @@ int main(void)
 		struct fid_av *av;
 		XT_RC(fi_av_open(x.domain, &aa, &av, NULL));
 		fi_addr_t addrs[3];
-		char flat[3 * 16];
+		char flat[3 * 64]; /* names packed at their length (16 bytes, or 64 with the network on) */
 		for (int i = 0; i < 3; i++)
-			memcpy(flat + 16 * i, names[i], 16);
+			memcpy(flat + x.namelen * i, names[i], x.namelen);
 		XT_CHECK(fi_av_insert(av, flat, 3, addrs, 0, NULL) == 3, "insert 3");
 		if (types[t] == FI_AV_TABLE)
 			XT_CHECK(addrs[0] == 0 && addrs[1] == 1 && addrs[2] == 2, "table indices");

@@ -225,7 +225,7 @@ static void run_rma_target_killed(void)
 	xt_recv_all(sock, desc, sizeof desc);
 	void *buf = malloc(BIG);
 	int ctx;
-	XT_RC(fi_read(x.ep, buf, BIG, NULL, peer, desc[0], desc[1], &ctx));
+	XT_POST(x.txcq, fi_read(x.ep, buf, BIG, NULL, peer, desc[0], desc[1], &ctx));
 	for (int i = 0; i < 1000; i++)
 		fi_cq_read(x.txcq, NULL, 0);
 	kill(pid, SIGKILL);
@@ -252,7 +252,7 @@ static void run_atomic_target_killed(void)
 	xt_recv_all(sock, desc, sizeof desc);
 	uint64_t one = 1, old = 0;
 	int ctx;
-	XT_RC(fi_fetch_atomic(x.ep, &one, 1, NULL, &old, NULL, peer, desc[0], desc[1], FI_UINT64, FI_SUM,
+	XT_POST(x.txcq, fi_fetch_atomic(x.ep, &one, 1, NULL, &old, NULL, peer, desc[0], desc[1], FI_UINT64, FI_SUM,
 			      &ctx));
 	for (int i = 0; i < 1000; i++)
 		fi_cq_read(x.txcq, NULL, 0);

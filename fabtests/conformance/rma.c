@@ -283,7 +283,7 @@ static void run_mode(uint64_t mode)
 	for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
 		const size_t len = sizes[i], off = (i * 97) % 4096;
 		xt_fill(src, len, (unsigned)(i + 1));
-		XT_RC(fi_write(r.x.ep, src, len, NULL, peer, d.rw_base + off, d.rw_key, &ctx));
+		XT_POST(r.x.txcq, fi_write(r.x.ep, src, len, NULL, peer, d.rw_base + off, d.rw_key, &ctx));
 		expect_ok(&r, &ctx, FI_WRITE);
 		writes++;
 		/* with FI_DELIVERY_COMPLETE by default the data must be there without target progress */
@@ -291,7 +291,7 @@ static void run_mode(uint64_t mode)
 		XT_CHECK(ask(sock, check, (unsigned)(i + 1), off, len) == 1, "write of %zu bytes", len);
 		XT_CHECK(ask(sock, 'F', (unsigned)(i + 100), off, len) == 1, "fill");
 		memset(dst, 0, len);
-		XT_RC(fi_read(r.x.ep, dst, len, NULL, peer, d.rw_base + off, d.rw_key, &ctx));
+		XT_POST(r.x.txcq, fi_read(r.x.ep, dst, len, NULL, peer, d.rw_base + off, d.rw_key, &ctx));
 		expect_ok(&r, &ctx, FI_READ);
 		reads++;
 		XT_CHECK(xt_verify(dst, len, (unsigned)(i + 100)), "read of %zu bytes", len);
@@ -310,27 +310,27 @@ static void run_mode(uint64_t mode)
 					    {d.rw_base + 8192 + 12000, 18000, d.rw_key}};
 		struct fi_msg_rma m = {.msg_iov = iov, .iov_count = 3, .addr = peer, .rma_iov = rma,
 				       .rma_iov_count = 2, .context = &ctx};
-		XT_RC(fi_writemsg(r.x.ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE));
+		XT_POST(r.x.txcq, fi_writemsg(r.x.ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE));
 		expect_ok(&r, &ctx, FI_WRITE);
 		writes++;
 		/* delivery complete: visible without the target progressing first */
 		XT_CHECK(ask(sock, 'V', 7, 8192, 30000) == 1, "FI_DELIVERY_COMPLETE writemsg");
 		memset(dst, 0, 30000);
 		struct iovec back[2] = {{dst, 17}, {dst + 17, 30000 - 17}};
-		XT_RC(fi_readv(r.x.ep, back, NULL, 2, peer, d.rw_base + 8192, d.rw_key, &ctx));
+		XT_POST(r.x.txcq, fi_readv(r.x.ep, back, NULL, 2, peer, d.rw_base + 8192, d.rw_key, &ctx));
 		expect_ok(&r, &ctx, FI_READ);
 		reads++;
 		XT_CHECK(xt_verify(dst, 30000, 7), "readv");
 		struct fi_msg_rma rm = {.msg_iov = back, .iov_count = 2, .addr = peer, .rma_iov = rma,
 					.rma_iov_count = 2, .context = &ctx};
 		memset(dst, 0, 30000);
-		XT_RC(fi_readmsg(r.x.ep, &rm, FI_COMPLETION));
+		XT_POST(r.x.txcq, fi_readmsg(r.x.ep, &rm, FI_COMPLETION));
 		expect_ok(&r, &ctx, FI_READ);
 		reads++;
 		XT_CHECK(xt_verify(dst, 30000, 7), "readmsg over two remote ranges");
 		struct iovec wv[2] = {{src, 5000}, {src + 5000, 5000}};
 		xt_fill(src, 10000, 8);
-		XT_RC(fi_writev(r.x.ep, wv, NULL, 2, peer, d.rw_base + 100000, d.rw_key, &ctx));
+		XT_POST(r.x.txcq, fi_writev(r.x.ep, wv, NULL, 2, peer, d.rw_base + 100000, d.rw_key, &ctx));
 		expect_ok(&r, &ctx, FI_WRITE);
 		writes++;
 		XT_CHECK(ask(sock, 'W', 8, 100000, 10000) == 1, "writev");
@@ -340,7 +340,7 @@ static void run_mode(uint64_t mode)
 	/* inject: the buffer is reusable at return; counters still count it */
 	{
 		xt_fill(src, 512, 9);
-		XT_RC(fi_inject_write(r.x.ep, src, 512, peer, d.rw_base + 200000, d.rw_key));
+		XT_POST(r.x.txcq, fi_inject_write(r.x.ep, src, 512, peer, d.rw_base + 200000, d.rw_key));
 		memset(src, 0, 512);
 		writes++;
 		XT_CHECK(fi_cntr_wait(r.wcntr, writes, 10000) == 0, "fi_cntr_wait after inject_write");
@@ -352,7 +352,7 @@ static void run_mode(uint64_t mode)
 	/* remote completion: CQ data and FI_RMA_EVENT counters at the target */
 	{
 		xt_fill(src, 3000, 10);
-		XT_RC(fi_writedata(r.x.ep, src, 3000, NULL, 0xfeedfacecafe0001ull, peer,
+		XT_POST(r.x.txcq, fi_writedata(r.x.ep, src, 3000, NULL, 0xfeedfacecafe0001ull, peer,
 				   d.rw_base + 300000, d.rw_key, &ctx));
 		expect_ok(&r, &ctx, FI_WRITE);
 		writes++;
@@ -368,7 +368,7 @@ static void run_mode(uint64_t mode)
 			 (unsigned long long)ev.last_data, (unsigned long long)ev.last_len,
 			 (unsigned long long)ev.last_flags);
 		xt_fill(src, 8, 11);
-		XT_RC(fi_inject_writedata(r.x.ep, src, 8, 42, peer, d.rw_base + 400000, d.rw_key));
+		XT_POST(r.x.txcq, fi_inject_writedata(r.x.ep, src, 8, 42, peer, d.rw_base + 400000, d.rw_key));
 		writes++;
 		do
 			ev = ask_events(sock);
@@ -387,7 +387,7 @@ static void run_mode(uint64_t mode)
 		struct command c = {.op = 'C', .len = writes + 1};
 		xt_send_all(sock, &c, sizeof c);
 		xt_fill(src, 100000, 14);
-		XT_RC(fi_write(r.x.ep, src, 100000, NULL, peer, d.rw_base + 500000, d.rw_key, &ctx));
+		XT_POST(r.x.txcq, fi_write(r.x.ep, src, 100000, NULL, peer, d.rw_base + 500000, d.rw_key, &ctx));
 		expect_ok(&r, &ctx, FI_WRITE);
 		writes++;
 		int64_t answer;

@@ -5,13 +5,14 @@
 // exanet_dev_emu (prov/exanet/CMakeLists.txt) and its choice here; nothing in proto/ changes.
 #pragma once
 #include "dev/device.hpp"
-#include "dev/emu/device.hpp"
+#include "dev/hybrid/device.hpp"
 
 namespace exanet::dev {
 
 /// The backend the provider is built with: the emulation of the ExaNeST primitives in shared
-/// memory on one host.
-using backend_device = emu::device;
+/// memory for the peers of this host, beside the network backend for the others when it is on
+/// (dev/hybrid; off by default, and then every operation goes straight to the emulation).
+using backend_device = hybrid::device;
 static_assert(device<backend_device>, "the backend must offer every operation of dev::device");
 
 /// What an endpoint's protocols hold: the backend, seen through the concept's operations only.

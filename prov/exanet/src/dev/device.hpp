@@ -154,6 +154,10 @@ struct open_params {
   /// For a backend that carries the primitives to other hosts over one of libfabric's own
   /// network providers (dev/net); the others ignore it.
   struct network {
+    // Which peers a device that has both backends (dev/hybrid) reaches over the network: none
+    // (the network side is not opened), those of other hosts, or every peer (to test or
+    // measure the network path on one host; every process of a job must choose the same).
+    enum class use : std::uint8_t { off, other_hosts, every_peer } reach = use::off;
     std::string provider = "tcp";  // the lower provider (fi_info's prov_name, first of its stack)
     std::string node;              // local address to bind (empty: the lower provider's first)
     std::uint32_t credits = 128;   // packets a sender may have unconsumed at a receiver

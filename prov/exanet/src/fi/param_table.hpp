@@ -45,6 +45,10 @@ enum class param_id : std::uint8_t {
   live_stats,
   proto_info,
   protocol,
+  network,
+  network_provider,
+  network_node,
+  network_lost_after_ms,
 };
 
 struct param_spec {
@@ -227,6 +231,30 @@ inline constexpr param_spec g_params[] = {
      "An optimistic receiver's RTR sent to a process of another family is refused, and the "
      "receive fails with \\fBFI_EIO\\fR; the other way round the receive waits, and the "
      "sender's log says why."},
+    {param_id::network, "network", param_type::string, 0, "off", 0, 0,
+     "off|other_hosts|every_peer",
+     "Which peers the network backend reaches (work in progress, issue 13): off (this host's "
+     "peers only, through shared memory), other_hosts (peers of other hosts over "
+     "FI_EXANET_NETWORK_PROVIDER, this host's through shared memory) or every_peer (all over the "
+     "network, to test or measure that path on one host). Every process of a job must choose "
+     "the same.",
+     "With the network on, \\fBfi_getname\\fR gives 64\\-byte names (version 2, see "
+     "\\fBAddressing\\fR). If the lower provider cannot be opened, the endpoint logs why and "
+     "reaches the peers of its host only."},
+    {param_id::network_provider, "network_provider", param_type::string, 0, "tcp", 0, 0, "",
+     "The libfabric provider that carries the network backend (its fi_info prov_name, e.g. tcp "
+     "or verbs); never exanet itself.",
+     ""},
+    {param_id::network_node, "network_node", param_type::string, 0, "", 0, 0, "",
+     "The local address the network backend binds (fi_getinfo's node with FI_SOURCE); empty: "
+     "the lower provider's first.",
+     ""},
+    {param_id::network_lost_after_ms, "network_lost_after_ms", param_type::integer, 30000, "",
+     1000, 86400000, "",
+     "A peer on the network silent this long, with a ping unanswered, counts as lost (its "
+     "operations fail). It must exceed the longest time a process computes without calling "
+     "libfabric.",
+     ""},
 };
 
 inline constexpr std::size_t param_count = std::size(g_params);
@@ -239,7 +267,7 @@ constexpr const param_spec& param(param_id id) noexcept {
 constexpr bool params_in_id_order() noexcept {
   for (std::size_t i = 0; i < param_count; ++i)
     if (static_cast<std::size_t>(g_params[i].id) != i) return false;
-  return param_count == static_cast<std::size_t>(param_id::protocol) + 1;
+  return param_count == static_cast<std::size_t>(param_id::network_lost_after_ms) + 1;
 }
 static_assert(params_in_id_order(), "g_params lists every param_id once, in order");
 

@@ -53,7 +53,11 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::live_stats: return 1;  // the fi layer's own (params_live_stats), on by default
     case param_id::copy:
     case param_id::stats:
-    case param_id::protocol: break;  // strings: read by their own functions below
+    case param_id::protocol:
+    case param_id::network:
+    case param_id::network_provider:
+    case param_id::network_node: break;  // strings: read by their own functions below
+    case param_id::network_lost_after_ms: return c.network_lost_after_ms;
   }
   return 0;
 }
@@ -87,7 +91,13 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::live_stats: break;  // read by params_live_stats
     case param_id::copy:
     case param_id::stats:
-    case param_id::protocol: break;
+    case param_id::protocol:
+    case param_id::network:
+    case param_id::network_provider:
+    case param_id::network_node: break;
+    case param_id::network_lost_after_ms:
+      c.network_lost_after_ms = static_cast<unsigned>(v);
+      break;
   }
 }
 
@@ -350,6 +360,35 @@ const char* params_stats_destination() noexcept {
 
 bool params_live_stats() noexcept { return read_bool(param(param_id::live_stats)).value_or(true); }
 
+/// FI_EXANET_NETWORK, _PROVIDER and _NODE into the configuration; a name too long for the
+/// configuration's room is refused with a warning (the default stays).
+void read_network(proto::config& c) noexcept {
+  using use = dev::open_params::network::use;
+  if (const char* v = read_string(param_id::network)) {
+    if (std::strcmp(v, "off") == 0)
+      c.network = use::off;
+    else if (std::strcmp(v, "other_hosts") == 0)
+      c.network = use::other_hosts;
+    else if (std::strcmp(v, "every_peer") == 0)
+      c.network = use::every_peer;
+    else
+      warn_param(param_id::network, warning::value, v,
+                 "FI_EXANET_NETWORK=%s is not one of off, other_hosts, every_peer; using off", v);
+  }
+  auto text = [](param_id id, auto& room) {
+    if (const char* v = read_string(id)) {
+      if (std::strlen(v) >= room.size())
+        warn_param(id, warning::value, v, "FI_EXANET_%s is longer than %zu characters; ignored",
+                   id == param_id::network_node ? "NETWORK_NODE" : "NETWORK_PROVIDER",
+                   room.size() - 1);
+      else
+        std::snprintf(room.data(), room.size(), "%s", v);
+    }
+  };
+  text(param_id::network_provider, c.network_provider);
+  text(param_id::network_node, c.network_node);
+}
+
 proto::config params_read() noexcept {
   proto::config c;
   c.pdid = pdid_from_launcher();
@@ -375,6 +414,7 @@ proto::config params_read() noexcept {
       warn_param(param_id::copy, warning::value, copy,
                  "FI_EXANET_COPY=%s is not one of auto, libc, loop; using auto", copy);
   }
+  read_network(c);
   // Keep the sizes consistent: a medium message and an inline RMA write fit half a ring, and an
   // inject fits the buffered paths (so it never needs the rendezvous).
   clamp_to(param_id::medium_max, c.medium_max, c.bounce_ring_bytes / 2, "half a bounce ring");

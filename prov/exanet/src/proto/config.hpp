@@ -1,10 +1,12 @@
 // Tunables of one domain, read once from provider parameters (fi/params.cpp) and then passed by
 // value: no layer below fi/ reads the environment (STYLE.md: no hidden mutable globals).
 #pragma once
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
 #include "core/copy.hpp"
+#include "dev/device.hpp"
 
 namespace exanet::proto {
 
@@ -60,6 +62,12 @@ struct config {
                                            // waited for)
   bool proto_info = false;                 // FI_EXANET_PROTO_INFO: each endpoint prints its
                                            // protocol table at open (protocol_select.hpp)
+  // FI_EXANET_NETWORK*: which peers the network backend reaches (dev/hybrid), over which
+  // lower provider, bound to which local address, and when a silent peer counts as lost.
+  dev::open_params::network::use network = dev::open_params::network::use::off;
+  std::array<char, 32> network_provider{'t', 'c', 'p'};
+  std::array<char, 64> network_node{};
+  unsigned network_lost_after_ms = 30000;
 };
 
 /// Fills the queue bounds left at 0 from the endpoint's attributes (rx_size and tx_size as the

@@ -65,6 +65,14 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
   p.geo.event_rings = static_cast<std::uint32_t>(cfg.event_rings);
   p.use_cma = cfg.use_cma;
   p.liveness_period_ms = cfg.dead_peer_check_ms;
+  p.net.reach = cfg.network;
+  try {
+    p.net.provider = cfg.network_provider.data();
+    p.net.node = cfg.network_node.data();
+  } catch (...) {
+    return core::status::no_memory;
+  }
+  p.net.lost_after_ms = cfg.network_lost_after_ms;
   protocols_ = protocol_table::build(selection_inputs::from(cfg, p.geo.bounce_ring_bytes));
   cfg_.medium_max = protocols_.medium_max();  // as the table clamped it
   for (const queue_kind k : {queue_kind::msg, queue_kind::tagged}) {

@@ -459,6 +459,7 @@ core::status endpoint::post_reply(dev::peer_id peer, std::span<const iovec> src,
   w.peer = peer;
   w.src = src;
   w.dst_addr = reply_addr;
+  w.dst_base = reply_addr;  // the window starts at the landing piece
   w.len = bytes;
   w.notify = true;
   w.notify_slot = slot;

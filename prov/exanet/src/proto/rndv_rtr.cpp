@@ -289,6 +289,7 @@ void endpoint::ri_write(send_request& s, const wire::rtr& m, bool rtr_first) noe
   s.dma.peer = s.peer;
   s.dma.src = {s.iov.data(), s.iov_count};
   s.dma.dst_addr = m.buf_addr;
+  s.dma.dst_base = m.buf_addr;  // the window starts at the buffer the RTR names
   s.dma.len = std::min<std::uint64_t>(s.len, m.capacity);
   s.dma.notify = true;
   s.dma.notify_slot = m.notify_slot;

@@ -249,6 +249,7 @@ void endpoint::on_cts(dev::peer_id from, const dev::packet& pkt) noexcept {
   s->dma.src = {s->iov.data(), s->iov_count};
   s->dma.src_offset = c.msg_offset;
   s->dma.dst_addr = c.buf_addr;
+  s->dma.dst_base = c.buf_addr;  // the window starts where the CTS says
   s->dma.len = std::min<std::uint64_t>(c.buf_len, s->len - c.msg_offset);
   s->dma.notify = true;
   s->dma.notify_slot = c.notify_slot;

@@ -1,8 +1,8 @@
 // Compiled by ctest, never linked (test/dev/CMakeLists.txt): proto/ holds its device as
 // dev::selected_device, and this shows that only dev::device's operations are reachable through
 // it. lint.device_interface_open compiles the calls the concept lists (a control: the file and
-// its include path are sound); lint.device_interface_closed adds one call that the emulated
-// backend has but the interface does not, and must be refused as inaccessible.
+// its include path are sound); lint.device_interface_closed adds one call that the backend
+// has but the interface does not, and must be refused as inaccessible.
 #include "dev/backend.hpp"
 
 namespace exanet::dev {
@@ -17,8 +17,7 @@ bool through_the_interface(selected_device& d, peer_id p) {
 
 #ifdef CALL_OUTSIDE_THE_CONCEPT
 bool around_the_interface(selected_device& d) {
-  key_grant g;
-  return d.key_find(1, g);  // emu::device::key_find: a backend's own, not dev::device's
+  return d.local_side().peer_count() == 0;  // hybrid::device::local_side: a backend's own
 }
 #endif
 

@@ -152,6 +152,16 @@ class device {
     return true;
   }
   void notify_free(std::uint32_t slot) noexcept;
+  /// A notification that reached this endpoint another way (the network backend beside this
+  /// one, dev/hybrid): lands in (slot, gen) with its landing record exactly as a peer's DMA
+  /// notification would, bell included. False when the slot does not expect that generation.
+  bool notify_land(std::uint32_t slot, std::uint32_t gen, const notification& data,
+                   const notification& record) noexcept {
+    if (slot >= windows_.size() || gen == 0 || windows_[slot].gen != gen) return false;
+    local_.notify[slot].record = record;
+    notify_write(local_, slot, gen, data);
+    return true;
+  }
   /// Calls on_slot(slot) for every slot whose notification landed since the last call (a slot
   /// may be named again after its notification was taken another way: notify_test decides).
   /// False when nothing landed: one load.

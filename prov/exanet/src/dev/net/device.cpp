@@ -346,7 +346,30 @@ core::status device::send_or_queue(peer_id p, const packet& pk) noexcept {
   }
   pending_.push_back({p, pk});
   ++pr.queued;
+  push_queued(p);
   return core::status::ok;
+}
+
+void device::push_queued(peer_id p) noexcept {
+  // The caller counts the packet as sent (a send completes on it), and may not call us again
+  // for a long time: manual progress lets an application block elsewhere (a barrier of its
+  // own) after its send completed. So a packet the lower endpoint could not take at once (its
+  // connection to the peer is still being set up, or its queue is full) is pushed here, driving
+  // the lower provider, for a bounded time; whatever is left goes at the next poll.
+  timespec t0{}, t{};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    fi_cq_data_entry e;
+    (void)fi_cq_read(cq_, &e, 0);  // drives the lower provider's progress, consumes nothing
+    flush_pending();
+    if (peers_[p].queued == 0) return;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= push_limit_ms) {
+      EXANET_LOG_ONCE(info, core, "network backend: %u packets to a peer still queued after %u ms",
+                      peers_[p].queued, push_limit_ms);
+      return;
+    }
+  }
 }
 
 void device::flush_pending() noexcept {
@@ -363,17 +386,35 @@ void device::flush_pending() noexcept {
   }
 }
 
-core::status device::mailbox_send(peer_id p, const packet& pk) noexcept {
-  const peer& pr = peers_[p];
+core::status device::ready_to_send(peer_id p) noexcept {
+  peer& pr = peers_[p];
   if (pr.dead) return core::status::peer_dead;
-  if (!can_send(pr)) return core::status::again;
+  // A protocol packet is accepted only when the lower endpoint takes packets to p at once: a
+  // send completes on its packet, and under manual progress the application may then stop
+  // calling us (and wait for the peer by other means). The first packet to a peer waits for
+  // the lower connection (the hello goes first, and "again" until it went out, as tcp;ofi_rxm
+  // says again to a send while it connects); a backlog behind a full lower queue likewise.
+  if (pr.queued > 0) {
+    fi_cq_data_entry e;
+    (void)fi_cq_read(cq_, &e, 0);  // drives the lower provider's progress, consumes nothing
+    flush_pending();
+    if (pr.queued > 0) return core::status::again;
+  }
+  if (pr.hello_due) {
+    if (pr.credits < 2) return core::status::again;
+    if (core::status s = send_hello(p); !core::ok(s)) return s;
+    if (pr.queued > 0) return core::status::again;
+  }
+  return can_send(pr) ? core::status::ok : core::status::again;
+}
+
+core::status device::mailbox_send(peer_id p, const packet& pk) noexcept {
+  if (core::status s = ready_to_send(p); !core::ok(s)) return s;
   return send_or_queue(p, pk);
 }
 
 core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept {
-  const peer& pr = peers_[p];
-  if (pr.dead) return core::status::peer_dead;
-  if (!can_send(pr)) return core::status::again;
+  if (core::status s = ready_to_send(p); !core::ok(s)) return s;
   reserved_for_ = p;
   r.bytes = reserved_.data();
   r.handle = &reserved_;

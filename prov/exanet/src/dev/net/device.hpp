@@ -376,6 +376,9 @@ class device {
   core::status inject(peer_id p, const packet& pk) noexcept;
   core::status send_or_queue(peer_id p, const packet& pk) noexcept;
   void flush_pending() noexcept;
+  void push_queued(peer_id p) noexcept;
+  core::status ready_to_send(peer_id p) noexcept;
+  static constexpr unsigned push_limit_ms = 50;
   void give_credit(peer_id p) noexcept;
   /// A packet of p's was delivered or handled: its credit may go back.
   void consumed(peer_id p) noexcept {

@@ -1,0 +1,279 @@
+// Both backends side by side (issue 13 part 3): the emulation (dev/emu) for the peers of this
+// host, the network backend (dev/net) for the others, chosen per peer when it is connected.
+//
+// The emulation owns what a target exposes: notification slots and generations, windows, the
+// protection table and bounce rings. The network side mirrors each window and registration
+// under the same slot and generation (notify_adopt, key_publish_at), so a peer on another host
+// names them exactly as a local one does; a notification that arrives over the network is landed
+// in the emulation's slot (emu::device::notify_land) when the bells are taken, so protocols see
+// one set of slots and one set of bells.
+//
+// Peer ids are the hybrid's own, dense from 0. With the network off (the default), they are the
+// emulation's ids and every operation goes straight to it: one predictable branch on the data
+// path, no table. With it on, a table says for each id which side it is and its id there.
+//
+// Every process of a job must choose the same network use (dev::open_params::network::reach):
+// a peer is reached over one side only, and each end picks the side by the same rule (the host
+// in its name), so the two ends agree.
+#pragma once
+#include <vector>
+
+#include "core/status.hpp"
+#include "dev/device.hpp"
+#include "dev/emu/device.hpp"
+#include "dev/net/device.hpp"
+
+namespace exanet::dev::hybrid {
+
+class device {
+ public:
+  device() = default;
+  device(const device&) = delete;
+  device& operator=(const device&) = delete;
+  ~device() { close(); }
+
+  /// Opens the emulation, and the network side unless p.net.reach is off. With the network on,
+  /// our name is version 2: the emulation's, with this host and the network side's lower name.
+  core::status open(const open_params& p) noexcept;
+  void close() noexcept;
+  const address& local_address() const noexcept { return net_on_ ? self_ : local_.local_address(); }
+  caps capabilities() const noexcept;
+
+  // ---- peers ------------------------------------------------------------------------------
+  /// A peer of this host (host 0 or ours) goes to the emulation, unless every peer is to be
+  /// reached over the network; another host's to the network side (unreachable when it is off,
+  /// or when the name carries no lower name).
+  core::status connect(const address& a, peer_id& out) noexcept;
+  /// The peer's name as an address vector holds it (with the network on, version 2, host set).
+  const address& peer_address(peer_id p) const noexcept {
+    return net_on_ ? names_[p] : local_.peer_address(p);
+  }
+  std::size_t peer_count() const noexcept { return net_on_ ? routes_.size() : local_.peer_count(); }
+
+  // ---- mailbox ------------------------------------------------------------------------------
+  core::status mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept {
+    if (!net_on_) [[likely]] return local_.mailbox_reserve(p, r);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.mailbox_reserve(rt.inner, r) : local_.mailbox_reserve(rt.inner, r);
+  }
+  void mailbox_publish(const mailbox_reservation& r) noexcept {
+    if (net_on_ && remote_.reserved_here(r)) [[unlikely]] return remote_.mailbox_publish(r);
+    local_.mailbox_publish(r);
+  }
+  core::status mailbox_send(peer_id p, const packet& pk) noexcept {
+    if (!net_on_) [[likely]] return local_.mailbox_send(p, pk);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.mailbox_send(rt.inner, pk) : local_.mailbox_send(rt.inner, pk);
+  }
+  template <class F>
+  std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
+    if (!net_on_) [[likely]] return local_.poll_mailbox(budget, on_packet);
+    std::size_t n = local_.poll_mailbox(budget, [&](peer_id from, const packet& pk) {
+      on_packet(from == no_peer ? no_peer : of_local(from), pk);
+    });
+    if (n < budget)
+      n += remote_.poll_mailbox(budget - n, [&](peer_id from, const packet& pk) {
+        on_packet(from == no_peer ? no_peer : of_remote(from), pk);
+      });
+    else
+      (void)remote_.poll_mailbox(0, [](peer_id, const packet&) {});  // progress, deliver nothing
+    return n;
+  }
+  bool has_arrivals() const noexcept {
+    return local_.has_arrivals() || (net_on_ && remote_.has_arrivals());
+  }
+  bool mailbox_unstick() noexcept { return local_.mailbox_unstick(); }
+  void set_intake_held(bool held) noexcept {
+    local_.set_intake_held(held);
+    if (net_on_) remote_.set_intake_held(held);
+  }
+  bool peer_intake_held(peer_id p) const noexcept {
+    if (!net_on_) [[likely]] return local_.peer_intake_held(p);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.peer_intake_held(rt.inner) : local_.peer_intake_held(rt.inner);
+  }
+
+  // ---- bounce rings: the emulation's only (a network peer takes the DMA path) ---------------
+  bool bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place, ring_space& out) noexcept {
+    if (!net_on_) [[likely]] return local_.bounce_reserve(p, len, place, out);
+    const route& rt = routes_[p];
+    return !rt.remote && local_.bounce_reserve(rt.inner, len, place, out);
+  }
+  void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
+                    std::size_t len) noexcept {
+    local_.bounce_write(net_on_ ? routes_[p].inner : p, at, src, len);  // reserved: a local peer
+  }
+  const std::byte* bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
+                               std::size_t len) const noexcept {
+    if (!net_on_) [[likely]] return local_.bounce_data(from, ring, offset, len);
+    const route& rt = routes_[from];
+    return rt.remote ? nullptr : local_.bounce_data(rt.inner, ring, offset, len);
+  }
+  void bounce_consume(std::uint32_t ring, std::uint64_t end) noexcept {
+    local_.bounce_consume(ring, end);
+  }
+
+  // ---- notification slots: the emulation's, mirrored on the network side ---------------------
+  bool notify_alloc(std::uint32_t& slot, std::uint32_t& gen) noexcept {
+    if (!local_.notify_alloc(slot, gen)) return false;
+    if (net_on_ && !remote_.notify_adopt(slot, gen)) [[unlikely]] {
+      local_.notify_free(slot);
+      return false;
+    }
+    return true;
+  }
+  bool window_open(std::uint32_t slot, std::uint64_t va, std::uint64_t len) noexcept {
+    return local_.window_open(slot, va, len) && (!net_on_ || remote_.window_open(slot, va, len));
+  }
+  bool notify_test(std::uint32_t slot, std::uint32_t gen, notification& out) const noexcept {
+    return local_.notify_test(slot, gen, out);
+  }
+  void notify_free(std::uint32_t slot) noexcept {
+    local_.notify_free(slot);
+    if (net_on_) remote_.notify_free(slot);
+  }
+  /// Network landings first go into the emulation's slots (data, record, bell), then the
+  /// emulation's bells are taken: one set of bells for the protocols.
+  template <class F>
+  bool take_notify_bells(F&& on_slot) noexcept {
+    if (net_on_)
+      remote_.take_notify_bells([this](std::uint32_t slot) {
+        std::uint32_t gen = 0;
+        notification data, record;
+        if (remote_.notify_landing(slot, gen, data, record))
+          (void)local_.notify_land(slot, gen, data, record);
+      });
+    return local_.take_notify_bells(on_slot);
+  }
+  notification notify_record(std::uint32_t slot) const noexcept { return local_.notify_record(slot); }
+  core::status notify_record_put(peer_id p, std::uint32_t slot, const notification& rec) noexcept {
+    if (!net_on_) [[likely]] return local_.notify_record_put(p, slot, rec);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.notify_record_put(rt.inner, slot, rec)
+                     : local_.notify_record_put(rt.inner, slot, rec);
+  }
+
+  // ---- DMA engine ---------------------------------------------------------------------------
+  core::status dma_post(const dma_write& w, dma_state& st) noexcept {
+    if (!net_on_) [[likely]] return local_.dma_post(w, st);
+    const route& rt = routes_[w.peer];
+    dma_write inner = w;
+    inner.peer = rt.inner;
+    return rt.remote ? remote_.dma_post(inner, st) : local_.dma_post(inner, st);
+  }
+  bool writes_land_at_post(peer_id p) const noexcept {
+    if (!net_on_) [[likely]] return local_.writes_land_at_post(p);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.writes_land_at_post(rt.inner) : local_.writes_land_at_post(rt.inner);
+  }
+  bool can_read(peer_id p) const noexcept {
+    if (!net_on_) [[likely]] return local_.can_read(p);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.can_read(rt.inner) : local_.can_read(rt.inner);
+  }
+  core::status dma_read(peer_id p, std::uint64_t va, std::span<const iovec> dst,
+                        std::size_t dst_offset, std::size_t len) noexcept {
+    if (!net_on_) [[likely]] return local_.dma_read(p, va, dst, dst_offset, len);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.dma_read(rt.inner, va, dst, dst_offset, len)
+                     : local_.dma_read(rt.inner, va, dst, dst_offset, len);
+  }
+
+  // ---- RMA: the emulation's table, mirrored on the network side ------------------------------
+  core::status key_publish(const key_grant& g, std::uint32_t& slot) noexcept;
+  void key_revoke(std::uint32_t slot) noexcept {
+    local_.key_revoke(slot);
+    if (net_on_) remote_.key_revoke(slot);
+  }
+  bool key_at(std::uint32_t slot, key_grant& out) const noexcept { return local_.key_at(slot, out); }
+  core::status rma_check(peer_id p, std::uint64_t key, std::uint64_t addr, std::uint64_t len,
+                         std::uint32_t need, rma_target& out) noexcept {
+    if (!net_on_) [[likely]] return local_.rma_check(p, key, addr, len, need, out);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.rma_check(rt.inner, key, addr, len, need, out)
+                     : local_.rma_check(rt.inner, key, addr, len, need, out);
+  }
+  core::status grant_check(std::uint64_t key, std::uint64_t addr, std::uint64_t len,
+                           std::uint32_t need, rma_target& out) const noexcept {
+    return local_.grant_check(key, addr, len, need, out);
+  }
+  core::status event_post(peer_id p, const notification& n) noexcept {
+    if (!net_on_) [[likely]] return local_.event_post(p, n);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.event_post(rt.inner, n) : local_.event_post(rt.inner, n);
+  }
+  template <class F>
+  std::size_t poll_events(std::size_t budget, F&& on_event) noexcept {
+    if (!net_on_) [[likely]] return local_.poll_events(budget, on_event);
+    std::size_t n = local_.poll_events(budget, [&](peer_id from, const notification& e) {
+      on_event(from == no_peer ? no_peer : of_local(from), e);
+    });
+    if (n < budget)
+      n += remote_.poll_events(budget - n, [&](peer_id from, const notification& e) {
+        on_event(from == no_peer ? no_peer : of_remote(from), e);
+      });
+    return n;
+  }
+
+  // ---- lost peers ---------------------------------------------------------------------------
+  template <class F>
+  bool take_lost_peers(std::uint64_t now_ms, F&& on_lost) noexcept {
+    if (!net_on_) [[likely]] return local_.take_lost_peers(now_ms, on_lost);
+    const bool a = local_.take_lost_peers(now_ms, [&](peer_id p) { on_lost(of_local(p)); });
+    const bool b = remote_.take_lost_peers(now_ms, [&](peer_id p) { on_lost(of_remote(p)); });
+    return a || b;
+  }
+  bool take_dead_found() noexcept {
+    const bool a = local_.take_dead_found();
+    return (net_on_ && remote_.take_dead_found()) || a;
+  }
+  bool peer_forgotten(peer_id p) const noexcept {
+    if (!net_on_) [[likely]] return local_.peer_forgotten(p);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.peer_forgotten(rt.inner) : local_.peer_forgotten(rt.inner);
+  }
+  void forget_dead_peer(peer_id p) noexcept {
+    if (!net_on_) [[likely]] return local_.forget_dead_peer(p);
+    const route& rt = routes_[p];
+    rt.remote ? remote_.forget_dead_peer(rt.inner) : local_.forget_dead_peer(rt.inner);
+  }
+
+  /// Both sides' refusals, summed.
+  const drop_counts& drops() const noexcept;
+
+  /// The sides, for tests and tools (the protocols see only dev::device's operations).
+  const emu::device& local_side() const noexcept { return local_; }
+  const net::device& network_side() const noexcept { return remote_; }
+
+ private:
+  struct route {
+    bool remote = false;
+    peer_id inner = no_peer;  // the peer's id on its side
+  };
+  /// The hybrid id of a side's peer, given one on first sight (a sender that connected to us).
+  peer_id of_local(peer_id inner) noexcept {
+    if (inner < by_local_.size() && by_local_[inner] != no_peer) [[likely]] return by_local_[inner];
+    return adopt(false, inner);
+  }
+  peer_id of_remote(peer_id inner) noexcept {
+    if (inner < by_remote_.size() && by_remote_[inner] != no_peer) [[likely]] return by_remote_[inner];
+    return adopt(true, inner);
+  }
+  peer_id adopt(bool remote, peer_id inner) noexcept;
+  /// A name as the address vector holds it: version 2, with the host it lives on.
+  address full_name(const address& a) const noexcept;
+
+  emu::device local_;
+  net::device remote_;
+  bool net_on_ = false;
+  open_params::network::use reach_ = open_params::network::use::off;
+  address self_{};
+  std::vector<route> routes_;       // by hybrid id (network on)
+  std::vector<address> names_;      // by hybrid id (network on)
+  std::vector<peer_id> by_local_;   // the emulation's id -> hybrid id
+  std::vector<peer_id> by_remote_;  // the network side's id -> hybrid id
+  mutable drop_counts drops_sum_{};
+};
+static_assert(dev::device<device>, "the hybrid offers every operation of dev::device");
+
+}  // namespace exanet::dev::hybrid
