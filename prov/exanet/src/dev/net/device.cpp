@@ -356,20 +356,27 @@ void device::push_queued(peer_id p) noexcept {
   // own) after its send completed. So a packet the lower endpoint could not take at once (its
   // connection to the peer is still being set up, or its queue is full) is pushed here, driving
   // the lower provider, for a bounded time; whatever is left goes at the next poll.
+  if (pushing_) return;  // a packet sent while we drive the lower provider below: queued
+  pushing_ = true;
   timespec t0{}, t{};
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
-    fi_cq_data_entry e;
-    (void)fi_cq_read(cq_, &e, 0);  // drives the lower provider's progress, consumes nothing
-    flush_pending();
-    if (peers_[p].queued == 0) return;
+    drive();
+    if (peers_[p].queued == 0) break;
     clock_gettime(CLOCK_MONOTONIC, &t);
     if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >= push_limit_ms) {
       EXANET_LOG_ONCE(info, core, "network backend: %u packets to a peer still queued after %u ms",
                       peers_[p].queued, push_limit_ms);
-      return;
+      break;
     }
   }
+  pushing_ = false;
+}
+
+void device::drive() noexcept {
+  // The lower provider progresses (its connections, its flow control) only when its CQ is read
+  // for real; what that reads waits, in order, for the next poll (budget 0).
+  (void)poll_mailbox(0, [](peer_id, const packet&) {});
 }
 
 void device::flush_pending() noexcept {
@@ -395,9 +402,7 @@ core::status device::ready_to_send(peer_id p) noexcept {
   // the lower connection (the hello goes first, and "again" until it went out, as tcp;ofi_rxm
   // says again to a send while it connects); a backlog behind a full lower queue likewise.
   if (pr.queued > 0) {
-    fi_cq_data_entry e;
-    (void)fi_cq_read(cq_, &e, 0);  // drives the lower provider's progress, consumes nothing
-    flush_pending();
+    if (!pushing_) drive();
     if (pr.queued > 0) return core::status::again;
   }
   if (pr.hello_due) {

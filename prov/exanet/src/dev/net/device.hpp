@@ -377,6 +377,8 @@ class device {
   core::status send_or_queue(peer_id p, const packet& pk) noexcept;
   void flush_pending() noexcept;
   void push_queued(peer_id p) noexcept;
+  void drive() noexcept;
+  bool pushing_ = false;  // push_queued is driving the lower provider (no nested push)
   core::status ready_to_send(peer_id p) noexcept;
   static constexpr unsigned push_limit_ms = 50;
   void give_credit(peer_id p) noexcept;
