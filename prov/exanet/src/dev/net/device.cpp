@@ -9,6 +9,7 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <ctime>
 
 #include "core/iov.hpp"
@@ -214,6 +215,10 @@ core::status device::open(const open_params& p) noexcept {
       return s;
     }
   }
+  if (lower_name_.rfind("tcp", 0) == 0 && !std::getenv("FI_TCP_NODELAY"))
+    EXANET_LOG_ONCE(warn, core, "network backend over %s without FI_TCP_NODELAY=1: the kernel "
+                    "delays exanet's small packets (Nagle's algorithm against delayed "
+                    "acknowledgements: up to 40 ms each in a rendezvous here)", lower_name_.c_str());
   EXANET_LOG(info, core, "network backend over %s (%s): %zu-byte name, %u credits per sender",
              lower_name_.c_str(), info_->domain_attr->name, len, net.credits);
   return core::status::ok;

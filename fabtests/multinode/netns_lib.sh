@@ -1,0 +1,54 @@
+# Two "hosts" on one machine, for the multi-host tests (sourced, not run): two network
+# namespaces joined by a veth pair, each process started in one of them with a private /dev/shm
+# (a mount namespace with its own tmpfs), so only the network connects them, as on a cluster.
+# netns_up creates them and installs a trap that removes them, and kills what netns_start
+# started, on every exit path. Needs root and iproute2: callers exit 77 (skipped) otherwise.
+#   netns_up               sets ns_a, ns_b, addr_a, addr_b, work (a scratch folder)
+#   on_host NS CMD...      runs CMD on that host (in the foreground)
+#   netns_start NS CMD...  the same in the background; its pid is appended to netns_pids
+
+netns_require() {
+  [[ $(id -u) -eq 0 ]] || { echo "$1: needs root (network namespaces); skipped"; exit 77; }
+  command -v ip >/dev/null || { echo "$1: iproute2 missing; skipped"; exit 77; }
+}
+
+netns_cleanup() {
+  local p
+  for p in "${netns_pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+  ip netns del "$ns_a" 2>/dev/null || true  # takes its end of the veth pair, and the pair, along
+  ip netns del "$ns_b" 2>/dev/null || true
+  rm -rf "$work"
+}
+
+netns_up() {
+  local tag=exa$$
+  ns_a=${tag}a ns_b=${tag}b
+  local net=10.$((200 + $$ % 50)).$(( ($$ / 50) % 250 )).
+  addr_a=${net}1 addr_b=${net}2
+  work=$(mktemp -d)
+  netns_pids=()
+  trap netns_cleanup EXIT INT TERM
+  ip netns add "$ns_a"
+  ip netns add "$ns_b"
+  ip link add "${tag}va" type veth peer name "${tag}vb"
+  ip link set "${tag}va" netns "$ns_a"
+  ip link set "${tag}vb" netns "$ns_b"
+  ip -n "$ns_a" addr add "$addr_a/24" dev "${tag}va"
+  ip -n "$ns_b" addr add "$addr_b/24" dev "${tag}vb"
+  local ns
+  for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
+  ip -n "$ns_a" link set "${tag}va" up
+  ip -n "$ns_b" link set "${tag}vb" up
+}
+
+on_host() {
+  local ns=$1
+  shift
+  ip netns exec "$ns" unshare --mount --propagation private \
+    sh -c 'mount -t tmpfs -o size=64m tmpfs /dev/shm && exec "$@"' host "$@"
+}
+
+netns_start() {
+  on_host "$@" &
+  netns_pids+=($!)
+}
