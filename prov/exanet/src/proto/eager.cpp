@@ -78,7 +78,10 @@ core::status endpoint::inject(dev::peer_id to, const void* buf, std::size_t len,
 void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto p = wire::read<wire::env_data>(pkt);
   const std::size_t len = p.hdr.len;
-  if (len > wire::eager_payload_max) return;  // malformed: a peer bug, never trusted
+  if (len > wire::eager_payload_max) [[unlikely]] {
+    on_env_train(from, p);  // the end of an eager train, or malformed (dropped there)
+    return;
+  }
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
   ++stats_.eager_recv;

@@ -162,6 +162,8 @@ core::status endpoint::send_now(const send_args& a) noexcept {
   switch (c.proto) {
     case protocol::eager:
       return eager_send(a, len);
+    case protocol::eager_train:
+      return train_send(a, len);
     case protocol::medium: {
       const core::status s = medium_send(a, len);
       if (s != core::status::not_supported) return s;
