@@ -88,7 +88,7 @@ static void fill_pattern(unsigned char *p, size_t len, uint64_t salt)
 }
 
 /* Sizes on both sides of every threshold: eager (36 B), the packets of an eager train (36 + 48k B:
- * 84, 132, ... 276, the largest, and FI_EXANET_EAGER_MAX's default 132), inject and shm's inline
+ * 84, FI_EXANET_EAGER_MAX's default, 132, ... 276, the largest), inject and shm's inline
  * limits, medium (8 KiB), exanet's staging chunk (64 KiB) and RMA inline limit, and large
  * rendezvous. IOV_SIZES=LO..HI draws every size uniformly from LO..HI instead. */
 static size_t g_size_lo, g_size_hi; /* IOV_SIZES; hi 0: not set */

@@ -18,7 +18,7 @@ enum class protocol_family : std::uint8_t {
 };
 
 struct config {
-  std::size_t eager_max = 132;             // largest message sent eager: in its env_data up to
+  std::size_t eager_max = 84;              // largest message sent eager: in its env_data up to
                                            // 36 bytes, above that as an eager train (at most
                                            // wire::eager_train_limit; eager_train.cpp)
   std::size_t medium_max = 8192;           // largest message sent through the bounce ring;

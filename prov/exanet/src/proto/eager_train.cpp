@@ -104,6 +104,19 @@ void endpoint::on_eager_data(dev::peer_id from, const dev::packet& pkt) noexcept
     drop_train_packet(from, "length or offset beyond a train");
     return;
   }
+  static_assert(wire::eager_data_bytes <= 64, "copy_small takes at most 64 bytes");
+  if (off != 0) {
+    // A continuation: it must extend the open train exactly, whose first packet had its psn
+    // checked, so that check is not repeated here (one packet in two or more of every train).
+    train_assembly* t = from < trains_.size() ? &trains_[from] : nullptr;
+    if (!t || !t->open || t->psn != d.psn || t->filled != off) [[unlikely]] {
+      drop_train_packet(from, "out of order or of another message");
+      return;
+    }
+    core::copy_small(t->bytes.data() + off, d.payload, n);
+    t->filled = static_cast<std::uint32_t>(off + n);
+    return;
+  }
   // The psn of a message not taken yet, within the reorder window: a correct sender's train
   // always names the very message its env_data will carry next.
   const peer_sequence* q = sequence_of(from);
@@ -116,16 +129,10 @@ void endpoint::on_eager_data(dev::peer_id from, const dev::packet& pkt) noexcept
     EXANET_LOG(warn, ep_data, "out of memory for an eager train from peer %u; dropped", from);
     return;  // its env_data finds the train missing and is dropped too
   }
-  if (off == 0) {
-    t->open = true;  // a new train; one left unfinished was abandoned by its sender
-    t->psn = d.psn;
-    t->filled = 0;
-  } else if (!t->open || t->psn != d.psn || t->filled != off) {
-    drop_train_packet(from, "out of order or of another message");
-    return;
-  }
-  std::memcpy(t->bytes.data() + off, d.payload, n);
-  t->filled = static_cast<std::uint32_t>(off + n);
+  t->open = true;  // a new train; one left unfinished was abandoned by its sender
+  t->psn = d.psn;
+  core::copy_small(t->bytes.data(), d.payload, n);
+  t->filled = static_cast<std::uint32_t>(n);
 }
 
 void endpoint::on_env_train(dev::peer_id from, const wire::env_data& p) noexcept {
