@@ -72,6 +72,14 @@ core::status endpoint::inject(dev::peer_id to, const void* buf, std::size_t len,
   a.inject = true;
   a.completion = false;
   a.kind = kind;
+  // The size an eager train carries (MPI's 64-byte blocking sends): the same checks, then the
+  // train, without send_now's general walk.
+  if (len < train_below_[static_cast<int>(kind)] && dma_backlog_.empty()) {
+    if (dev_.peer_intake_held(to)) [[unlikely]] return core::status::again;
+    const core::status s = train_send(a, len);
+    if (s == core::status::peer_dead) [[unlikely]] settle_found_dead();
+    return s;
+  }
   return send(a);
 }
 

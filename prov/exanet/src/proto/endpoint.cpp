@@ -75,6 +75,11 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
         row.count > 0 && first.proto == protocol::eager
             ? std::min(first.max_len, wire::eager_payload_max) + 1
             : 0;
+    train_below_[static_cast<int>(k)] =
+        eager_below_[static_cast<int>(k)] > 0 && row.count > 1 &&
+                row.classes[1].proto == protocol::eager_train
+            ? std::min(row.classes[1].max_len, wire::eager_train_limit) + 1
+            : 0;
   }
   if (core::status s = open_intake(); !core::ok(s)) return s;
   if (core::status s = dev_.open(p); !core::ok(s)) return s;

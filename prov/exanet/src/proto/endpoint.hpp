@@ -739,6 +739,9 @@ class endpoint {
   /// Per queue kind: messages shorter than this go eager when transmit-complete is enough (the
   /// first size class of the send row, when it is eager; 0 otherwise). Set at open.
   std::array<std::size_t, 2> eager_below_{};
+  /// Likewise for eager trains: messages from eager_below_ and shorter than this (the second
+  /// class, when it is eager/train; else 0).
+  std::array<std::size_t, 2> train_below_{};
   dev::selected_device dev_;  // the backend, through dev::device only (dev/backend.hpp)
   endpoint_sinks sinks_{};
   std::array<match::matcher, 2> matchers_;

@@ -135,6 +135,35 @@ TEST_F(train_pair_test, the_threshold_is_eager_max) {
   }
 }
 
+TEST_F(train_pair_test, injects_of_train_sizes_go_as_trains_without_a_completion) {
+  cfg.eager_max = 84;
+  open_pair();
+  int ctx = 0;
+  for (std::size_t n : {std::size_t{36}, std::size_t{37}, std::size_t{64}, std::size_t{84},
+                        std::size_t{85}}) {
+    SCOPED_TRACE(n);
+    const endpoint_stats before = a.stats();
+    const auto data = pattern(n, 9);
+    std::vector<std::byte> out(n);
+    recv(out.data(), n, 2, &ctx);
+    core::status st;
+    while ((st = a.inject(a_to_b, data.data(), n, 2, 77, true, queue_kind::tagged)) ==
+           core::status::again)
+      b.progress();
+    ASSERT_EQ(st, core::status::ok);
+    pump_until([&] { return !b_rx.entries.empty(); });
+    const completion c = b_rx.entries.front();
+    b_rx.entries.clear();
+    EXPECT_EQ(c.len, n);
+    EXPECT_EQ(c.data, 77u);
+    EXPECT_EQ(std::memcmp(out.data(), data.data(), n), 0);
+    const endpoint_stats after = a.stats();
+    EXPECT_EQ(after.train_sent - before.train_sent, n > 36 && n <= 84 ? 1u : 0u);
+    EXPECT_EQ(after.medium_sent - before.medium_sent, n > 84 ? 1u : 0u);
+  }
+  EXPECT_TRUE(a_tx.entries.empty()) << "an inject wrote a send completion";
+}
+
 TEST_F(train_pair_test, a_train_cut_by_a_full_mailbox_is_sent_again_whole_and_once) {
   cfg.mailbox_slots = 16;
   open_pair();
