@@ -271,7 +271,8 @@ struct column {
 };
 
 unsigned long long received(const endpoint_snapshot& s) {
-  return s.get("eager_recv") + s.get("medium_recv") + s.get("rndv_recv") + s.get("ri_recv");
+  return s.get("eager_recv") + s.get("train_recv") + s.get("medium_recv") + s.get("rndv_recv") +
+         s.get("ri_recv");
 }
 
 unsigned long long drops(const endpoint_snapshot& s) {
@@ -282,8 +283,10 @@ unsigned long long drops(const endpoint_snapshot& s) {
 }
 
 const column g_columns[] = {
-    {"EAGER", "eager",
-     [](const endpoint_snapshot& s) { return s.get("eager_sent") + s.get("eager_recv"); }},
+    {"EAGER", "eager",  // in one packet or an eager train
+     [](const endpoint_snapshot& s) {
+       return s.get("eager_sent") + s.get("eager_recv") + s.get("train_sent") + s.get("train_recv");
+     }},
     {"MEDIUM", "medium",
      [](const endpoint_snapshot& s) { return s.get("medium_sent") + s.get("medium_recv"); }},
     {"RI", "ri", [](const endpoint_snapshot& s) { return s.get("ri_sent"); }},

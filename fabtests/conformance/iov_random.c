@@ -28,7 +28,8 @@
  * FI_EXANET_MEDIUM_MAX), and the reference run gets the same cases.
  *
  * Environment: IOV_SEED (first seed; default from the clock, printed either way), IOV_SEEDS
- * (seeds to run, default 20), IOV_CASES (cases per seed, default 12), IOV_PART (msg, rma or all,
+ * (seeds to run, default 20), IOV_CASES (cases per seed, default 12), IOV_SIZES (LO..HI, every
+ * message and RMA size drawn from LO..HI), IOV_PART (msg, rma or all,
  * default all), IOV_REFERENCE (shm by default; "none" runs exanet alone), IOV_KEEP=1 keeps the
  * transcripts (printed paths).
  */
@@ -86,9 +87,13 @@ static void fill_pattern(unsigned char *p, size_t len, uint64_t salt)
 		p[i] = pattern(salt, i);
 }
 
-/* Sizes on both sides of every threshold: eager (36 B), inject and shm's inline limits, medium
- * (8 KiB), exanet's staging chunk (64 KiB) and RMA inline limit, and large rendezvous. */
-static const size_t edges[] = {0, 1, 2, 7, 8, 35, 36, 37, 63, 64, 65, 255, 256, 257, 1024, 4095, 4096,
+/* Sizes on both sides of every threshold: eager (36 B), the packets of an eager train (36 + 48k B:
+ * 84, FI_EXANET_EAGER_MAX's default, 132, ... 276, the largest), inject and shm's inline
+ * limits, medium (8 KiB), exanet's staging chunk (64 KiB) and RMA inline limit, and large
+ * rendezvous. IOV_SIZES=LO..HI draws every size uniformly from LO..HI instead. */
+static size_t g_size_lo, g_size_hi; /* IOV_SIZES; hi 0: not set */
+static const size_t edges[] = {0, 1, 2, 7, 8, 35, 36, 37, 63, 64, 65, 84, 85, 132, 133, 255, 256, 257,
+			       276, 277, 1024, 4095, 4096,
 			       4097, 8191, 8192, 8193, 16384, 65535, 65536, 65537, 131072, 262144, 1048576,
 			       (2u << 20)};
 #define NEDGES (sizeof edges / sizeof edges[0])
@@ -96,6 +101,8 @@ static const size_t edges[] = {0, 1, 2, 7, 8, 35, 36, 37, 63, 64, 65, 255, 256, 
 static size_t pick_size(uint64_t *s)
 {
 	size_t n;
+	if (g_size_hi)
+		return g_size_lo + below(s, g_size_hi - g_size_lo + 1);
 	switch (below(s, 6)) {
 	case 0: n = below(s, 300); break;
 	case 1: n = below(s, 20000); break;
@@ -931,6 +938,15 @@ int main(void)
 		INJECT_MAX = strtoull(e, NULL, 0);
 	if ((e = getenv("IOV_IGNORE_BITS")) && *e)
 		g_ignore_bits = atoi(e);
+	if ((e = getenv("IOV_SIZES")) && *e) {
+		unsigned long long lo = 0, hi = 0;
+		if (sscanf(e, "%llu..%llu", &lo, &hi) != 2 || lo > hi || hi > MAXLEN) {
+			fprintf(stderr, "IOV_SIZES=%s: want LO..HI, at most %u\n", e, MAXLEN);
+			return 2;
+		}
+		g_size_lo = (size_t)lo;
+		g_size_hi = (size_t)hi;
+	}
 	const int with_ref = strcmp(ref, "none") != 0;
 	snprintf(g_dir, sizeof g_dir, "/tmp/exanet-iov-XXXXXX");
 	XT_CHECK(mkdtemp(g_dir), "mkdtemp");

@@ -108,6 +108,10 @@ struct fi_exanet_counters {
 	                               RMA requests of a peer beyond notify_slots being answered */
 	uint64_t rndv_deadlines;    /* rendezvous receives failed with FI_ETIMEDOUT at
 	                               FI_EXANET_RNDV_DEADLINE_MS (opt-in; 0 by default) */
+	/* Eager trains: messages of 37 B to FI_EXANET_EAGER_MAX carried in several consecutive
+	 * mailbox packets (not counted in eager_sent and eager_recv). A train packet that is out
+	 * of order, of another message or beyond the limit counts in drop_bad_field. */
+	uint64_t train_sent, train_recv;
 };
 
 struct fid_ep;

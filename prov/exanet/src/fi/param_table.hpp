@@ -19,6 +19,7 @@ namespace exanet::fi {
 enum class param_type : std::uint8_t { size, integer, boolean, string };
 
 enum class param_id : std::uint8_t {
+  eager_max,
   medium_max,
   inject_size,
   mailbox_slots,
@@ -71,6 +72,13 @@ inline constexpr std::int64_t int_max = 2147483647;
 // key slot of an RMA event, event_rings one doorbell word, iov_limit proto::max_iov, tx_size and
 // rx_size attr.hpp's max_queue_size; fi/params.cpp asserts the ones it can see.
 inline constexpr param_spec g_params[] = {
+    {param_id::eager_max, "eager_max", param_type::size, 84, "", 0, 276, "",
+     "Largest message sent eager, copied into mailbox packets: up to 36 bytes in its envelope "
+     "packet, above that as a train of up to 5 more packets ahead of it (48 bytes each). At "
+     "most 276 and FI_EXANET_MEDIUM_MAX; 36 or less: no trains.",
+     "84 (one packet ahead of the envelope: 64-byte messages) is measured against the bounce "
+     "ring under Open MPI (BENCHMARKS.md): every further packet of a train costs both ends more "
+     "instructions than the ring's copy of its 48 bytes, and a mailbox slot."},
     {param_id::medium_max, "medium_max", param_type::size, 8192, "", 0, std::int64_t{1} << 29, "",
      "Largest message sent through the per-sender bounce ring (bytes); larger ones use the "
      "rendezvous. At most half a bounce ring.",

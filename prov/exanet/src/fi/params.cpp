@@ -28,6 +28,7 @@ namespace {
 // Every numeric and boolean row has a field; -Wswitch names a row added without one.
 constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
   switch (id) {
+    case param_id::eager_max: return static_cast<std::int64_t>(c.eager_max);
     case param_id::medium_max: return static_cast<std::int64_t>(c.medium_max);
     case param_id::inject_size: return static_cast<std::int64_t>(c.inject_size);
     case param_id::mailbox_slots: return static_cast<std::int64_t>(c.mailbox_slots);
@@ -66,6 +67,7 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
 void store(proto::config& c, param_id id, std::int64_t v) noexcept {
   const auto z = static_cast<std::size_t>(v);
   switch (id) {
+    case param_id::eager_max: c.eager_max = z; break;
     case param_id::medium_max: c.medium_max = z; break;
     case param_id::inject_size: c.inject_size = z; break;
     case param_id::mailbox_slots: c.mailbox_slots = z; break;
@@ -114,6 +116,8 @@ static_assert(param(param_id::tx_size).max == max_queue_size &&
               "tx_size and rx_size are bounded by attr.hpp's max_queue_size");
 static_assert(param(param_id::iov_limit).max == proto::max_iov, "iov_limit is bounded by max_iov");
 static_assert(param(param_id::node).max == 65535, "a node id is 16 bits");
+static_assert(param(param_id::eager_max).max == proto::wire::eager_train_limit,
+              "eager_max is bounded by the receiver's train buffer");
 
 // ---- warnings -------------------------------------------------------------------------------
 
@@ -259,11 +263,12 @@ void log_config(const proto::config& c) noexcept {
   // Two lines: the log's sink formats at most 512 bytes a message.
   char protocols[400], resources[400];
   std::snprintf(protocols, sizeof protocols,
-                "exanet %s: configuration in force (1/2): protocol family %s; eager up to one "
-                "packet, medium up to %zu B, inject up to %zu B, inline RMA writes up to %zu B; "
+                "exanet %s: configuration in force (1/2): protocol family %s; eager up to %zu B, "
+                "medium up to %zu B, inject up to %zu B, inline RMA writes up to %zu B; "
                 "DMA engine %s; pdid %u node %u; peer check every %u ms, rendezvous timeout %u "
                 "ms, deadline %u ms (0: none)",
-                FI_EXANET_VERSION_STRING, family_name(c.protocol), c.medium_max, c.inject_size,
+                FI_EXANET_VERSION_STRING, family_name(c.protocol), c.eager_max, c.medium_max,
+                c.inject_size,
                 c.rma_inline_max, c.use_cma ? "cross-memory attach" : "staging", c.pdid, c.node,
                 c.dead_peer_check_ms, c.rndv_timeout_ms, c.rndv_deadline_ms);
   std::snprintf(resources, sizeof resources,

@@ -20,6 +20,9 @@ enum class protocol_family : std::uint8_t {
 };
 
 struct config {
+  std::size_t eager_max = 84;              // largest message sent eager: in its env_data up to
+                                           // 36 bytes, above that as an eager train (at most
+                                           // wire::eager_train_limit; eager_train.cpp)
   std::size_t medium_max = 8192;           // largest message sent through the bounce ring;
                                            // measured crossover with the rendezvous (issue 2)
   std::size_t inject_size = 4096;          // fi_inject limit (eager or medium, copied at post)

@@ -72,13 +72,24 @@ core::status endpoint::inject(dev::peer_id to, const void* buf, std::size_t len,
   a.inject = true;
   a.completion = false;
   a.kind = kind;
+  // The size an eager train carries (MPI's 64-byte blocking sends): the same checks, then the
+  // train, without send_now's general walk.
+  if (len < train_below_[static_cast<int>(kind)] && dma_backlog_.empty()) {
+    if (dev_.peer_intake_held(to)) [[unlikely]] return core::status::again;
+    const core::status s = train_send(a, len);
+    if (s == core::status::peer_dead) [[unlikely]] settle_found_dead();
+    return s;
+  }
   return send(a);
 }
 
 void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto p = wire::read<wire::env_data>(pkt);
   const std::size_t len = p.hdr.len;
-  if (len > wire::eager_payload_max) return;  // malformed: a peer bug, never trusted
+  if (len > wire::eager_payload_max) [[unlikely]] {
+    on_env_train(from, p);  // the end of an eager train, or malformed (dropped there)
+    return;
+  }
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
   ++stats_.eager_recv;

@@ -83,6 +83,11 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
         row.count > 0 && first.proto == protocol::eager
             ? std::min(first.max_len, wire::eager_payload_max) + 1
             : 0;
+    train_below_[static_cast<int>(k)] =
+        eager_below_[static_cast<int>(k)] > 0 && row.count > 1 &&
+                row.classes[1].proto == protocol::eager_train
+            ? std::min(row.classes[1].max_len, wire::eager_train_limit) + 1
+            : 0;
   }
   if (core::status s = open_intake(); !core::ok(s)) return s;
   if (core::status s = dev_.open(p); !core::ok(s)) return s;
@@ -170,6 +175,8 @@ core::status endpoint::send_now(const send_args& a) noexcept {
   switch (c.proto) {
     case protocol::eager:
       return eager_send(a, len);
+    case protocol::eager_train:
+      return train_send(a, len);
     case protocol::medium: {
       const core::status s = medium_send(a, len);
       if (s != core::status::not_supported) return s;

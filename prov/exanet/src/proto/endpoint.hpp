@@ -425,6 +425,23 @@ class endpoint {
                                                         queue_kind kind,
                                                         std::span<const iovec> iov) noexcept;
   void on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept;
+  // eager_train.cpp
+  core::status train_send(const send_args& a, std::size_t len) noexcept;
+  void on_eager_data(dev::peer_id from, const dev::packet& pkt) noexcept;
+  /// An env_data longer than one packet: delivered if its train arrived whole, else dropped.
+  void on_env_train(dev::peer_id from, const wire::env_data& p) noexcept;
+  /// A sender's train in progress at this receiver (eager_train.cpp).
+  struct train_assembly {
+    wire::psn_t psn = 0;       // the message it belongs to
+    std::uint32_t filled = 0;  // bytes arrived, in order from offset 0
+    bool open = false;         // a train is in progress
+    std::array<std::byte, wire::eager_train_limit> bytes;  // the train, then the env_data's part
+  };
+  /// The peer's train buffer, made on its first train (cold); nullptr without memory.
+  train_assembly* train_of(dev::peer_id p) noexcept;
+  [[gnu::cold, gnu::noinline]] void drop_train_packet(dev::peer_id from, const char* why) noexcept;
+  /// A dead peer's unfinished train goes with it.
+  void forget_train(dev::peer_id p) noexcept;
   // medium.cpp
   core::status medium_send(const send_args& a, std::size_t len) noexcept;
   void on_medium(dev::peer_id from, const dev::packet& pkt) noexcept;
@@ -722,6 +739,9 @@ class endpoint {
   /// Per queue kind: messages shorter than this go eager when transmit-complete is enough (the
   /// first size class of the send row, when it is eager; 0 otherwise). Set at open.
   std::array<std::size_t, 2> eager_below_{};
+  /// Likewise for eager trains: messages from eager_below_ and shorter than this (the second
+  /// class, when it is eager/train; else 0).
+  std::array<std::size_t, 2> train_below_{};
   dev::selected_device dev_;  // the backend, through dev::device only (dev/backend.hpp)
   endpoint_sinks sinks_{};
   std::array<match::matcher, 2> matchers_;
@@ -765,6 +785,7 @@ class endpoint {
     std::size_t filled = 0;
   };
   std::vector<operand_assembly> assembly_;
+  std::vector<train_assembly> trains_;  // by sender (eager_train.cpp)
   // In post order: a request sends its ranges only once every earlier one has sent all of its
   // own, so the target performs one initiator's atomics in the order they were posted.
   core::intrusive_list<atomic_request, &atomic_request::hook> atomic_active_;

@@ -31,6 +31,7 @@ struct protocol_access {
     t[static_cast<std::size_t>(wire::pkt_type::rndv_probe_reply)] = &endpoint::on_rndv_probe_reply;
     t[static_cast<std::size_t>(wire::pkt_type::atomic_req)] = &endpoint::on_atomic_req;
     t[static_cast<std::size_t>(wire::pkt_type::atomic_operands)] = &endpoint::on_atomic_operands;
+    t[static_cast<std::size_t>(wire::pkt_type::eager_data)] = &endpoint::on_eager_data;
     return t;
   }
 };
@@ -223,6 +224,7 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
   }
   stored_.drop_peer(p);
   forget_held(p);
+  forget_train(p);
   auto fail_sends = [&](auto& list) {
     list.for_each([&](send_request& s) {
       if (s.peer != p) return;

@@ -20,6 +20,8 @@ struct protocol_text {
 
 constexpr std::array<protocol_text, static_cast<std::size_t>(protocol::count)> g_protocol_text{{
     {"eager", "the payload rides in the envelope packet; completes at post"},
+    {"eager/train", "the first bytes in eager_data packets, the rest in the envelope packet "
+                    "behind them; completes at post"},
     {"medium",
      "copied into the sender's bounce ring at the receiver, one packet; completes at post"},
     {"rndv/rtr|rts", "one DMA write into the receive buffer if its RTR is already here, "
@@ -133,6 +135,7 @@ std::string_view protocol_name(protocol p) noexcept {
 selection_inputs selection_inputs::from(const config& c, std::size_t ring_bytes) noexcept {
   selection_inputs in;
   in.eager_max = wire::eager_payload_max;
+  in.train_max = c.eager_max;
   in.medium_max = c.medium_max;
   in.ring_bytes = ring_bytes;
   in.inject_size = c.inject_size;
@@ -151,6 +154,12 @@ protocol_table protocol_table::build(const selection_inputs& in) noexcept {
   // family, no send would ever answer it: the eager message would sit unexpected).
   const std::size_t medium = std::max(std::min(in.medium_max, in.ring_bytes / 2), in.eager_max);
   t.medium_max_ = medium;
+  // Eager trains: above the single packet, up to what the receiver's buffer takes, and no
+  // further than medium_max (which bounds every buffered path, and where the optimistic family's
+  // receives stop waiting for a send and send an RTR instead).
+  const std::size_t train = std::max(
+      std::min({in.train_max, wire::eager_train_limit, medium}), in.eager_max);
+  t.train_max_ = train;
 
   // The rendezvous of each family, at or below medium_max (a delivery-complete send, or a
   // medium one that found no ring credit) and above it.
@@ -177,6 +186,7 @@ protocol_table protocol_table::build(const selection_inputs& in) noexcept {
   // in the receive buffer when it completes.
   size_row buffered, delivered;
   append(buffered, in.eager_max, protocol::eager);
+  append(buffered, train, protocol::eager_train);
   append(buffered, medium, protocol::medium, rndv_short);
   append(buffered, unbounded, rndv_long);
   append(delivered, medium, rndv_short);
@@ -237,10 +247,10 @@ std::string protocol_table::format(std::string_view header) const noexcept try {
   s.append(header);
   s += '\n';
   std::snprintf(line, sizeof line,
-                "  family %.*s; eager_max %zu, medium_max %zu, inject_size %zu, "
+                "  family %.*s; eager packet %zu, eager_max %zu, medium_max %zu, inject_size %zu, "
                 "rma_inline_max %zu, bounce ring %zu, use_cma %d\n",
                 static_cast<int>(family_name(in_.family).size()), family_name(in_.family).data(),
-                in_.eager_max, medium_max_, in_.inject_size, in_.rma_inline_max, in_.ring_bytes,
+                in_.eager_max, train_max_, medium_max_, in_.inject_size, in_.rma_inline_max, in_.ring_bytes,
                 in_.use_cma ? 1 : 0);
   s += line;
   s += "  (bytes: the message or RMA length; for recv, the buffer's capacity)\n";

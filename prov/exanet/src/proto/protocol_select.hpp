@@ -26,6 +26,7 @@ namespace exanet::proto {
 /// Every way exanet moves an operation's data, or refuses it.
 enum class protocol : std::uint8_t {
   eager,             // "eager": payload inside the env_data packet (eager.cpp)
+  eager_train,       // "eager/train": eager_data packets, then the env_data (eager_train.cpp)
   medium,            // "medium": bounce ring at the receiver + one medium packet (medium.cpp)
   rndv,              // "rndv/rtr|rts": write family; one DMA write into the receive buffer if
                      // its RTR is already here (rndv_rtr.cpp), else RTS -> CTS -> DMA write
@@ -84,6 +85,9 @@ enum class situation : std::uint8_t {
 /// What the choice depends on, read once at endpoint setup.
 struct selection_inputs {
   std::size_t eager_max = 0;       // payload bytes that fit the env_data packet
+  std::size_t train_max = 0;       // largest eager train (FI_EXANET_EAGER_MAX); build clamps it
+                                   // to wire::eager_train_limit and to medium_max; at or below
+                                   // eager_max: no trains
   std::size_t medium_max = 0;      // as configured (build clamps it to half a ring and
                                    // raises it to eager_max)
   std::size_t ring_bytes = 0;      // this endpoint's bounce ring, as the device rounded it
@@ -127,6 +131,8 @@ class protocol_table {
 
   /// Effective limits after build's clamps.
   std::size_t medium_max() const noexcept { return medium_max_; }
+  /// The largest eager message (single packet or train).
+  std::size_t train_max() const noexcept { return train_max_; }
   std::size_t inject_max() const noexcept { return in_.inject_size; }
   const selection_inputs& inputs() const noexcept { return in_; }
 
@@ -178,6 +184,7 @@ class protocol_table {
   std::array<size_row, pairs.size()> rows_{};
   selection_inputs in_{};
   std::size_t medium_max_ = 0;
+  std::size_t train_max_ = 0;
 };
 
 }  // namespace exanet::proto

@@ -11,8 +11,9 @@
 
 namespace exanet::proto::wire {
 
-inline constexpr std::uint8_t version = 4;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first;
-                                            // 4: atomic_req
+inline constexpr std::uint8_t version = 5;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first;
+                                            // 4: atomic_req; 5: eager trains (eager_data,
+                                            // flag_train)
 
 enum class pkt_type : std::uint8_t {
   env_data = 1,  // eager: envelope and payload in one packet          (eager.cpp)
@@ -31,7 +32,9 @@ enum class pkt_type : std::uint8_t {
   rndv_probe_reply = 14,  // the sender's answer: it has no such send                         (rndv_probe.cpp)
   atomic_req = 15,        // "perform this atomic on your memory and answer me"              (atomic.cpp)
   atomic_operands = 16,   // operand bytes of the next atomic_req, when no bounce ring serves  (atomic.cpp)
-  count = 17,
+  eager_data = 17,        // the first bytes of an eager message too long for one packet, ahead
+                          // of its env_data (flag_train)                           (eager_train.cpp)
+  count = 18,
 };
 static_assert(static_cast<std::uint8_t>(pkt_type::count) < dev::first_device_packet_type);
 
@@ -50,6 +53,9 @@ enum : std::uint16_t {
   flag_fetch = 1u << 10,       // atomic_req: write the target's initial values back (fetch, compare)
   flag_inline = 1u << 11,      // atomic_req: the operands are in the packet, not in the bounce ring
   flag_assembled = 1u << 12,   // atomic_req: the operands came before it in atomic_operands packets
+  flag_train = 1u << 13,       // env_data: len > eager_payload_max; the message's first
+                               // len - eager_payload_max bytes came just before it in eager_data
+                               // packets, the packet carries the last eager_payload_max
 };
 
 /// Packet sequence number: every message a sender sends to one receiver (env_data, medium, rts,
@@ -79,6 +85,23 @@ struct env_data {
   std::uint64_t cq_data;
   psn_t psn;
   std::byte payload[eager_payload_max];
+};
+
+/// An eager train (eager_train.cpp): a message of up to eager_train_limit bytes as consecutive
+/// packets of one sender, which the mailbox delivers in order: eager_data packets with its first
+/// bytes, in order from offset 0, then its env_data with flag_train, the whole length in hdr.len
+/// and the last eager_payload_max bytes. The receiver matches the message only at the env_data,
+/// once every byte before it has arrived; the train carries the env_data's psn, so a packet of
+/// another message, out of order or beyond the limit is dropped, never written.
+inline constexpr std::size_t eager_data_bytes = 48;
+inline constexpr std::size_t eager_train_packets_max = 5;  // eager_data packets ahead of the env_data
+inline constexpr std::size_t eager_train_limit =
+    eager_payload_max + eager_train_packets_max * eager_data_bytes;  // 276: the receiver's buffer
+struct eager_data {
+  header hdr;            // len: bytes used of payload (1..eager_data_bytes)
+  psn_t psn;             // the psn of the env_data that ends the train
+  std::uint32_t offset;  // where payload goes in the message (offsets come in order, from 0)
+  std::byte payload[eager_data_bytes];
 };
 
 struct medium {
@@ -267,7 +290,10 @@ static_assert(is_packet<env_data> && is_packet<medium> && is_packet<rts> && is_p
               is_packet<rma_read_req> && is_packet<rma_done> && is_packet<rma_write_inline> &&
               is_packet<rndv_ack> && is_packet<rtr> && is_packet<rtr_answer> &&
               is_packet<rndv_probe> && is_packet<atomic_req> &&
-              is_packet<atomic_operands>);
+              is_packet<atomic_operands> && is_packet<eager_data>);
+static_assert(offsetof(eager_data, psn) == 8 && offsetof(eager_data, offset) == 12 &&
+              offsetof(eager_data, payload) == 16);
+static_assert(eager_train_limit < (1u << 16), "a train's offsets and lengths are small");
 static_assert(offsetof(env_data, hdr) == 0 && offsetof(rts, hdr) == 0 && offsetof(cts, hdr) == 0);
 inline constexpr std::size_t psn_offset = 24;
 static_assert(offsetof(env_data, psn) == psn_offset && offsetof(medium, psn) == psn_offset &&

@@ -160,7 +160,8 @@ rig& the_rig() {
   return r;
 }
 
-// Seeds: one valid-looking packet of every type (and a staged write), each from the peer.
+// Seeds: one valid-looking packet of every type (and a staged write), each from the peer, and an
+// eager train (eager_data then its env_data) as one input.
 void write_seeds(const char* dir) {
   rig& r = the_rig();
   std::vector<std::vector<std::uint8_t>> seeds;
@@ -230,6 +231,22 @@ void write_seeds(const char* dir) {
   add(&sp);
   add(&e, 1);
   add(&e, 2);
+  // An eager train: two records in one seed, eager_data then the env_data that ends it (84 B,
+  // into the 4000-byte receive), so mutations start from a train the victim accepts.
+  wire::eager_data ed{};
+  ed.hdr = wire::make_header(wire::pkt_type::eager_data, 0, wire::eager_data_bytes);
+  ed.psn = 1;
+  add(&ed);
+  wire::env_data et{};
+  et.hdr = wire::make_header(wire::pkt_type::env_data, wire::flag_tagged | wire::flag_train,
+                             wire::eager_payload_max + wire::eager_data_bytes);
+  et.tag = 101;
+  et.psn = 1;
+  add(&et);
+  const std::size_t record = 1 + dev::packet_bytes;
+  std::vector<std::uint8_t> train(seeds[seeds.size() - 2]);
+  train.insert(train.end(), seeds.back().begin(), seeds.back().begin() + record);
+  seeds.push_back(train);
   for (std::size_t i = 0; i < seeds.size(); ++i) {
     const std::string path = std::string(dir) + "/seed-" + std::to_string(i);
     FILE* f = fopen(path.c_str(), "wb");

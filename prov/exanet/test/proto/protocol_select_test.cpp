@@ -274,6 +274,45 @@ TEST(protocol_table, agrees_with_the_rules_it_replaced_at_every_boundary) {
   EXPECT_GT(checked, 5000);
 }
 
+TEST(protocol_table, eager_trains_sit_between_one_packet_and_medium_and_are_clamped) {
+  auto in = inputs(protocol_family::write);
+  in.train_max = 132;
+  const auto t = protocol_table::build(in);
+  for (op_kind op : {op_kind::send, op_kind::tagged_send, op_kind::inject}) {
+    EXPECT_EQ(send_at(t, eager_max, false, op), protocol::eager);
+    EXPECT_EQ(send_at(t, eager_max + 1, false, op), protocol::eager_train);
+    EXPECT_EQ(send_at(t, 132, false, op), protocol::eager_train);
+    EXPECT_EQ(send_at(t, 133, false, op), protocol::medium);
+    EXPECT_EQ(send_at(t, 100, true, op), protocol::rndv);  // delivery-complete: never buffered
+  }
+  EXPECT_EQ(t.train_max(), 132u);
+  // No more than the receiver's train buffer takes, nor than medium_max.
+  in.train_max = 100000;
+  EXPECT_EQ(protocol_table::build(in).train_max(), wire::eager_train_limit);
+  EXPECT_EQ(send_at(protocol_table::build(in), wire::eager_train_limit + 1), protocol::medium);
+  in.medium_max = 64;
+  const auto small = protocol_table::build(in);
+  EXPECT_EQ(small.train_max(), 64u);
+  EXPECT_EQ(send_at(small, 64), protocol::eager_train);
+  EXPECT_EQ(send_at(small, 65), protocol::rndv);
+  // At or below one packet: no train class at all.
+  in = inputs(protocol_family::write);
+  in.train_max = 20;
+  const auto none = protocol_table::build(in);
+  EXPECT_EQ(send_at(none, eager_max + 1), protocol::medium);
+  EXPECT_EQ(none.train_max(), eager_max);
+  // Optimistic: a receive the size of a train is posted, so the train always finds it.
+  in = inputs(protocol_family::optimistic, 64);
+  in.train_max = 276;
+  const auto opt = protocol_table::build(in);
+  EXPECT_EQ(send_at(opt, 64), protocol::eager_train);
+  EXPECT_EQ(opt.choose(op_kind::recv, situation::directed, 64), protocol::recv_matched);
+  EXPECT_EQ(opt.choose(op_kind::recv, situation::directed, 65), protocol::recv_rtr_only);
+  const std::string text = t.format("x");
+  for (const char* expect : {"37..132", "eager/train", "eager_max 132"})
+    EXPECT_NE(text.find(expect), std::string::npos) << expect << "\n" << text;
+}
+
 TEST(protocol_table, printed_table_names_every_protocol_it_uses_with_its_ranges) {
   const auto w = protocol_table::build(inputs(protocol_family::write));
   const std::string text = w.format("exanet-proto test");
