@@ -96,6 +96,11 @@ struct fi_exanet_counters {
 	                               RMA requests of a peer beyond notify_slots being answered */
 	uint64_t rndv_deadlines;    /* rendezvous receives failed with FI_ETIMEDOUT at
 	                               FI_EXANET_RNDV_DEADLINE_MS (opt-in; 0 by default) */
+	/* Message payload bytes (send and tagged send, every protocol; not RMA): a send counts
+	 * when its data has left (eager and medium at the post, rendezvous at its completion),
+	 * a receive when it completes (the bytes delivered, after truncation). */
+	uint64_t bytes_sent;
+	uint64_t bytes_recv;
 };
 
 struct fid_ep;

@@ -76,6 +76,8 @@ constexpr named_counter g_counters[] = {
     EXANET_COUNTER(intake_held),
     EXANET_COUNTER(drop_backlog),
     EXANET_COUNTER(rndv_deadlines),
+    EXANET_COUNTER(bytes_sent),
+    EXANET_COUNTER(bytes_recv),
 };
 #undef EXANET_COUNTER
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),
