@@ -20,6 +20,9 @@
  * at the end; the latency then shows what every message pays for the receives that wait.
  * PLACEMENT=S:R (default 0:0): the send buffer S bytes past a page, the receive buffer R (the
  * sweeps over placements are xfer_bench's, fabtests/bench/xfer_compare.sh).
+ * LINK_POSITIONS="A B": with exanet's link model (FI_EXANET_LINK_MODEL=1), the first process
+ * sits at A and the second at B (each X,Y,Z,FPGA, as FI_EXANET_LINK_POSITION takes it), so one
+ * command measures a chosen distance (fabtests/bench/link_model_check.sh).
  */
 #include "xt.h"
 
@@ -133,6 +136,12 @@ static int run(int first, int sock)
 		XT_CHECK(sscanf(getenv("PLACEMENT"), "%d:%d", &soff, &roff) == 2 && soff >= 0 && soff < 4096 &&
 				 roff >= 0 && roff < 4096,
 			 "PLACEMENT=S:R, offsets 0..4095");
+	if (getenv("LINK_POSITIONS")) {
+		char a[64], b[64];
+		XT_CHECK(sscanf(getenv("LINK_POSITIONS"), "%63s %63s", a, b) == 2,
+			 "LINK_POSITIONS=\"X,Y,Z,F X,Y,Z,F\"");
+		setenv("FI_EXANET_LINK_POSITION", first ? a : b, 1); /* read when the domain opens */
+	}
 	const size_t blen = (max + 4095) / 4096 * 4096 + 4096;
 	unsigned char *sbase = aligned_alloc(4096, blen);
 	XT_CHECK(sbase, "out of memory");
