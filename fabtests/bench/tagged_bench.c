@@ -20,6 +20,8 @@
  * at the end; the latency then shows what every message pays for the receives that wait.
  * PLACEMENT=S:R (default 0:0): the send buffer S bytes past a page, the receive buffer R (the
  * sweeps over placements are xfer_bench's, fabtests/bench/xfer_compare.sh).
+ * TAGGED_STAT=min: lat_us is the fastest timed iteration instead of the median (what a machine
+ * shared with other work does not slow: fabtests/bench/link_model_check.sh).
  * LINK_POSITIONS="A B": with exanet's link model (FI_EXANET_LINK_MODEL=1), the first process
  * sits at A and the second at B (each X,Y,Z,FPGA, as FI_EXANET_LINK_POSITION takes it), so one
  * command measures a chosen distance (fabtests/bench/link_model_check.sh).
@@ -201,7 +203,8 @@ static int run(int first, int sock)
 				char pct[16] = "NA";
 				if (l->counted && all)
 					snprintf(pct, sizeof pct, "%.1f", 100.0 * (double)ri / (double)all);
-				printf("%-10zu %12.2f %8s%s%s\n", size, l->t[iters / 2], pct, l->variant ? "  " : "",
+				const int fastest = getenv("TAGGED_STAT") && !strcmp(getenv("TAGGED_STAT"), "min");
+				printf("%-10zu %12.2f %8s%s%s\n", size, l->t[fastest ? 0 : iters / 2], pct, l->variant ? "  " : "",
 				       l->variant ? l->variant : "");
 				fflush(stdout);
 			}

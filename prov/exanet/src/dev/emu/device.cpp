@@ -665,6 +665,10 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
     sp.notify_data = w.notify_data;
     sp.key_slot = w.key_slot;
     std::memcpy(r.data(), &sp, sizeof sp);
+    // Link model: only the piece that notifies waits for its arrival. The others are copied out
+    // as soon as the target reaches them, which frees their chunks as the hardware engine, which
+    // needs none, would not wait for them; nothing reads the data before the notification.
+    if (link_on_ && !sp.notify) [[unlikely]] static_cast<mailbox_slot*>(r.handle)->arrive_ns = 0;
     mailbox_publish(r);
     st.done += n;
     if (last && w.notify) st.notified = true;

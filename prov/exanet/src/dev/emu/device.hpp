@@ -117,8 +117,6 @@ class device {
                             std::uint32_t& ring, std::uint64_t& offset) noexcept;
   /// Makes the space from bounce_acquire used (the packet naming it is being published).
   void bounce_commit(peer_id p, std::uint64_t end) noexcept {
-    // Link model: the bytes occupy the link before the packet that announces them.
-    if (link_on_) [[unlikely]] peers_[p].link.occupy(link_now_ns(), end - peers_[p].bounce_head);
     peers_[p].bounce_head = end;
     peer_view(p).bounce[peers_[p].bounce_ring].head.store(end, std::memory_order_release);
   }
@@ -132,6 +130,8 @@ class device {
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept {
     core::copy_from_iov(at.handle, src, 0, len);
+    // Link model: the bytes occupy the link before the packet that announces them.
+    if (link_on_) [[unlikely]] peers_[p].link.occupy(link_now_ns(), len);
     bounce_commit(p, at.offset + len);
   }
   /// Receiver: the bytes a medium packet from `from` names, or nullptr unless the ring is the one
