@@ -105,7 +105,8 @@ struct path {
   bool crosses_torus = false;
 };
 
-constexpr std::uint32_t ring_distance(std::uint32_t a, std::uint32_t b, std::uint32_t side) noexcept {
+constexpr std::uint32_t ring_distance(std::uint32_t a, std::uint32_t b,
+                                      std::uint32_t side) noexcept {
   const std::uint32_t d = a > b ? a - b : b - a;
   return std::min(d, side - d);
 }
@@ -123,15 +124,15 @@ struct link_timing {
   std::uint64_t latency_ns = 0;  // hops x per-hop latency
   std::uint32_t mbps = 1;        // the path's bandwidth (its slowest link)
   std::uint32_t inject_ns = 0;
-  std::uint64_t free_ns = 0;     // when the last transfer finished injecting
+  std::uint64_t free_ns = 0;  // when the last transfer finished injecting
 
   static constexpr link_timing between(const link_params& p, torus_position from,
                                        torus_position to) noexcept {
     const path r = path_between(p, from, to);
     link_timing t;
     t.latency_ns = std::uint64_t{r.hops} * p.hop_ns;
-    t.mbps = std::max<std::uint32_t>(1, r.crosses_torus ? std::min(p.inter_mbps, p.intra_mbps)
-                                                       : p.intra_mbps);
+    t.mbps = std::max<std::uint32_t>(
+        1, r.crosses_torus ? std::min(p.inter_mbps, p.intra_mbps) : p.intra_mbps);
     t.inject_ns = p.inject_ns;
     return t;
   }

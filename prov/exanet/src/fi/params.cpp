@@ -422,12 +422,13 @@ bool params_link(dev::link_params& p, dev::link_placement& where) noexcept {
   where.rank = rank_from_launcher();
   if (const char* pos = read_string(param_id::link_position)) {
     int used = 0;
-    where.has_position = parse_position(pos, "%u,%u,%u,%u%n", p.torus, where.position, &used) &&
-                         pos[used] == '\0';
+    where.has_position =
+        parse_position(pos, "%u,%u,%u,%u%n", p.torus, where.position, &used) && pos[used] == '\0';
     if (!where.has_position)
       warn_param(param_id::link_position, warning::value, pos,
                  "FI_EXANET_LINK_POSITION=%s is not X,Y,Z,FPGA inside the %ux%ux%u torus; "
-                 "placing by FI_EXANET_LINK_PLACEMENT", pos, p.torus[0], p.torus[1], p.torus[2]);
+                 "placing by FI_EXANET_LINK_PLACEMENT",
+                 pos, p.torus[0], p.torus[1], p.torus[2]);
   }
   const char* placement = read_string(param_id::link_placement);
   if (!placement || std::strcmp(placement, "rank") == 0) return true;
@@ -438,9 +439,7 @@ bool params_link(dev::link_params& p, dev::link_placement& where) noexcept {
   std::string why;
   try {
     if (read_placement(placement, p.torus, where.entries, why)) return true;
-  } catch (...) {
-    why = "out of memory";
-  }
+  } catch (...) { why = "out of memory"; }
   where.entries.clear();
   warn_param(param_id::link_placement, warning::value, placement,
              "FI_EXANET_LINK_PLACEMENT=%s: %s; placing by rank", placement, why.c_str());

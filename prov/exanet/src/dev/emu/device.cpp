@@ -110,12 +110,13 @@ core::status device::open(const params& p) noexcept {
   h.link_position = link_on_ ? encode_position(link_pos_) : no_position;
   if (link_on_) {
     const link_timing self_path = link_timing::between(link_, link_pos_, link_pos_);
-    EXANET_LOG(info, core, "port %u: link model on, at QFDB (%u,%u,%u) FPGA %u of a %ux%ux%u "
+    EXANET_LOG(info, core,
+               "port %u: link model on, at QFDB (%u,%u,%u) FPGA %u of a %ux%ux%u "
                "torus; %u ns per hop, %u and %u MB/s, %u ns per packet injected (loopback "
-               "%llu ns)", self_.port, link_pos_.x, link_pos_.y, link_pos_.z, link_pos_.fpga,
-               link_.torus[0], link_.torus[1], link_.torus[2], link_.hop_ns, link_.intra_mbps,
-               link_.inter_mbps, link_.inject_ns,
-               static_cast<unsigned long long>(self_path.latency_ns));
+               "%llu ns)",
+               self_.port, link_pos_.x, link_pos_.y, link_pos_.z, link_pos_.fpga, link_.torus[0],
+               link_.torus[1], link_.torus[2], link_.hop_ns, link_.intra_mbps, link_.inter_mbps,
+               link_.inject_ns, static_cast<unsigned long long>(self_path.latency_ns));
   }
   local_.mbox_ctl->tail.store(0, std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < geo_.mailbox_slots; ++i)
@@ -270,8 +271,9 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
   if (link_on_) {
     // The peer's own position; one that runs without the model is placed by its port.
     const std::uint32_t at = a.port == self_.port ? encode_position(link_pos_) : h->link_position;
-    const torus_position to = at != no_position ? decode_position(at)
-                                                : place(link_, link_placement{.by_port = true}, a.port);
+    const torus_position to = at != no_position
+                                  ? decode_position(at)
+                                  : place(link_, link_placement{.by_port = true}, a.port);
     pr.link = link_timing::between(link_, link_pos_, to);
     // RMA events go as mailbox packets, which the model times (an event ring entry has no
     // arrival time of its own).
@@ -324,7 +326,8 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
     if (diff == 0) {
       if (tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
         // Link model: stamped now, published with the packet (seq's release in publish).
-        if (link_on_) [[unlikely]] s.arrive_ns = pr.link.send(link_now_ns(), packet_bytes);
+        if (link_on_) [[unlikely]]
+          s.arrive_ns = pr.link.send(link_now_ns(), packet_bytes);
         r.bytes = s.data.data();
         r.handle = &s;
         r.position = pos;
@@ -642,7 +645,8 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
     // Link model: the piece crosses the link before the packet that announces it (which
     // mailbox_reserve stamps); undone if no packet can be sent now.
     const std::uint64_t link_free = pr.link.free_ns;
-    if (link_on_) [[unlikely]] pr.link.occupy(link_now_ns(), n);
+    if (link_on_) [[unlikely]]
+      pr.link.occupy(link_now_ns(), n);
     mailbox_reservation r;
     if (core::status s = mailbox_reserve(static_cast<peer_id>(&pr - peers_.data()), r);
         !core::ok(s)) {
@@ -668,7 +672,8 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
     // Link model: only the piece that notifies waits for its arrival. The others are copied out
     // as soon as the target reaches them, which frees their chunks as the hardware engine, which
     // needs none, would not wait for them; nothing reads the data before the notification.
-    if (link_on_ && !sp.notify) [[unlikely]] static_cast<mailbox_slot*>(r.handle)->arrive_ns = 0;
+    if (link_on_ && !sp.notify) [[unlikely]]
+      static_cast<mailbox_slot*>(r.handle)->arrive_ns = 0;
     mailbox_publish(r);
     st.done += n;
     if (last && w.notify) st.notified = true;
@@ -746,8 +751,8 @@ void device::link_wait_read(peer& pr, std::size_t len) noexcept {
   // in one direction only: this process's; the way back is modelled alike).
   const std::uint64_t now = link_now_ns();
   const std::uint64_t request = pr.link.send(now, packet_bytes);
-  const std::uint64_t done = request + pr.link.inject_ns + pr.link.serialize_ns(len) +
-                             pr.link.latency_ns;
+  const std::uint64_t done =
+      request + pr.link.inject_ns + pr.link.serialize_ns(len) + pr.link.latency_ns;
   while (link_now_ns() < done) sched_yield();
 }
 

@@ -131,7 +131,8 @@ class device {
                     std::size_t len) noexcept {
     core::copy_from_iov(at.handle, src, 0, len);
     // Link model: the bytes occupy the link before the packet that announces them.
-    if (link_on_) [[unlikely]] peers_[p].link.occupy(link_now_ns(), len);
+    if (link_on_) [[unlikely]]
+      peers_[p].link.occupy(link_now_ns(), len);
     bounce_commit(p, at.offset + len);
   }
   /// Receiver: the bytes a medium packet from `from` names, or nullptr unless the ring is the one
@@ -160,7 +161,8 @@ class device {
   bool notify_test(std::uint32_t slot, std::uint32_t gen, notification& out) const noexcept {
     const notify_slot& n = local_.notify[slot];
     if (n.gen.load(std::memory_order_acquire) != gen) return false;
-    if (link_on_ && n.arrive_ns > link_now_ns()) [[unlikely]] return false;  // still in flight
+    if (link_on_ && n.arrive_ns > link_now_ns()) [[unlikely]]
+      return false;  // still in flight
     out = n.data;
     return true;
   }
@@ -173,7 +175,8 @@ class device {
     notify_bells& b = *local_.bells;
     if (b.summary.load(std::memory_order_relaxed) == 0) [[likely]] return false;
     std::uint64_t words = b.summary.exchange(0, std::memory_order_acquire);
-    if (link_on_) [[unlikely]] return take_notify_bells_linked(words, on_slot);
+    if (link_on_) [[unlikely]]
+      return take_notify_bells_linked(words, on_slot);
     while (words) {
       const std::uint32_t w = static_cast<std::uint32_t>(__builtin_ctzll(words));
       words &= words - 1;

@@ -32,8 +32,8 @@ namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
 inline constexpr std::uint32_t layout_version = 9;  // 9: link model (arrival times, position)
-                                                   // 8: the creator holds a flock on the file
-                                                   // 7: bounce rings last, reserved on claim
+                                                    // 8: the creator holds a flock on the file
+                                                    // 7: bounce rings last, reserved on claim
 inline constexpr std::size_t cache_line = 64;
 
 /// The endpoint's resources (dev/device.hpp). It is stored in the segment header as is, so its
