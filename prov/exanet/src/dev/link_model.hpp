@@ -13,7 +13,9 @@
 //   start   = max(now, when the pair's last transfer finished injecting) + injection overhead
 //   arrival = start + bytes / bandwidth + hops x per-hop latency
 // A mailbox packet counts 64 bytes; a medium message's bounce-ring bytes and a DMA write's bytes
-// occupy the pair's link before the packet or notification that announces them.
+// occupy the pair's link before the packet or notification that announces them. The sender
+// computes an arrival time, the receiver holds what it receives until then: every process of a
+// job runs with the model or none does.
 //
 // Off by default. The settings are the process's (they come from its environment, as every
 // FI_EXANET_* parameter): the fi layer sets them at each domain open and the emulated device
