@@ -268,6 +268,7 @@ struct column {
   const char* head;
   const char* key;  // JSON/CSV name
   unsigned long long (*value)(const endpoint_snapshot&);
+  int width = 8;  // of the table's column (byte counts outgrow the message counts' eight)
 };
 
 unsigned long long received(const endpoint_snapshot& s) {
@@ -308,6 +309,8 @@ const column g_columns[] = {
      [](const endpoint_snapshot& s) { return s.get("unexpected_bytes_now"); }},
     {"MBFULL", "mailbox_full", [](const endpoint_snapshot& s) { return s.get("mailbox_full"); }},
     {"DROPS", "drops", drops},
+    {"TXBYTES", "bytes_sent", [](const endpoint_snapshot& s) { return s.get("bytes_sent"); }, 12},
+    {"RXBYTES", "bytes_recv", [](const endpoint_snapshot& s) { return s.get("bytes_recv"); }, 12},
 };
 
 double age_seconds(const endpoint_snapshot& s) {
@@ -319,11 +322,11 @@ double age_seconds(const endpoint_snapshot& s) {
 
 void print_table(const std::vector<endpoint_snapshot>& all) {
   std::printf("%-8s %-6s %-5s", "PID", "PORT", "OWNER");
-  for (const column& c : g_columns) std::printf(" %8s", c.head);
+  for (const column& c : g_columns) std::printf(" %*s", c.width, c.head);
   std::printf("\n");
   for (const endpoint_snapshot& s : all) {
     std::printf("%-8d %-6u %-5s", s.pid, s.port, state_name(s.owner));
-    for (const column& c : g_columns) std::printf(" %8llu", c.value(s));
+    for (const column& c : g_columns) std::printf(" %*llu", c.width, c.value(s));
     std::printf("%s\n", s.torn ? "  (torn)" : "");
   }
   // Drops by reason, only where there are any: a table of zeros helps nobody.

@@ -5,7 +5,7 @@
 # killed (SIGKILL: no close, no atexit) and what it left is read again.
 #   live_stats_test.sh EXANET_STATS
 # Checks: --json parses and shows both processes' endpoints, alive, with counts that move
-# between two reads; --csv has a row per endpoint; `segments --stale` does not report the
+# between two reads and 64 payload bytes counted per message (summary and counters agree); --csv has a row per endpoint; `segments --stale` does not report the
 # running job's segments (another job's live segments are no leak) but does report them once
 # the job is killed; the killed job's counters stay readable, marked dead, no lower than before.
 set -u
@@ -58,9 +58,19 @@ pids = {int(sys.argv[2]), int(sys.argv[3])}
 for e in doc["endpoints"]:
     if e["pid"] in pids:
         c = e["counters"]
-        # 64-byte messages go as eager trains (FI_EXANET_EAGER_MAX), counted apart from eager.
-        print(e["pid"], c["eager_sent"] + c["eager_recv"] + c["train_sent"] + c["train_recv"] +
-              c["medium_sent"] + c["medium_recv"], e["owner"])
+        # fi_pingpong -S 64: every message the endpoint sent or received is 64 payload bytes; they
+        # go as eager trains (FI_EXANET_EAGER_MAX), counted apart from eager
+        s = e["summary"]
+        if s["bytes_sent"] != c["bytes_sent"] or s["bytes_recv"] != c["bytes_recv"]:
+            print("summary and counters disagree on bytes:", s, file=sys.stderr)
+        elif 64 * (c["eager_sent"] + c["train_sent"] + c["medium_sent"]) != c["bytes_sent"] or \
+             64 * (c["eager_recv"] + c["train_recv"] + c["medium_recv"]) != c["bytes_recv"]:
+            print("pid", e["pid"], "bytes", c["bytes_sent"], c["bytes_recv"], "are not 64 per message",
+                  file=sys.stderr)
+        else:
+            print(e["pid"], c["eager_sent"] + c["eager_recv"] + c["train_sent"] + c["train_recv"] +
+                  c["medium_sent"] + c["medium_recv"],
+                  e["owner"], c["bytes_sent"] + c["bytes_recv"])
 EOF
 }
 
@@ -79,10 +89,15 @@ rows=$(job_rows)
 echo "second read:"; echo "$rows"
 second=$(echo "$rows" | awk -v p="$server" '$1 == p {print $2}')
 [ "$second" -gt "$first" ] || fail "the server's message count did not move ($first, then $second)"
+bytes=$(echo "$rows" | awk -v p="$server" '$1 == p {print $4}')
+[ "${bytes:-0}" -gt 0 ] || fail "the server's byte counts are missing or not 64 per message"
 
 "$stats" --csv >"$out/csv" || fail "--csv failed"
 grep -Eq "^$server,[0-9]+,alive,0,[0-9]" "$out/csv" || { cat "$out/csv"; fail "--csv has no row for the server"; }
-"$stats" top -n 1 | grep -Eq "^$server +[0-9]+ +alive" || fail "top shows no row for the server"
+"$stats" top -n 1 >"$out/top"
+grep -Eq "^$server +[0-9]+ +alive" "$out/top" || fail "top shows no row for the server"
+grep -Eq "TXBYTES +RXBYTES" "$out/top" || { cat "$out/top"; fail "top shows no byte columns"; }
+grep -q ",bytes_sent," "$out/csv" || fail "--csv has no bytes_sent column"
 
 # The running job's segments are listed alive and are no leak.
 "$stats" segments >"$out/segments"

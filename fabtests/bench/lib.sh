@@ -11,7 +11,9 @@
 #   Sets root (the checkout), build (default $root/build), out (default $build/bench, created),
 #   repeat (REPEAT, default 3), bench ($build/fabtests/PROGRAM, which must exist; PROGRAM "-"
 #   skips that), csv ($out/NAME.csv, for scripts that write one CSV of their own) and raw (a
-#   scratch file; it and raw.* are removed at exit).
+#   scratch file; it and raw.* are removed at exit). Prints one line saying the machine, the
+#   date and the repetition count, and keeps the first two in bench_machine and bench_date (every
+#   plot carries the three).
 #
 # bench_env SERIES
 #   Fills the array `benv` with the environment that selects SERIES for a libfabric program:
@@ -65,10 +67,12 @@
 #     row then holds the median over labels and the worst label with its value. Ratios are
 #     NUM/DEN of the medians and of the worsts (worst against worst).
 #   bench_table_show TABLE     the whole CSV as an aligned table, and where the files are
-#   bench_plot TABLE TITLE YLABEL [linear]
+#   bench_plot TABLE TITLE YLABEL [log|linear] [XLABEL]
 #     $out/TABLE.png: left the values against size (median solid, worst dashed, log scales;
 #     "linear" keeps y linear), right the ratios (median solid, worst dashed, log scale) with 1
-#     marked.
+#     marked. Every row of the CSV is a point, the smallest size included. XLABEL: the rows are
+#     not message sizes but a count (pending_compare.sh's pending receives), on a linear x axis.
+#     Under the title: the machine, the date and the repetition count (REPEAT).
 #     Prints where it is, or that gnuplot is missing (ci/install-deps.sh installs it).
 #
 # Statistics for scripts of their own: stats.awk (median, worst, ratio, human), loaded as
@@ -92,6 +96,17 @@ bench_init() {
   csv=$out/$name.csv
   raw=$(mktemp)
   trap 'rm -f "$raw" "$raw".*' EXIT
+  bench_machine="$(hostname), $(bench_cpu_model), $(nproc) cpus, $(uname -r)"
+  bench_date=$(date -u '+%F %H:%M UTC')
+  echo "# $name on $bench_machine; $bench_date; REPEAT=$repeat"
+}
+
+# The processor's name as /proc/cpuinfo (x86) or lscpu (others) gives it.
+bench_cpu_model() {
+  local m
+  m=$(awk -F': *' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)
+  [[ -n $m ]] || m=$(lscpu 2>/dev/null | awk -F': *' '/^Model name/ { print $2; exit }')
+  echo "${m:-unknown cpu}"
 }
 
 bench_env() {
@@ -315,13 +330,13 @@ bench_table_show() {
 }
 
 bench_plot() {
-  local t=$1 title=$2 ylabel=$3 scale=${4:-log}
+  local t=$1 title=$2 ylabel=$3 scale=${4:-log} xlabel=${5:-}
   if ! command -v gnuplot >/dev/null; then
     echo "(no plot: gnuplot is missing; bash ci/install-deps.sh installs it)"
     return 0
   fi
   local series=${bench_t_series[$t]} ratios=${bench_t_ratios[$t]} unit=${bench_t_unit[$t]}
-  local w=${bench_t_worst[$t]} plot="" rplot="" i=1 s nd
+  local w=${bench_t_worst[$t]} plot="" rplot="" i=1 s nd q="'"
   for s in $series; do
     plot+="${plot:+, }csv using 1:\"${s}_${unit}\" with linespoints lt $i dt 1 title \"$s median\""
     [[ $w == worst ]] && plot+=", csv using 1:\"${s}_${unit}_worst\" with linespoints lt $i dt 2 title \"$s worst placement\""
@@ -341,10 +356,17 @@ bench_plot() {
     echo "set output \"$png\""
     echo "set datafile separator \",\""
     echo "set datafile missing \"NA\""
-    echo "set multiplot layout 1,$([[ -n $ratios ]] && echo 2 || echo 1) title \"$title\""
-    echo "set logscale x 2"
-    echo "set format x \"%.0b%B\""
-    echo "set xlabel \"message size (bytes)\""
+    # (gnuplot strings: a double quote in the title would end it)
+    echo "set multiplot layout 1,$([[ -n $ratios ]] && echo 2 || echo 1) title \"${title//\"/$q}\\n${bench_machine//\"/$q}; ${bench_date:-}; REPEAT=$repeat\""
+    if [[ -z $xlabel ]]; then
+      echo "set logscale x 2"
+      echo "set format x \"%.0b%B\""
+      echo "set xlabel \"message size (bytes)\""
+    else
+      echo "set xlabel \"$xlabel\""
+    fi
+    # log x: a margin so that the smallest and largest sizes are not drawn on the frame
+    echo "set offsets graph 0.02, graph 0.02, 0, 0"
     echo "set grid"
     echo "set key top left font \",9\""
     [[ $scale == log ]] && echo "set logscale y"
@@ -352,6 +374,7 @@ bench_plot() {
     echo "plot $plot"
     if [[ -n $ratios ]]; then
       echo "set logscale y"
+      echo "set format y \"%g\""
       echo "set ylabel \"ratio (log scale)\""
       echo "set arrow from graph 0, first 1 to graph 1, first 1 nohead dt 3 lw 2"
       echo "plot $rplot"

@@ -35,9 +35,8 @@ set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$here/lib.sh"
-bench_init - mpi "$@"
 REPEAT=${REPEAT:-2}
-repeat=$REPEAT
+bench_init - mpi "$@"
 prog=$build/fabtests/mpi/mpi_bench
 [[ -x $prog ]] || { echo "build first: $prog is missing (it needs mpicc)" >&2; exit 1; }
 command -v mpirun >/dev/null || { echo "mpirun missing: apt-get install openmpi-bin" >&2; exit 1; }

@@ -44,9 +44,8 @@ set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=lib.sh
 source "$here/lib.sh"
-bench_init - mpich "$@"
 REPEAT=${REPEAT:-2}
-repeat=$REPEAT
+bench_init - mpich "$@"
 [[ -f $build/lib/libexanet-fi.so ]] || { echo "build first: $build/lib/libexanet-fi.so is missing" >&2; exit 1; }
 prefix=$(bash "$here/mpich_build.sh") || { echo "MPICH is not built (fabtests/bench/mpich_build.sh)" >&2; exit 1; }
 cache=$(dirname "$prefix")

@@ -9,7 +9,8 @@
 #   fabtests/bench/pending_compare.sh [build-dir] [out-dir]
 # Environment: PENDING (default "0 64 512"; the first is the baseline of the growth), SIZES
 # (default "8 65536"), PLACEMENTS (default "0:0 16:40 63:8"), REPEAT (default 3), ITERS (default
-# 2000, passed on), LOCK. Writes $out/pending_SIZE.{csv,samples,png}.
+# 2000, passed on), LOCK. Writes $out/pending_SIZE.{csv,samples,png} (the plot: latency against
+# the pending receives, and the ratios between providers).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -62,4 +63,6 @@ for s in $sizes; do
         line = line sprintf("  %s %s; %s", P, ratio($col[P "_us"], base[P]), ratio($col[P "_us_worst"], wbase[P])) }
       print line }
 AWK
+  bench_plot "pending_$s" "tagged_bench ping-pong of $s B with pending 64 KiB receives: median (solid) and worst placement (dashed)" \
+    "latency (usec, one way)" log "receives pending at each process"
 done

@@ -66,3 +66,4 @@ for t in rendezvous rendezvous_paired rendezvous_ri; do echo; bench_table_show "
 bench_plot rendezvous "tagged_bench, receives posted first: median (solid) and worst placement (dashed)" \
   "latency (usec, one way)"
 bench_plot rendezvous_paired "exanet protocol variants, paired (taking turns per iteration)" "latency (usec, one way)"
+bench_plot rendezvous_ri "exanet: rendezvous sends an RTR served (receiver-initiated)" "share of rendezvous sends (%)" linear

@@ -20,6 +20,11 @@
  * at the end; the latency then shows what every message pays for the receives that wait.
  * PLACEMENT=S:R (default 0:0): the send buffer S bytes past a page, the receive buffer R (the
  * sweeps over placements are xfer_bench's, fabtests/bench/xfer_compare.sh).
+ * TAGGED_STAT=min: lat_us is the fastest timed iteration instead of the median (what a machine
+ * shared with other work does not slow: fabtests/bench/link_model_check.sh).
+ * LINK_POSITIONS="A B": with exanet's link model (FI_EXANET_LINK_MODEL=1), the first process
+ * sits at A and the second at B (each X,Y,Z,FPGA, as FI_EXANET_LINK_POSITION takes it), so one
+ * command measures a chosen distance (fabtests/bench/link_model_check.sh).
  */
 #include "xt.h"
 
@@ -133,6 +138,12 @@ static int run(int first, int sock)
 		XT_CHECK(sscanf(getenv("PLACEMENT"), "%d:%d", &soff, &roff) == 2 && soff >= 0 && soff < 4096 &&
 				 roff >= 0 && roff < 4096,
 			 "PLACEMENT=S:R, offsets 0..4095");
+	if (getenv("LINK_POSITIONS")) {
+		char a[64], b[64];
+		XT_CHECK(sscanf(getenv("LINK_POSITIONS"), "%63s %63s", a, b) == 2,
+			 "LINK_POSITIONS=\"X,Y,Z,F X,Y,Z,F\"");
+		setenv("FI_EXANET_LINK_POSITION", first ? a : b, 1); /* read when the domain opens */
+	}
 	const size_t blen = (max + 4095) / 4096 * 4096 + 4096;
 	unsigned char *sbase = aligned_alloc(4096, blen);
 	XT_CHECK(sbase, "out of memory");
@@ -192,7 +203,8 @@ static int run(int first, int sock)
 				char pct[16] = "NA";
 				if (l->counted && all)
 					snprintf(pct, sizeof pct, "%.1f", 100.0 * (double)ri / (double)all);
-				printf("%-10zu %12.2f %8s%s%s\n", size, l->t[iters / 2], pct, l->variant ? "  " : "",
+				const int fastest = getenv("TAGGED_STAT") && !strcmp(getenv("TAGGED_STAT"), "min");
+				printf("%-10zu %12.2f %8s%s%s\n", size, l->t[fastest ? 0 : iters / 2], pct, l->variant ? "  " : "",
 				       l->variant ? l->variant : "");
 				fflush(stdout);
 			}

@@ -31,6 +31,15 @@ static int is_read_family(void)
 static const size_t sizes[] = {8, 8, 8, 1000, 1000, 100000};
 #define NMSG (sizeof sizes / sizeof sizes[0])
 
+/* The payload bytes of the traffic: the six messages and the late 8-byte one. */
+static uint64_t message_bytes(void)
+{
+	uint64_t n = 8;
+	for (size_t k = 0; k < NMSG; k++)
+		n += sizes[k];
+	return n;
+}
+
 static int receiver(int i, int sock)
 {
 	(void)i;
@@ -63,6 +72,10 @@ static int receiver(int i, int sock)
 		 (unsigned long long)c.fast_recv, NMSG);
 	XT_CHECK(c.unexpected_max == 1 && c.eager_sent == 0, "unexpected high-water %llu",
 		 (unsigned long long)c.unexpected_max);
+	XT_CHECK(c.bytes_recv == message_bytes() && c.bytes_sent == 0,
+		 "receiver bytes: received %llu, want %llu; sent %llu, want 0",
+		 (unsigned long long)c.bytes_recv, (unsigned long long)message_bytes(),
+		 (unsigned long long)c.bytes_sent);
 	xt_sync_progress(sock, x.rxcq);
 	xt_close(&x);
 	return 0;
@@ -127,6 +140,11 @@ int main(void)
 	XT_CHECK(c.rma_writes == 1 && c.rma_inline_writes == 1 && c.rma_reads == 1,
 		 "rma: writes %llu inline %llu reads %llu", (unsigned long long)c.rma_writes,
 		 (unsigned long long)c.rma_inline_writes, (unsigned long long)c.rma_reads);
+	/* every protocol's payload counted once; RMA is not message traffic */
+	XT_CHECK(c.bytes_sent == message_bytes() && c.bytes_recv == 0,
+		 "sender bytes: sent %llu, want %llu; received %llu, want 0",
+		 (unsigned long long)c.bytes_sent, (unsigned long long)message_bytes(),
+		 (unsigned long long)c.bytes_recv);
 	/* a reader built against a shorter struct gets the prefix and nothing past it */
 	struct fi_exanet_counters_ops *cops;
 	XT_RC(fi_open_ops(&x.ep->fid, FI_EXANET_COUNTERS_OPS, 0, (void **)&cops, NULL));

@@ -112,6 +112,11 @@ struct fi_exanet_counters {
 	 * mailbox packets (not counted in eager_sent and eager_recv). A train packet that is out
 	 * of order, of another message or beyond the limit counts in drop_bad_field. */
 	uint64_t train_sent, train_recv;
+	/* Message payload bytes (send and tagged send, every protocol; not RMA): a send counts
+	 * when its data has left (eager and medium at the post, rendezvous at its completion),
+	 * a receive when it completes (the bytes delivered, after truncation). */
+	uint64_t bytes_sent;
+	uint64_t bytes_recv;
 };
 
 struct fid_ep;

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstring>
 #include <new>
+#include <utility>
 
 #include "core/copy.hpp"
 #include "core/log.hpp"
@@ -85,6 +86,13 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
     auto* d = new domain;
     d->fabric = fabric;
     d->cfg = params_read();
+    {
+      // The emulated device's link model (off by default): for endpoints opened from now on.
+      dev::link_params link;
+      dev::link_placement where;
+      (void)params_link(link, where);
+      dev::set_link_params(link, std::move(where));
+    }
     // Process-wide and measured once: how copies between misaligned buffers are made.
     const core::copy_choice copy = core::copy_calibrate(d->cfg.copy);
     EXANET_LOG(info, core, "misaligned copies: %s (memcpy %.0f ns, %s loop %.0f ns per 64 KiB)",

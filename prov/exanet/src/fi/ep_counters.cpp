@@ -78,6 +78,8 @@ constexpr named_counter g_counters[] = {
     EXANET_COUNTER(rndv_deadlines),
     EXANET_COUNTER(train_sent),
     EXANET_COUNTER(train_recv),
+    EXANET_COUNTER(bytes_sent),
+    EXANET_COUNTER(bytes_recv),
 };
 #undef EXANET_COUNTER
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),

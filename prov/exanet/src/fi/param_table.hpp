@@ -50,6 +50,14 @@ enum class param_id : std::uint8_t {
   network_provider,
   network_node,
   network_lost_after_ms,
+  link_model,
+  link_hop_ns,
+  link_intra_mbps,
+  link_inter_mbps,
+  link_inject_ns,
+  link_torus,
+  link_placement,
+  link_position,
 };
 
 struct param_spec {
@@ -263,6 +271,31 @@ inline constexpr param_spec g_params[] = {
      "operations fail). It must exceed the longest time a process computes without calling "
      "libfabric.",
      ""},
+    // The link and topology model of the emulated device (dev/link_model.hpp; issue 16).
+    {param_id::link_model, "link_model", param_type::boolean, 0, "", 0, 1, "",
+     "1: the emulated device holds every packet, DMA write and notification back until its "
+     "arrival time on a modelled ExaNeST network (per-hop latency, link bandwidths, a torus of "
+     "QFDBs); 0: as fast as shared memory.",
+     "See LINK MODEL."},
+    {param_id::link_hop_ns, "link_hop_ns", param_type::integer, 500, "", 0, 1000000000, "",
+     "Link model: latency of one hop (nanoseconds).", ""},
+    {param_id::link_intra_mbps, "link_intra_mbps", param_type::integer, 16000, "", 1, 100000000,
+     "", "Link model: bandwidth of the links between the FPGAs of a QFDB (MB/s, 1e6 B/s).", ""},
+    {param_id::link_inter_mbps, "link_inter_mbps", param_type::integer, 10000, "", 1, 100000000,
+     "", "Link model: bandwidth of the torus links between QFDBs (MB/s).", ""},
+    {param_id::link_inject_ns, "link_inject_ns", param_type::integer, 0, "", 0, 1000000000, "",
+     "Link model: overhead of injecting one packet or DMA write (nanoseconds).", ""},
+    {param_id::link_torus, "link_torus", param_type::string, 0, "4x4x2", 0, 0, "",
+     "Link model: QFDBs per dimension of the 3D torus, XxYxZ (each 1 to 255).", ""},
+    {param_id::link_placement, "link_placement", param_type::string, 0, "rank", 0, 0, "",
+     "Link model: where processes sit. rank: in the order of their rank from the job launcher "
+     "(the port without one), four per QFDB; port: in the order of their endpoint's port; "
+     "anything else: a placement file.",
+     "See LINK MODEL."},
+    {param_id::link_position, "link_position", param_type::string, 0, "none", 0, 0, "",
+     "Link model: this process's place, X,Y,Z,FPGA (QFDB coordinates and FPGA 0 to 3); "
+     "overrides FI_EXANET_LINK_PLACEMENT.",
+     ""},
 };
 
 inline constexpr std::size_t param_count = std::size(g_params);
@@ -275,7 +308,7 @@ constexpr const param_spec& param(param_id id) noexcept {
 constexpr bool params_in_id_order() noexcept {
   for (std::size_t i = 0; i < param_count; ++i)
     if (static_cast<std::size_t>(g_params[i].id) != i) return false;
-  return param_count == static_cast<std::size_t>(param_id::network_lost_after_ms) + 1;
+  return param_count == static_cast<std::size_t>(param_id::link_position) + 1;
 }
 static_assert(params_in_id_order(), "g_params lists every param_id once, in order");
 

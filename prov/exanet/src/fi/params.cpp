@@ -13,6 +13,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 #include "core/log.hpp"
 #include "fi/attr.hpp"
@@ -52,6 +54,15 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::rndv_deadline_ms: return c.rndv_deadline_ms;
     case param_id::proto_info: return c.proto_info ? 1 : 0;
     case param_id::live_stats: return 1;  // the fi layer's own (params_live_stats), on by default
+    // The link model's: read by params_link into the device's settings, not proto::config.
+    case param_id::link_model:
+    case param_id::link_hop_ns:
+    case param_id::link_intra_mbps:
+    case param_id::link_inter_mbps:
+    case param_id::link_inject_ns: return param(id).default_value;
+    case param_id::link_torus:
+    case param_id::link_placement:
+    case param_id::link_position:
     case param_id::copy:
     case param_id::stats:
     case param_id::protocol:
@@ -91,6 +102,14 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::rndv_deadline_ms: c.rndv_deadline_ms = static_cast<unsigned>(v); break;
     case param_id::proto_info: c.proto_info = v != 0; break;
     case param_id::live_stats: break;  // read by params_live_stats
+    case param_id::link_model:
+    case param_id::link_hop_ns:
+    case param_id::link_intra_mbps:
+    case param_id::link_inter_mbps:
+    case param_id::link_inject_ns:
+    case param_id::link_torus:
+    case param_id::link_placement:
+    case param_id::link_position: break;  // read by params_link
     case param_id::copy:
     case param_id::stats:
     case param_id::protocol:
@@ -321,7 +340,126 @@ std::uint32_t pdid_from_launcher() noexcept {
   return 1;
 }
 
+// The rank of this process in its job, from the launcher; -1 without one.
+std::int64_t rank_from_launcher() noexcept {
+  static constexpr const char* rank_vars[] = {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK",
+                                              "SLURM_PROCID"};
+  for (const char* var : rank_vars) {
+    if (const char* v = std::getenv(var); v && *v) {
+      char* end = nullptr;
+      const long long r = std::strtoll(v, &end, 10);
+      if (end && *end == '\0' && r >= 0) return r;
+    }
+  }
+  return -1;
+}
+
+/// "4x4x2" into torus; false (torus untouched) unless three sides of 1 to 255.
+bool parse_torus(const char* text, std::uint16_t (&torus)[3]) noexcept {
+  unsigned x = 0, y = 0, z = 0;
+  int used = 0;
+  if (std::sscanf(text, "%ux%ux%u%n", &x, &y, &z, &used) != 3 || text[used] != '\0') return false;
+  for (unsigned v : {x, y, z})
+    if (v < 1 || v > dev::max_torus_side) return false;
+  torus[0] = static_cast<std::uint16_t>(x);
+  torus[1] = static_cast<std::uint16_t>(y);
+  torus[2] = static_cast<std::uint16_t>(z);
+  return true;
+}
+
+/// A position "X Y Z F" (separators given by fmt) inside the torus, or false.
+bool parse_position(const char* text, const char* fmt, const std::uint16_t (&torus)[3],
+                    dev::torus_position& out, int* consumed = nullptr) noexcept {
+  unsigned x = 0, y = 0, z = 0, f = 0;
+  int used = 0;
+  if (std::sscanf(text, fmt, &x, &y, &z, &f, &used) != 4) return false;
+  if (x >= torus[0] || y >= torus[1] || z >= torus[2] || f >= dev::fpgas_per_qfdb) return false;
+  out = {static_cast<std::uint16_t>(x), static_cast<std::uint16_t>(y),
+         static_cast<std::uint16_t>(z), static_cast<std::uint8_t>(f)};
+  if (consumed) *consumed = used;
+  return true;
+}
+
+/// The entries "KEY X Y Z FPGA" of a placement file ('#' starts a comment); false, with the
+/// line, when the file cannot be read or a line is not such an entry.
+bool read_placement(const char* path, const std::uint16_t (&torus)[3],
+                    std::vector<std::pair<std::uint64_t, dev::torus_position>>& out,
+                    std::string& why) noexcept {
+  std::FILE* f = std::fopen(path, "r");
+  if (!f) {
+    why = std::string("cannot open it: ") + std::strerror(errno);
+    return false;
+  }
+  char line[256];
+  unsigned number = 0;
+  bool ok = true;
+  while (ok && std::fgets(line, sizeof line, f)) {
+    ++number;
+    if (char* hash = std::strchr(line, '#')) *hash = '\0';
+    unsigned long long key = 0;
+    int used = 0;
+    if (std::sscanf(line, " %llu%n", &key, &used) != 1) {
+      if (std::strspn(line, " \t\r\n") == std::strlen(line)) continue;  // blank
+      ok = false;
+      break;
+    }
+    dev::torus_position pos;
+    int rest = 0;
+    if (!parse_position(line + used, " %u %u %u %u%n", torus, pos, &rest) ||
+        std::strspn(line + used + rest, " \t\r\n") != std::strlen(line + used + rest)) {
+      ok = false;
+      break;
+    }
+    out.emplace_back(key, pos);
+  }
+  std::fclose(f);
+  if (!ok) why = "line " + std::to_string(number) + " is not \"KEY X Y Z FPGA\" inside the torus";
+  return ok;
+}
+
 }  // namespace
+
+bool params_link(dev::link_params& p, dev::link_placement& where) noexcept {
+  p = {};
+  where = {};
+  p.enabled = read_bool(param(param_id::link_model)).value_or(false);
+  if (!p.enabled) return true;
+  const auto number = [](param_id id) {
+    return static_cast<std::uint32_t>(read_number(param(id)).value_or(param(id).default_value));
+  };
+  p.hop_ns = number(param_id::link_hop_ns);
+  p.intra_mbps = number(param_id::link_intra_mbps);
+  p.inter_mbps = number(param_id::link_inter_mbps);
+  p.inject_ns = number(param_id::link_inject_ns);
+  if (const char* t = read_string(param_id::link_torus); t && !parse_torus(t, p.torus))
+    warn_param(param_id::link_torus, warning::value, t,
+               "FI_EXANET_LINK_TORUS=%s is not XxYxZ with sides 1 to 255; using 4x4x2", t);
+  where.rank = rank_from_launcher();
+  if (const char* pos = read_string(param_id::link_position)) {
+    int used = 0;
+    where.has_position =
+        parse_position(pos, "%u,%u,%u,%u%n", p.torus, where.position, &used) && pos[used] == '\0';
+    if (!where.has_position)
+      warn_param(param_id::link_position, warning::value, pos,
+                 "FI_EXANET_LINK_POSITION=%s is not X,Y,Z,FPGA inside the %ux%ux%u torus; "
+                 "placing by FI_EXANET_LINK_PLACEMENT",
+                 pos, p.torus[0], p.torus[1], p.torus[2]);
+  }
+  const char* placement = read_string(param_id::link_placement);
+  if (!placement || std::strcmp(placement, "rank") == 0) return true;
+  if (std::strcmp(placement, "port") == 0) {
+    where.by_port = true;
+    return true;
+  }
+  std::string why;
+  try {
+    if (read_placement(placement, p.torus, where.entries, why)) return true;
+  } catch (...) { why = "out of memory"; }
+  where.entries.clear();
+  warn_param(param_id::link_placement, warning::value, placement,
+             "FI_EXANET_LINK_PLACEMENT=%s: %s; placing by rank", placement, why.c_str());
+  return false;
+}
 
 void params_define(fi_provider* prov) noexcept {
   // libfabric keeps the pointers it is given: the texts live as long as the module.

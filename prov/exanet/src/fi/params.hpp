@@ -3,6 +3,7 @@
 #pragma once
 #include <rdma/providers/fi_prov.h>
 
+#include "dev/link_model.hpp"
 #include "proto/config.hpp"
 
 namespace exanet::fi {
@@ -16,5 +17,8 @@ bool params_protocol(proto::protocol_family& out) noexcept;
 const char* params_stats_destination() noexcept;
 /// FI_EXANET_LIVE_STATS: whether endpoints keep their live counter file (default true).
 bool params_live_stats() noexcept;
+/// The link model of the emulated device (FI_EXANET_LINK_*), and where this process sits in it;
+/// false (after a warning) when the placement file cannot be used (the rank order is then).
+bool params_link(dev::link_params& p, dev::link_placement& where) noexcept;
 
 }  // namespace exanet::fi

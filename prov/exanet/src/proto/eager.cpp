@@ -38,6 +38,7 @@ inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::
   dev_.mailbox_publish(slot);
   commit_send(to, kind, tag, false, 0);
   ++stats_.eager_sent;
+  stats_.bytes_sent += len;
   return core::status::ok;
 }
 

@@ -444,6 +444,7 @@ void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t t
     c.err = FI_ETRUNC;
     c.olen = msg_len - delivered;
   }
+  stats_.bytes_recv += delivered;
   if ((r.completion || truncated) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
   if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, truncated);
   if (r.rtr != rtr_state::none || r.landing) rtr_release(r);  // eager and medium: nothing held
@@ -466,6 +467,7 @@ void endpoint::fail_recv(recv_request& r, int err) noexcept {
 }
 
 void endpoint::complete_send(send_request& s) noexcept {
+  stats_.bytes_sent += s.len;  // rendezvous (eager and medium count at the post)
   if (s.completion && sinks_.tx) {
     completion c;
     c.context = s.context;

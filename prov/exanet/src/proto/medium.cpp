@@ -41,6 +41,7 @@ core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept
   dev_.mailbox_publish(slot);
   commit_send(a.peer, a.kind, a.tag, false, 0);
   ++stats_.medium_sent;
+  stats_.bytes_sent += len;
 
   complete_buffered_send(a, len);
   return core::status::ok;

@@ -1,6 +1,7 @@
 #include "dev/emu/device.hpp"
 
 #include <dirent.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <sys/random.h>
 #include <sys/uio.h>
@@ -103,6 +104,20 @@ core::status device::open(const params& p) noexcept {
   h.geo = geo_;
   h.closed.store(0, std::memory_order_relaxed);
   h.intake_held.store(0, std::memory_order_relaxed);
+  // The link model of this process (dev/link_model.hpp), and where this endpoint sits in it.
+  link_ = current_link_params(self_.port, link_pos_);
+  link_on_ = link_.enabled;
+  h.link_position = link_on_ ? encode_position(link_pos_) : no_position;
+  if (link_on_) {
+    const link_timing self_path = link_timing::between(link_, link_pos_, link_pos_);
+    EXANET_LOG(info, core,
+               "port %u: link model on, at QFDB (%u,%u,%u) FPGA %u of a %ux%ux%u "
+               "torus; %u ns per hop, %u and %u MB/s, %u ns per packet injected (loopback "
+               "%llu ns)",
+               self_.port, link_pos_.x, link_pos_.y, link_pos_.z, link_pos_.fpga, link_.torus[0],
+               link_.torus[1], link_.torus[2], link_.hop_ns, link_.intra_mbps, link_.inter_mbps,
+               link_.inject_ns, static_cast<unsigned long long>(self_path.latency_ns));
+  }
   local_.mbox_ctl->tail.store(0, std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < geo_.mailbox_slots; ++i)
     local_.mailbox[i].seq.store(i, std::memory_order_relaxed);
@@ -254,6 +269,17 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
     pr.pid = 0;
   }
   pr.view = segment_view::of(pr.seg.data(), pr.geo);
+  if (link_on_) {
+    // The peer's own position; one that runs without the model is placed by its port.
+    const std::uint32_t at = a.port == self_.port ? encode_position(link_pos_) : h->link_position;
+    const torus_position to = at != no_position
+                                  ? decode_position(at)
+                                  : place(link_, link_placement{.by_port = true}, a.port);
+    pr.link = link_timing::between(link_, link_pos_, to);
+    // RMA events go as mailbox packets, which the model times (an event ring entry has no
+    // arrival time of its own).
+    pr.event_none = true;
+  }
   try {
     peers_.push_back(std::move(pr));
     peer_index_.emplace(key, static_cast<peer_id>(peers_.size() - 1));
@@ -300,6 +326,9 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
     const auto diff = static_cast<std::int64_t>(seq - pos);
     if (diff == 0) {
       if (tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+        // Link model: stamped now, published with the packet (seq's release in publish).
+        if (link_on_) [[unlikely]]
+          s.arrive_ns = pr.link.send(link_now_ns(), packet_bytes);
         r.bytes = s.data.data();
         r.handle = &s;
         r.position = pos;
@@ -502,9 +531,10 @@ core::status device::notify_record_put(peer_id p, std::uint32_t slot,
 }
 
 void device::notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen,
-                          const notification& data) noexcept {
+                          const notification& data, std::uint64_t arrive_ns) noexcept {
   notify_slot& n = v.notify[slot];
   n.data = data;
+  n.arrive_ns = arrive_ns;
   n.gen.store(gen, std::memory_order_release);  // data first, then the flag (DESIGN.md §3)
   // Then the bells the owner watches: the slot's bit, then its word's bit in the summary.
   v.bells->words[slot / 64].fetch_or(1ull << (slot % 64), std::memory_order_release);
@@ -558,8 +588,19 @@ core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexce
     st.done += static_cast<std::size_t>(r);
   }
   if (w.notify && !st.notified) {
-    notify_write(pr.view, w.notify_slot, w.notify_gen, w.notify_data);
+    // Link model: the data crossed the link, then the 16-byte notification; the receiver sees
+    // the write complete at the notification's arrival (the bytes land at once, but nothing
+    // reads them before).
+    std::uint64_t arrive = 0;
+    if (link_on_) [[unlikely]] {
+      const std::uint64_t now = link_now_ns();
+      pr.link.occupy(now, w.len);
+      arrive = pr.link.send(now, notification_bytes);
+    }
+    notify_write(pr.view, w.notify_slot, w.notify_gen, w.notify_data, arrive);
     st.notified = true;
+  } else if (link_on_) [[unlikely]] {
+    pr.link.occupy(link_now_ns(), w.len);
   }
   return core::status::ok;
 }
@@ -603,10 +644,16 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
         chunk = static_cast<std::uint32_t>(__builtin_ctzll(m));
       } while (!mask.compare_exchange_weak(m, m & ~(1ull << chunk), std::memory_order_acq_rel));
     }
+    // Link model: the piece crosses the link before the packet that announces it (which
+    // mailbox_reserve stamps); undone if no packet can be sent now.
+    const std::uint64_t link_free = pr.link.free_ns;
+    if (link_on_) [[unlikely]]
+      pr.link.occupy(link_now_ns(), n);
     mailbox_reservation r;
     if (core::status s = mailbox_reserve(static_cast<peer_id>(&pr - peers_.data()), r);
         !core::ok(s)) {
       if (n > 0) mask.fetch_or(1ull << chunk, std::memory_order_release);
+      pr.link.free_ns = link_free;
       return s;
     }
     if (n > 0)
@@ -624,6 +671,11 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
     sp.notify_data = w.notify_data;
     sp.key_slot = w.key_slot;
     std::memcpy(r.data(), &sp, sizeof sp);
+    // Link model: only the piece that notifies waits for its arrival. The others are copied out
+    // as soon as the target reaches them, which frees their chunks as the hardware engine, which
+    // needs none, would not wait for them; nothing reads the data before the notification.
+    if (link_on_ && !sp.notify) [[unlikely]]
+      static_cast<mailbox_slot*>(r.handle)->arrive_ns = 0;
     mailbox_publish(r);
     st.done += n;
     if (last && w.notify) st.notified = true;
@@ -694,6 +746,16 @@ bool device::mailbox_unstick() noexcept {
   ++stuck_skipped_;
   stuck_head_ = ~0ull;
   return true;
+}
+
+void device::link_wait_read(peer& pr, std::size_t len) noexcept {
+  // The request crosses to p, the data comes back over the same path (a pair's link is timed
+  // in one direction only: this process's; the way back is modelled alike).
+  const std::uint64_t now = link_now_ns();
+  const std::uint64_t request = pr.link.send(now, packet_bytes);
+  const std::uint64_t done =
+      request + pr.link.inject_ns + pr.link.serialize_ns(len) + pr.link.latency_ns;
+  while (link_now_ns() < done) sched_yield();
 }
 
 void device::check_liveness(std::uint64_t now_ms) noexcept {

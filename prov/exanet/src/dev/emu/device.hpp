@@ -4,6 +4,7 @@
 // the target's segment, which the target copies out when it polls (still FIFO with packets).
 #pragma once
 #include <sys/types.h>
+#include <time.h>
 
 #include <cstring>
 #include <string>
@@ -15,6 +16,7 @@
 #include "dev/device.hpp"
 #include "dev/emu/layout.hpp"
 #include "dev/emu/segment.hpp"
+#include "dev/link_model.hpp"
 
 namespace exanet::dev::emu {
 
@@ -71,10 +73,17 @@ class device {
   template <class F>
   std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
     std::size_t n = 0;
+    std::uint64_t now = 0;  // link model: read once per call, when a packet is there
     const std::uint64_t mask = geo_.mailbox_slots - 1;
     while (n < budget) {
       mailbox_slot& s = local_.mailbox[mb_head_ & mask];
       if (s.seq.load(std::memory_order_acquire) != mb_head_ + 1) break;
+      if (link_on_) [[unlikely]] {
+        // The link model: the head packet is not there before its arrival time, and neither is
+        // anything behind it (FIFO per pair holds; across senders the head blocks the rest).
+        if (now == 0) now = link_now_ns();
+        if (s.arrive_ns > now) break;
+      }
       const auto type = static_cast<std::uint8_t>(s.data[0]);
       if (s.pdid != self_.pdid) [[unlikely]] {
         ++drops_.foreign_pdid;
@@ -107,8 +116,10 @@ class device {
   std::byte* bounce_acquire(peer_id p, std::size_t len, std::uintptr_t place_like,
                             std::uint32_t& ring, std::uint64_t& offset) noexcept;
   /// Makes the space from bounce_acquire used (the packet naming it is being published).
-  void bounce_commit(peer_id p, std::uint64_t end) noexcept { peers_[p].bounce_head = end; 
-    peer_view(p).bounce[peers_[p].bounce_ring].head.store(end, std::memory_order_release); }
+  void bounce_commit(peer_id p, std::uint64_t end) noexcept {
+    peers_[p].bounce_head = end;
+    peer_view(p).bounce[peers_[p].bounce_ring].head.store(end, std::memory_order_release);
+  }
   /// The interface's form of the two (dev::device): room without a pointer, then the copy and
   /// the commit. The emulation copies straight into the receiver's mapped ring.
   bool bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_like,
@@ -119,6 +130,9 @@ class device {
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept {
     core::copy_from_iov(at.handle, src, 0, len);
+    // Link model: the bytes occupy the link before the packet that announces them.
+    if (link_on_) [[unlikely]]
+      peers_[p].link.occupy(link_now_ns(), len);
     bounce_commit(p, at.offset + len);
   }
   /// Receiver: the bytes a medium packet from `from` names, or nullptr unless the ring is the one
@@ -148,6 +162,8 @@ class device {
   bool notify_test(std::uint32_t slot, std::uint32_t gen, notification& out) const noexcept {
     const notify_slot& n = local_.notify[slot];
     if (n.gen.load(std::memory_order_acquire) != gen) return false;
+    if (link_on_ && n.arrive_ns > link_now_ns()) [[unlikely]]
+      return false;  // still in flight
     out = n.data;
     return true;
   }
@@ -170,6 +186,8 @@ class device {
     notify_bells& b = *local_.bells;
     if (b.summary.load(std::memory_order_relaxed) == 0) [[likely]] return false;
     std::uint64_t words = b.summary.exchange(0, std::memory_order_acquire);
+    if (link_on_) [[unlikely]]
+      return take_notify_bells_linked(words, on_slot);
     while (words) {
       const std::uint32_t w = static_cast<std::uint32_t>(__builtin_ctzll(words));
       words &= words - 1;
@@ -274,6 +292,11 @@ class device {
   }
 
   const drop_counts& drops() const noexcept { return drops_; }
+  /// Link model: whether it is on for this endpoint, where the endpoint sits, and the timing of
+  /// the path to p (for tests and tools).
+  bool link_model_on() const noexcept { return link_on_; }
+  torus_position link_position() const noexcept { return link_pos_; }
+  const link_timing& link_to(peer_id p) const noexcept { return peers_[p].link; }
   /// Receiver: tells senders to hold back message packets (layout.hpp, intake_held).
   void set_intake_held(bool held) noexcept {
     local_.header->intake_held.store(held ? 1 : 0, std::memory_order_release);
@@ -311,6 +334,7 @@ class device {
     bool dead = false;
     bool forgotten = false;
     bool lost_reported = false;  // take_lost_peers handed it up
+    link_timing link{};          // link model: the path to this peer and when it is free
     address addr{};  // last: the data path reads the fields above, not the name
   };
 
@@ -348,7 +372,43 @@ class device {
   core::status dma_cma(peer& pr, const dma_write& w, dma_state& st) noexcept;
   core::status dma_staged(peer& pr, const dma_write& w, dma_state& st) noexcept;
   static void notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen,
-                           const notification& data) noexcept;
+                           const notification& data, std::uint64_t arrive_ns = 0) noexcept;
+  /// The link model's clock: CLOCK_MONOTONIC, one clock for every process of the host.
+  static std::uint64_t link_now_ns() noexcept {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return static_cast<std::uint64_t>(ts.tv_sec) * 1'000'000'000u +
+           static_cast<std::uint64_t>(ts.tv_nsec);
+  }
+  /// take_notify_bells under the link model: a slot whose notification is still in flight rings
+  /// again, to be taken by a later call.
+  template <class F>
+  [[gnu::noinline]] bool take_notify_bells_linked(std::uint64_t words, F& on_slot) noexcept {
+    notify_bells& b = *local_.bells;
+    const std::uint64_t now = link_now_ns();
+    while (words) {
+      const std::uint32_t w = static_cast<std::uint32_t>(__builtin_ctzll(words));
+      words &= words - 1;
+      std::uint64_t bits = b.words[w].exchange(0, std::memory_order_acquire);
+      std::uint64_t later = 0;
+      while (bits) {
+        const std::uint32_t slot = w * 64 + static_cast<std::uint32_t>(__builtin_ctzll(bits));
+        if (local_.notify[slot].arrive_ns > now)
+          later |= bits & -bits;
+        else
+          on_slot(slot);
+        bits &= bits - 1;
+      }
+      if (later) {
+        b.words[w].fetch_or(later, std::memory_order_release);
+        b.summary.fetch_or(1ull << w, std::memory_order_release);
+      }
+    }
+    return true;
+  }
+  /// Link model: a synchronous read of len bytes from p costs a request there and the data
+  /// back; the caller waits for that.
+  void link_wait_read(peer& pr, std::size_t len) noexcept;
   void reclaim_stale_segments() noexcept;
 
   address self_{};
@@ -381,6 +441,9 @@ class device {
   std::vector<grant> grants_;
   drop_counts drops_{};
   std::uint64_t mailbox_full_ = 0;
+  bool link_on_ = false;  // the link model (dev/link_model.hpp); off: one untaken branch
+  link_params link_{};
+  torus_position link_pos_{};
   std::uint64_t ring_reserve_failures_ = 0;
 };
 

@@ -31,8 +31,9 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 8;  // 8: the creator holds a flock on the file
-                                                   // 7: bounce rings last, reserved on claim
+inline constexpr std::uint32_t layout_version = 9;  // 9: link model (arrival times, position)
+                                                    // 8: the creator holds a flock on the file
+                                                    // 7: bounce rings last, reserved on claim
 inline constexpr std::size_t cache_line = 64;
 
 /// The endpoint's resources (dev/device.hpp). It is stored in the segment header as is, so its
@@ -66,6 +67,9 @@ struct alignas(cache_line) segment_header {
   // (control packets, staged DMA data) and the owner never has to stop reading it. On the line
   // senders read for `closed` anyway.
   std::atomic<std::uint32_t> intake_held;
+  // Where the owner sits in the link model (dev/link_model.hpp, encode_position), so senders
+  // can time what they send it; no_position when the owner runs without the model.
+  std::uint32_t link_position;
 };
 
 struct alignas(cache_line) mailbox_control {
@@ -77,6 +81,9 @@ struct alignas(cache_line) mailbox_slot {
   std::uint32_t pdid;              // stamped by the sending "packetizer"
   std::uint32_t src_port;
   std::uint16_t src_node;
+  // Link model: the packet is not taken before this CLOCK_MONOTONIC time (ns), stamped by the
+  // sender before it publishes seq; 0 without the model.
+  std::uint64_t arrive_ns;
   alignas(cache_line) packet data;
 };
 static_assert(sizeof(mailbox_slot) == 2 * cache_line);
@@ -92,6 +99,9 @@ struct alignas(cache_line) notify_slot {
   notification record;  // written by the sender before the data; read once gen is armed
   std::atomic<std::uint64_t> window_va;
   std::atomic<std::uint64_t> window_len;
+  // Link model: the notification counts as landed from this CLOCK_MONOTONIC time (ns); written
+  // before gen (release), 0 without the model.
+  std::uint64_t arrive_ns;
 };
 static_assert(sizeof(notify_slot) == cache_line);
 

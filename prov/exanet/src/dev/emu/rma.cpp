@@ -103,6 +103,8 @@ core::status device::dma_read(peer_id p, std::uint64_t va, std::span<const iovec
     if (r == 0) return core::status::io;
     done += static_cast<std::size_t>(r);
   }
+  if (link_on_) [[unlikely]]
+    link_wait_read(pr, len);
   return core::status::ok;
 }
 
