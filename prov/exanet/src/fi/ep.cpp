@@ -23,6 +23,7 @@
 #include "fi/domain.hpp"
 #include "fi/enosys.hpp"
 #include "fi/mr.hpp"
+#include "fi/progress_thread.hpp"
 
 namespace exanet::fi {
 
@@ -69,6 +70,9 @@ void on_remote_access(void* self, const proto::rma_target_event& e) noexcept {
 
 int ep_close(fid* f) noexcept {
   endpoint& ep = ep_of(f);
+  // First out of the progress thread's list: once remove() returns the thread never touches ep.
+  if (ep.enabled)
+    if (progress_thread* t = domain_progress_thread(ep.domain)) t->remove(ep);
   domain_mr_registry(ep.domain).detach(ep);
   {
     core::level_guard g(ep.lock);
@@ -179,6 +183,9 @@ int ep_enable(endpoint& ep) noexcept {
       !(ep.caps & FI_DIRECTED_RECV))
     EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=optimistic refuses any-source receives, and "
                            "without FI_DIRECTED_RECV every receive is one");
+  // FI_PROGRESS_AUTO: from now on the domain's thread progresses the endpoint too.
+  if (progress_thread* t = domain_progress_thread(ep.domain))
+    if (int rc = t->add(ep); rc != 0) return rc;
   ep.enabled = true;
   return 0;
 }
@@ -344,6 +351,14 @@ void endpoint::progress() noexcept {
   core::level_guard g(lock);
   proto.progress();
   if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
+}
+
+std::size_t endpoint::try_progress() noexcept {
+  if (!lock.try_lock()) return 1;
+  const std::size_t n = proto.progress();
+  if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
+  lock.unlock();
+  return n;
 }
 
 int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) noexcept {

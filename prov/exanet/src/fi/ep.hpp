@@ -78,6 +78,10 @@ class endpoint {
   /// peer_of's slow path: an address not cached yet, or an AV that removed entries since.
   int resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept;
   void progress() noexcept;
+  /// The progress thread's call (FI_PROGRESS_AUTO): progress unless a thread of the application
+  /// holds the endpoint, in which case it returns 1 at once (busy: the thread keeps polling
+  /// rather than wait on the lock or deepen its sleep). Otherwise how much was done.
+  std::size_t try_progress() noexcept;
 };
 
 }  // namespace exanet::fi

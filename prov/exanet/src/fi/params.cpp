@@ -53,6 +53,7 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::live_stats: return 1;  // the fi layer's own (params_live_stats), on by default
     case param_id::copy:
     case param_id::stats:
+    case param_id::progress:
     case param_id::protocol: break;  // strings: read by their own functions below
   }
   return 0;
@@ -87,6 +88,7 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::live_stats: break;  // read by params_live_stats
     case param_id::copy:
     case param_id::stats:
+    case param_id::progress:
     case param_id::protocol: break;
   }
 }
@@ -340,6 +342,15 @@ bool params_protocol(proto::protocol_family& out) noexcept {
   }
   warn_param(param_id::protocol, warning::value, name,
              "FI_EXANET_PROTOCOL=%s is not one of write, read, optimistic", name);
+  return false;
+}
+
+bool params_auto_progress() noexcept {
+  const char* v = read_string(param_id::progress);
+  if (!v || std::strcmp(v, "manual") == 0) return false;
+  if (std::strcmp(v, "auto") == 0) return true;
+  warn_param(param_id::progress, warning::value, v,
+             "FI_EXANET_PROGRESS=%s is not one of manual, auto; using manual", v);
   return false;
 }
 
