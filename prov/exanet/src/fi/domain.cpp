@@ -107,7 +107,7 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
     const fi_progress data = info->domain_attr ? info->domain_attr->data_progress
                                                : FI_PROGRESS_UNSPEC;
     if (data == FI_PROGRESS_AUTO || (data == FI_PROGRESS_UNSPEC && params_auto_progress())) {
-      d->progress = std::make_unique<progress_thread>();
+      d->progress = std::make_unique<progress_thread>(d->cfg.dead_peer_check_ms);
       // The thread progresses endpoints, writes CQs and counters and reads the keys while the
       // application uses them: every object locks as under FI_THREAD_SAFE.
       d->threading = FI_THREAD_SAFE;

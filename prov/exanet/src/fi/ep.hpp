@@ -82,6 +82,14 @@ class endpoint {
   /// holds the endpoint, in which case it returns 1 at once (busy: the thread keeps polling
   /// rather than wait on the lock or deepen its sleep). Otherwise how much was done.
   std::size_t try_progress() noexcept;
+  /// Sleeping while idle (fi/wait.hpp, arrival_sleep): true if the endpoint has nothing to do
+  /// and its device announced a sleeper on *word (== expected); the endpoint then stays open
+  /// until sleep_end(). False once it is closing.
+  bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
+  void sleep_end() noexcept;
+  void timers() noexcept;
+  std::atomic<int> sleep_refs{0};  // sleepers between sleep_prepare and sleep_end
+  bool closing = false;             // under lock: no new sleeper
 };
 
 }  // namespace exanet::fi

@@ -35,14 +35,24 @@ int progress_thread::add(endpoint& ep) noexcept {
   return 0;
 }
 
+void progress_thread::kick() noexcept {
+  kick_.fetch_add(1, std::memory_order_seq_cst);
+  core::futex_wake_all(kick_);
+}
+
 void progress_thread::remove(endpoint& ep) noexcept {
-  // Taking the lock waits for the round in progress: once it is ours the thread is outside ep.
+  // Taking the lock waits for the round or sleep in progress (the kick ends a sleep, and the
+  // thread does not start another while we wait): once it is ours the thread is outside ep.
+  waiting_.fetch_add(1, std::memory_order_seq_cst);
+  kick();
   std::lock_guard g(lock_);
+  waiting_.fetch_sub(1, std::memory_order_relaxed);
   endpoints_.erase(std::remove(endpoints_.begin(), endpoints_.end(), &ep), endpoints_.end());
 }
 
 void progress_thread::stop() noexcept {
-  stopping_.store(true, std::memory_order_release);
+  stopping_.store(true, std::memory_order_seq_cst);
+  kick();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
@@ -53,18 +63,38 @@ std::size_t progress_thread::round() noexcept {
   return n;
 }
 
+bool progress_thread::sleep() noexcept {
+  std::lock_guard g(lock_);
+  arrival_sleep s;
+  // The kick's value first: a remove() or stop() that comes after this look changes it.
+  (void)s.add(core::futex_watch{&kick_, kick_.load(std::memory_order_seq_cst)});
+  if (waiting_.load(std::memory_order_seq_cst) != 0 || stopping_.load(std::memory_order_seq_cst))
+    return true;  // someone needs lock_: let go of it at once
+  for (endpoint* ep : endpoints_)
+    if (!s.add(endpoint_progress_source(*ep))) return false;  // work to poll for, or too many
+  s.sleep(period_ms_);
+  return true;
+}
+
 void progress_thread::run() noexcept {
-  // Idle, the thread backs off as a blocked fi_cq_sread does (fi/wait.cpp, idle_backoff): a
-  // short re-poll, then yields, then naps of at most 100 us. A round that finds work starts the
-  // back-off again, so a stream of requests is served at polling speed; the naps' cost when idle
-  // is measured in fi_exanet(7), PROGRESS.
+  // Idle, the thread re-polls and yields for a while (fi/wait.hpp, spin_rounds: a request that
+  // comes within microseconds is served without a system call), then sleeps on its endpoints'
+  // wake words until a peer gives one of them something (the same sleep as fi_cq_sread's). An
+  // endpoint waiting on something it must poll for (a staging credit, a full mailbox) makes it
+  // nap instead (idle_backoff: at most 100 us). The sleep ends at least once per period for
+  // the peer watch and the rendezvous probes.
   unsigned idle = 0;
   while (!stopping_.load(std::memory_order_acquire)) {
     if (round() != 0) {
       idle = 0;
       continue;
     }
-    idle_backoff(idle);
+    if (idle < spin_rounds) {
+      idle_backoff(idle);
+      continue;
+    }
+    if (!sleep()) idle_backoff(idle);
+    if (waiting_.load(std::memory_order_relaxed) != 0) std::this_thread::yield();
   }
 }
 

@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -18,7 +19,8 @@ class endpoint;
 /// endpoint, so the endpoint may be freed right after. Thread-safe.
 class progress_thread {
  public:
-  progress_thread() = default;
+  /// period_ms: the longest sleep (the peer watch's period, FI_EXANET_DEAD_PEER_CHECK_MS).
+  explicit progress_thread(unsigned period_ms) noexcept : period_ms_(period_ms ? period_ms : 1) {}
   progress_thread(const progress_thread&) = delete;
   progress_thread& operator=(const progress_thread&) = delete;
   ~progress_thread() { stop(); }
@@ -35,10 +37,19 @@ class progress_thread {
   /// One round over every endpoint; how much was done (an endpoint the application holds
   /// counts as work: it is in a call, the thread must not deepen its sleep).
   std::size_t round() noexcept;
+  /// Sleeps until an endpoint gets an arrival, a kick, or the period ends; false if an endpoint
+  /// has work to poll for (nothing slept). Under lock_.
+  bool sleep() noexcept;
+  /// Ends a sleep at once (remove, stop): they need lock_, which a sleep holds.
+  void kick() noexcept;
 
-  std::mutex lock_;             // endpoints_; held for a whole round, so remove() waits it out
+  const unsigned period_ms_;
+  std::mutex lock_;             // endpoints_; held for a whole round and a sleep, so remove()
+                                // waits them out (kicking the sleep first)
   std::vector<endpoint*> endpoints_;
   std::atomic<bool> stopping_{false};
+  std::atomic<std::uint32_t> waiting_{0};  // remove() calls waiting for lock_: do not sleep
+  std::atomic<std::uint32_t> kick_{0};     // futex word: bumped to end a sleep
   std::thread thread_;
 };
 

@@ -391,6 +391,20 @@ class endpoint {
     }
     return progress_busy();
   }
+  /// Sleeping while idle (FI_PROGRESS_AUTO's thread, blocking waits): true if a progress round
+  /// would find nothing to do and the device announced a sleeper, who sleeps on word ==
+  /// expected and then calls sleep_end(); false: progress instead. Under the caller's lock.
+  bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept {
+    return open_ && quiet() && dev_.sleep_prepare(word, expected);
+  }
+  void sleep_end() noexcept { dev_.sleep_end(); }
+  /// What an idle progress() does every watch_every calls, now: for a caller that slept
+  /// (lost peers, rendezvous probes; each still at most once per its period).
+  void progress_timers() noexcept {
+    if (!open_) return;
+    if (waiting_on_peers()) watch_peers();
+    settle_found_dead();
+  }
 
   /// The protocol's counters with the device's drop counts folded in.
   endpoint_stats stats() const noexcept {
