@@ -385,7 +385,7 @@ void endpoint::timers() noexcept {
 }
 
 std::size_t endpoint::try_progress() noexcept {
-  if (!lock.try_lock()) return 1;
+  if (!lock.try_lock()) return held;
   const std::size_t n = proto.progress();
   if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
   lock.unlock();

@@ -79,8 +79,9 @@ class endpoint {
   int resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept;
   void progress() noexcept;
   /// The progress thread's call (FI_PROGRESS_AUTO): progress unless a thread of the application
-  /// holds the endpoint, in which case it returns 1 at once (busy: the thread keeps polling
-  /// rather than wait on the lock or deepen its sleep). Otherwise how much was done.
+  /// holds the endpoint (then `held` at once: the thread never waits for a call to end).
+  /// Otherwise how much was done.
+  static constexpr std::size_t held = ~std::size_t{0};
   std::size_t try_progress() noexcept;
   /// Sleeping while idle (fi/wait.hpp, arrival_sleep): true if the endpoint has nothing to do
   /// and its device announced a sleeper on *word (== expected); the endpoint then stays open

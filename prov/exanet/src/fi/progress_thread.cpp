@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <system_error>
 
+#include <time.h>
+
 #include "core/log.hpp"
 #include "fi/ep.hpp"
 #include "fi/wait.hpp"
@@ -56,10 +58,15 @@ void progress_thread::stop() noexcept {
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
-std::size_t progress_thread::round() noexcept {
+std::size_t progress_thread::round(bool& contended) noexcept {
   std::lock_guard g(lock_);
   std::size_t n = 0;
-  for (endpoint* ep : endpoints_) n += ep->try_progress();
+  contended = false;
+  for (endpoint* ep : endpoints_) {
+    const std::size_t did = ep->try_progress();
+    if (did == endpoint::held) contended = true;
+    else n += did;
+  }
   return n;
 }
 
@@ -83,17 +90,38 @@ void progress_thread::run() noexcept {
   // endpoint waiting on something it must poll for (a staging credit, a full mailbox) makes it
   // nap instead (idle_backoff: at most 100 us). The sleep ends at least once per period for
   // the peer watch and the rendezvous probes.
-  unsigned idle = 0;
+  unsigned idle = 0, pending = 0;
+  bool contended = false;
   while (!stopping_.load(std::memory_order_acquire)) {
-    if (round() != 0) {
+    if (round(contended) != 0) {
+      idle = pending = 0;
+      continue;
+    }
+    if (contended) {
+      // The application is in a call on an endpoint, progressing it: stay awake (a peer would
+      // pay a wake for each packet if we slept) but give it the core.
       idle = 0;
+      std::this_thread::yield();
       continue;
     }
     if (idle < spin_rounds) {
       idle_backoff(idle);
       continue;
     }
-    if (!sleep()) idle_backoff(idle);
+    if (sleep()) {
+      pending = 0;
+    } else {
+      // An endpoint waits for a peer to free something (staging space, ring credit, a mailbox
+      // slot): the peer is usually busy making that room, so yield rather than nap (a 100 us
+      // nap per staged chunk halved the busy-target read rate); naps only if it lasts.
+      ++pending;
+      if (pending < 4096) {
+        std::this_thread::yield();
+      } else {
+        const timespec nap{0, pending < 65536 ? 10'000 : 100'000};
+        nanosleep(&nap, nullptr);
+      }
+    }
     if (waiting_.load(std::memory_order_relaxed) != 0) std::this_thread::yield();
   }
 }

@@ -34,9 +34,8 @@ class progress_thread {
 
  private:
   void run() noexcept;
-  /// One round over every endpoint; how much was done (an endpoint the application holds
-  /// counts as work: it is in a call, the thread must not deepen its sleep).
-  std::size_t round() noexcept;
+  /// One round over every endpoint: how much was done; contended if the application held one.
+  std::size_t round(bool& contended) noexcept;
   /// Sleeps until an endpoint gets an arrival, a kick, or the period ends; false if an endpoint
   /// has work to poll for (nothing slept). Under lock_.
   bool sleep() noexcept;
