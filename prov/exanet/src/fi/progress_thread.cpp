@@ -17,7 +17,10 @@
 namespace exanet::fi {
 
 int progress_thread::add(endpoint& ep) noexcept {
+  waiting_.fetch_add(1, std::memory_order_seq_cst);  // as remove(): end a sleep holding lock_
+  kick();
   std::lock_guard g(lock_);
+  waiting_.fetch_sub(1, std::memory_order_relaxed);
   try {
     endpoints_.push_back(&ep);
   } catch (...) {
@@ -87,9 +90,9 @@ void progress_thread::run() noexcept {
   // Idle, the thread re-polls and yields for a while (fi/wait.hpp, spin_rounds: a request that
   // comes within microseconds is served without a system call), then sleeps on its endpoints'
   // wake words until a peer gives one of them something (the same sleep as fi_cq_sread's). An
-  // endpoint waiting on something it must poll for (a staging credit, a full mailbox) makes it
-  // nap instead (idle_backoff: at most 100 us). The sleep ends at least once per period for
-  // the peer watch and the rendezvous probes.
+  // endpoint waiting on something it must poll for (a staging credit, a full mailbox) keeps it
+  // polling instead (yields, then naps if that lasts). The sleep ends at least once per period
+  // for the peer watch and the rendezvous probes.
   unsigned idle = 0, pending = 0;
   bool contended = false;
   while (!stopping_.load(std::memory_order_acquire)) {

@@ -39,7 +39,7 @@ class progress_thread {
   /// Sleeps until an endpoint gets an arrival, a kick, or the period ends; false if an endpoint
   /// has work to poll for (nothing slept). Under lock_.
   bool sleep() noexcept;
-  /// Ends a sleep at once (remove, stop): they need lock_, which a sleep holds.
+  /// Ends a sleep at once (add, remove, stop): they need lock_, which a sleep holds.
   void kick() noexcept;
 
   const unsigned period_ms_;
@@ -47,7 +47,8 @@ class progress_thread {
                                 // waits them out (kicking the sleep first)
   std::vector<endpoint*> endpoints_;
   std::atomic<bool> stopping_{false};
-  std::atomic<std::uint32_t> waiting_{0};  // remove() calls waiting for lock_: do not sleep
+  std::atomic<std::uint32_t> waiting_{0};  // add() and remove() calls waiting for lock_: do
+                                           // not sleep
   std::atomic<std::uint32_t> kick_{0};     // futex word: bumped to end a sleep
   std::thread thread_;
 };
