@@ -112,8 +112,8 @@ int main(void)
 	fi_freeinfo(h);
 	XT_CHECK(query(NULL, "g00n13s", "9228", 0, 0, NULL) == -FI_ENODATA, "unknown node");
 	h = base();
-	h->domain_attr->data_progress = FI_PROGRESS_AUTO;
-	XT_CHECK(query(h, NULL, NULL, 0, 0, NULL) == -FI_ENODATA, "FI_PROGRESS_AUTO (manual only)");
+	h->domain_attr->data_progress = (enum fi_progress)77;
+	XT_CHECK(query(h, NULL, NULL, 0, 0, NULL) == -FI_ENODATA, "unknown progress model");
 	fi_freeinfo(h);
 	xt_pass("unsupported requests get -FI_ENODATA");
 
@@ -140,6 +140,23 @@ int main(void)
 		fi_freeinfo(info);
 		fi_freeinfo(h);
 	}
+	/* progress: each field echoed as asked; unset means manual (FI_EXANET_PROGRESS unset) */
+	const enum fi_progress models[] = {FI_PROGRESS_UNSPEC, FI_PROGRESS_MANUAL, FI_PROGRESS_AUTO};
+	for (int c = 0; c < 3; c++)
+		for (int d = 0; d < 3; d++) {
+			h = base();
+			h->domain_attr->control_progress = models[c];
+			h->domain_attr->data_progress = models[d];
+			XT_RC(query(h, NULL, NULL, 0, 0, &info));
+			const enum fi_progress want_c = models[c] ? models[c] : FI_PROGRESS_MANUAL;
+			const enum fi_progress want_d = models[d] ? models[d] : FI_PROGRESS_MANUAL;
+			XT_CHECK(info->domain_attr->control_progress == want_c &&
+					 info->domain_attr->data_progress == want_d,
+				 "progress hints %d/%d answered %d/%d", models[c], models[d],
+				 info->domain_attr->control_progress, info->domain_attr->data_progress);
+			fi_freeinfo(info);
+			fi_freeinfo(h);
+		}
 	h = base();
 	h->mode = ~0ULL;
 	h->domain_attr->mr_mode = 0;
@@ -227,6 +244,27 @@ int main(void)
 	XT_RC(query(NULL, NULL, NULL, 0, 0, NULL));
 	unsetenv("FI_EXANET_PROTOCOL");
 	xt_pass("FI_EXANET_PROTOCOL: write, read and optimistic accepted; a misspelt name refused");
+
+	/* FI_EXANET_PROGRESS fills unset progress fields; a hint that names one still wins */
+	setenv("FI_EXANET_PROGRESS", "auto", 1);
+	XT_RC(query(NULL, NULL, NULL, 0, 0, &info));
+	XT_CHECK(info->domain_attr->control_progress == FI_PROGRESS_AUTO &&
+			 info->domain_attr->data_progress == FI_PROGRESS_AUTO,
+		 "FI_EXANET_PROGRESS=auto answered %d/%d", info->domain_attr->control_progress,
+		 info->domain_attr->data_progress);
+	fi_freeinfo(info);
+	h = base();
+	h->domain_attr->data_progress = FI_PROGRESS_MANUAL;
+	XT_RC(query(h, NULL, NULL, 0, 0, &info));
+	XT_CHECK(info->domain_attr->data_progress == FI_PROGRESS_MANUAL, "manual hint overridden");
+	fi_freeinfo(info);
+	fi_freeinfo(h);
+	setenv("FI_EXANET_PROGRESS", "automatic", 1); /* misspelt: manual, with a warning */
+	XT_RC(query(NULL, NULL, NULL, 0, 0, &info));
+	XT_CHECK(info->domain_attr->data_progress == FI_PROGRESS_MANUAL, "misspelt FI_EXANET_PROGRESS");
+	fi_freeinfo(info);
+	unsetenv("FI_EXANET_PROGRESS");
+	xt_pass("FI_EXANET_PROGRESS: auto fills unset progress, hints win, a misspelt value is manual");
 
 	/* each side's attributes carry only its own capabilities (fi_getinfo(3), CAPABILITIES) */
 	const uint64_t rx_only = FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV | FI_SOURCE |

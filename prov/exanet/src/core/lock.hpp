@@ -28,6 +28,7 @@ class level_lock {
   bool enabled() const noexcept { return enabled_; }
   void lock() noexcept { if (enabled_) lock_.lock(); }
   void unlock() noexcept { if (enabled_) lock_.unlock(); }
+  bool try_lock() noexcept { return !enabled_ || lock_.try_lock(); }
 
  private:
   spin_lock lock_;

@@ -14,6 +14,7 @@
 #include <sys/uio.h>
 
 #include <array>
+#include <atomic>
 #include <concepts>
 #include <string>
 #include <cstddef>
@@ -178,6 +179,7 @@ struct mailbox_reservation {
   std::byte* bytes = nullptr;  // packet_bytes writable bytes: the packet as the peer will read it
   void* handle = nullptr;      // the backend's: which slot was claimed
   std::uint64_t position = 0;  // the backend's: the slot's place in the peer's arrival order
+  void* owner = nullptr;       // the backend's: whose mailbox (to wake it if it sleeps)
   std::byte* data() const noexcept { return bytes; }
 };
 
@@ -237,6 +239,7 @@ concept device =
              dma_state& st, std::span<const iovec> dst, std::span<const iovec> src,
              ring_space& rs, const ring_space& crs, notification& nout,
              const notification& nin, const key_grant& g, key_grant& gout, rma_target& tout,
+             const std::atomic<std::uint32_t>*& watch_word,
              packet_handler_archetype on_packet, event_handler_archetype on_event,
              slot_handler_archetype on_slot, lost_peer_handler_archetype on_lost) {
       // ---- lifetime, addressing, capabilities -------------------------------------------------
@@ -343,6 +346,14 @@ concept device =
       { d.forget_dead_peer(p) } noexcept -> std::same_as<void>;
       // ---- what the target's checks refused, by reason -----------------------------------------
       { cd.drops() } noexcept -> std::same_as<const drop_counts&>;
+      // ---- sleeping while idle (FI_PROGRESS_AUTO's thread, blocking waits) ---------------------
+      // sleep_prepare(word, expected): announces a sleeper and gives the futex word (in memory
+      // peers write) to sleep on and its value now; false, announcing nothing, if an arrival is
+      // pending or on its way, or if the backend cannot wake sleepers (its owner then polls).
+      // Peers that make an arrival visible to an announced sleeper change the word and wake it.
+      // sleep_end() withdraws the announcement after the sleep.
+      { d.sleep_prepare(watch_word, u32out) } noexcept -> std::same_as<bool>;
+      { d.sleep_end() } noexcept -> std::same_as<void>;
     };
 
 /// A backend as protocols hold it: the operations of `device` and nothing else. Private
@@ -404,6 +415,9 @@ class interface_of : private D {
   using D::forget_dead_peer;
   // drops
   using D::drops;
+  // sleeping while idle
+  using D::sleep_prepare;
+  using D::sleep_end;
 };
 
 }  // namespace exanet::dev

@@ -23,6 +23,7 @@ class cntr {
   std::atomic<std::uint64_t> errors{0};
   progress_list sources;
   wait_fd fd;
+  wake_word waker;  // fi_cntr_wait asleep (fi/wait.hpp)
   // fi_poll(3): a counter has events while its counts differ from the checkpoint, which fi_poll,
   // fi_wait (exanet: either takes what it reports), fi_cntr_set and fi_cntr_add move.
   std::atomic<std::uint64_t> seen_value{0};
@@ -39,6 +40,9 @@ class cntr {
     checkpoint_at(value.load(std::memory_order_acquire), errors.load(std::memory_order_acquire));
   }
   void signal() noexcept {
+    // Callers changed a count with a sequentially consistent operation: a sleeping wait's last
+    // look saw it, or we see the sleeper.
+    waker.wake();
     fd.signal();
     if (ws) [[unlikely]] waitset_signal(*ws);
   }
@@ -63,7 +67,7 @@ uint64_t cntr_readerr(fid_cntr* f) noexcept {
 
 int cntr_add(fid_cntr* f, uint64_t v) noexcept {
   cntr& c = cntr_of(f);
-  c.value.fetch_add(v, std::memory_order_acq_rel);
+  c.value.fetch_add(v, std::memory_order_seq_cst);
   c.checkpoint();
   c.signal();
   return 0;
@@ -71,7 +75,7 @@ int cntr_add(fid_cntr* f, uint64_t v) noexcept {
 
 int cntr_set(fid_cntr* f, uint64_t v) noexcept {
   cntr& c = cntr_of(f);
-  c.value.store(v, std::memory_order_release);
+  c.value.store(v, std::memory_order_seq_cst);
   c.checkpoint();
   c.signal();
   return 0;
@@ -79,7 +83,7 @@ int cntr_set(fid_cntr* f, uint64_t v) noexcept {
 
 int cntr_adderr(fid_cntr* f, uint64_t v) noexcept {
   cntr& c = cntr_of(f);
-  c.errors.fetch_add(v, std::memory_order_acq_rel);
+  c.errors.fetch_add(v, std::memory_order_seq_cst);
   c.checkpoint();
   c.signal();
   return 0;
@@ -87,7 +91,7 @@ int cntr_adderr(fid_cntr* f, uint64_t v) noexcept {
 
 int cntr_seterr(fid_cntr* f, uint64_t v) noexcept {
   cntr& c = cntr_of(f);
-  c.errors.store(v, std::memory_order_release);
+  c.errors.store(v, std::memory_order_seq_cst);
   c.checkpoint();
   c.signal();
   return 0;
@@ -107,7 +111,10 @@ int cntr_wait(fid_cntr* f, uint64_t threshold, int timeout) noexcept {
     if (c.value.load(std::memory_order_acquire) >= threshold) return 0;
     if (c.errors.load(std::memory_order_acquire) != errors_before) return -FI_EAVAIL;
     if (now_ms() >= deadline) return -FI_ETIMEDOUT;
-    idle_backoff(round);
+    wait_idle(c.sources, c.waker, round, deadline, [&]() noexcept {
+      return c.value.load(std::memory_order_seq_cst) >= threshold ||
+             c.errors.load(std::memory_order_seq_cst) != errors_before;
+    });
   }
 }
 
@@ -148,7 +155,7 @@ constinit fi_ops_cntr g_cntr_ops = {
 
 void count_event(void* self, bool error) noexcept {
   auto& c = *static_cast<cntr*>(self);
-  (error ? c.errors : c.value).fetch_add(1, std::memory_order_acq_rel);
+  (error ? c.errors : c.value).fetch_add(1, std::memory_order_seq_cst);
   c.signal();
 }
 

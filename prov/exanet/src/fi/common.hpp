@@ -6,6 +6,7 @@
 
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <cstddef>
@@ -60,10 +61,18 @@ inline int check_iov(const iovec* iov, std::size_t count, std::size_t limit, std
 /// unless selective completion leaves FI_COMPLETION out.
 enum class call_family { ordinary, inject };
 
-/// Something a CQ or counter read must progress (an endpoint, under manual progress).
+/// Something a CQ or counter read must progress (an endpoint, under manual progress). The
+/// other three let a blocking wait sleep until the endpoint has something (fi/wait.hpp,
+/// arrival_sleep); entries without progress only hold the object open.
 struct progress_source {
   void* self = nullptr;
   void (*progress)(void* self) noexcept = nullptr;
+  /// True: idle, and a sleeper announced on *word (== *expected); false: progress instead.
+  bool (*sleep_prepare)(void* self, const std::atomic<std::uint32_t>*& word,
+                        std::uint32_t& expected) noexcept = nullptr;
+  void (*sleep_end)(void* self) noexcept = nullptr;
+  /// The periodic checks an idle progress makes now and then (a sleeper woke up: do them now).
+  void (*timers)(void* self) noexcept = nullptr;
   friend bool operator==(const progress_source& a, const progress_source& b) noexcept {
     return a.self == b.self;
   }

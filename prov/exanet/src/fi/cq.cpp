@@ -31,6 +31,7 @@ class cq {
   std::atomic<bool> signaled{false};  // fi_cq_signal: wake one sread
   std::atomic<bool> armed{false};     // fi_trywait said "block": signal the fd on the next write
   wait_fd fd;
+  wake_word waker;                    // fi_cq_sread asleep (fi/wait.hpp): woken by push, signal
   waitset* ws = nullptr;              // FI_WAIT_SET: the set this CQ belongs to
   std::atomic<int> set_refs{0};       // poll sets holding it
 
@@ -53,6 +54,8 @@ class cq {
       if (count == ring.size() && !grow()) return;  // out of memory: nothing else we can do
       ring[(head + count) & mask] = c;
       ++count;
+      // Under the lock the sleeper takes for its last look: it saw the entry, or we see it.
+      waker.wake();
     }
     // Only fi_trywait sets armed. Its store precedes its locked look at count, so after our
     // locked push a plain load sees it (or trywait saw the entry); below FI_THREAD_FID one
@@ -182,7 +185,13 @@ ssize_t cq_sreadfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src, const v
     if (r != -FI_EAGAIN) return r;
     if (q.signaled.exchange(false, std::memory_order_acq_rel)) return -FI_EAGAIN;
     if (now_ms() >= deadline) return -FI_EAGAIN;
-    idle_backoff(round);
+    wait_idle(q.sources, q.waker, round, deadline, [&q]() noexcept {
+      {
+        core::level_guard g(q.lock);
+        if (q.count > 0) return true;
+      }
+      return q.signaled.load(std::memory_order_seq_cst);
+    });
   }
 }
 
@@ -193,7 +202,8 @@ ssize_t cq_sread(fid_cq* f, void* buf, size_t count, const void* cond, int timeo
 
 int cq_signal(fid_cq* f) noexcept {
   cq& q = cq_of(f);
-  q.signaled.store(true, std::memory_order_release);
+  q.signaled.store(true, std::memory_order_seq_cst);
+  q.waker.wake();
   q.fd.signal();
   if (q.ws) waitset_signal(*q.ws);
   return 0;

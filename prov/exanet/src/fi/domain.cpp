@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <utility>
 
@@ -22,6 +23,7 @@
 #include "fi/fabric.hpp"
 #include "fi/mr.hpp"
 #include "fi/params.hpp"
+#include "fi/progress_thread.hpp"
 #include "fi/provider.hpp"
 
 namespace exanet::fi {
@@ -36,6 +38,9 @@ class domain {
   addr_codec names;  // the address format of fi_getname and the AVs (info->addr_format)
   mr_registry mrs;
   std::atomic<int> children{0};  // endpoints, AVs, CQs, counters, MRs opened from it
+  // FI_PROGRESS_AUTO only; the thread starts with the first enabled endpoint and is joined at
+  // close (no endpoint is left by then: children).
+  std::unique_ptr<progress_thread> progress;
 };
 
 domain& domain_of(const fid_domain* f) noexcept {
@@ -45,6 +50,7 @@ domain& domain_of(const fid_domain* f) noexcept {
 int domain_close(fid* f) noexcept {
   domain& d = domain_of(reinterpret_cast<fid_domain*>(f));
   if (d.children.load(std::memory_order_acquire) != 0) return -FI_EBUSY;
+  if (d.progress) d.progress->stop();
   fabric_unref(d.fabric);
   delete &d;
   return 0;
@@ -104,6 +110,16 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
     d->names = addr_codec_for(info->addr_format, info->src_addr, info->src_addrlen, d->cfg);
     if (info->domain_attr && info->domain_attr->threading != FI_THREAD_UNSPEC)
       d->threading = info->domain_attr->threading;
+    // Data progress as fi_getinfo granted it (unset: FI_EXANET_PROGRESS). Control operations
+    // (AV, MR, EQ) complete within their calls, so only data progress needs the thread.
+    const fi_progress data = info->domain_attr ? info->domain_attr->data_progress
+                                               : FI_PROGRESS_UNSPEC;
+    if (data == FI_PROGRESS_AUTO || (data == FI_PROGRESS_UNSPEC && params_auto_progress())) {
+      d->progress = std::make_unique<progress_thread>(d->cfg.dead_peer_check_ms);
+      // The thread progresses endpoints, writes CQs and counters and reads the keys while the
+      // application uses them: every object locks as under FI_THREAD_SAFE.
+      d->threading = FI_THREAD_SAFE;
+    }
     std::uint64_t mr_mode =
         info->domain_attr ? static_cast<std::uint64_t>(info->domain_attr->mr_mode) : 0;
     // The pre-1.5 names: BASIC is virtual addresses with provider keys, SCALABLE is neither.
@@ -132,5 +148,8 @@ fi_threading domain_threading(const fid_domain* f) noexcept { return domain_of(f
 const proto::config& domain_config(const fid_domain* f) noexcept { return domain_of(f).cfg; }
 const addr_codec& domain_names(const fid_domain* f) noexcept { return domain_of(f).names; }
 mr_registry& domain_mr_registry(fid_domain* f) noexcept { return domain_of(f).mrs; }
+progress_thread* domain_progress_thread(fid_domain* f) noexcept {
+  return domain_of(f).progress.get();
+}
 
 }  // namespace exanet::fi

@@ -9,6 +9,7 @@
 namespace exanet::fi {
 
 class mr_registry;
+class progress_thread;
 struct addr_codec;
 
 int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* context) noexcept;
@@ -17,9 +18,15 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
 void domain_ref(fid_domain* domain) noexcept;
 void domain_unref(fid_domain* domain) noexcept;
 
-/// The threading level the domain was opened with (enum fi_threading); decides whether the
-/// objects it creates take locks.
+/// The threading level the objects opened from the domain must honour (enum fi_threading);
+/// decides whether they take locks. The level the domain was opened with, or FI_THREAD_SAFE
+/// under FI_PROGRESS_AUTO, where the progress thread touches every object beside the
+/// application's threads.
 fi_threading domain_threading(const fid_domain* domain) noexcept;
+
+/// The domain's progress thread (data_progress FI_PROGRESS_AUTO), or nullptr under
+/// FI_PROGRESS_MANUAL. Endpoints join it when enabled and leave it before they close.
+progress_thread* domain_progress_thread(fid_domain* domain) noexcept;
 
 /// Parameters read when the domain was opened.
 const proto::config& domain_config(const fid_domain* domain) noexcept;

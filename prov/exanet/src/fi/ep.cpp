@@ -7,6 +7,7 @@
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_collective.h>
 #include <rdma/fi_ext_exanet.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <cstring>
@@ -23,6 +24,7 @@
 #include "fi/domain.hpp"
 #include "fi/enosys.hpp"
 #include "fi/mr.hpp"
+#include "fi/progress_thread.hpp"
 
 namespace exanet::fi {
 
@@ -45,7 +47,12 @@ namespace {
 endpoint& ep_of(fid* f) noexcept { return from_fid<endpoint>(f); }
 
 progress_source source_of(endpoint& ep) noexcept {
-  return {&ep, [](void* self) noexcept { static_cast<endpoint*>(self)->progress(); }};
+  return {&ep, [](void* self) noexcept { static_cast<endpoint*>(self)->progress(); },
+          [](void* self, const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept {
+            return static_cast<endpoint*>(self)->sleep_prepare(word, expected);
+          },
+          [](void* self) noexcept { static_cast<endpoint*>(self)->sleep_end(); },
+          [](void* self) noexcept { static_cast<endpoint*>(self)->timers(); }};
 }
 
 std::uint64_t resolve_source(void* self, const dev::address& a) noexcept {
@@ -74,7 +81,17 @@ void on_remote_access(void* self, const proto::rma_target_event& e) noexcept {
 
 int ep_close(fid* f) noexcept {
   endpoint& ep = ep_of(f);
+  // First out of the progress thread's list: once remove() returns the thread never touches ep.
+  if (ep.enabled)
+    if (progress_thread* t = domain_progress_thread(ep.domain)) t->remove(ep);
   domain_mr_registry(ep.domain).detach(ep);
+  // A thread asleep in a wait on one of its CQs or counters looks again within
+  // wait_sleep_max_ms; none may sleep on it any more, and none may still when the device closes.
+  {
+    core::level_guard g(ep.lock);
+    ep.closing = true;
+  }
+  while (ep.sleep_refs.load(std::memory_order_acquire) != 0) sched_yield();
   {
     core::level_guard g(ep.lock);
     endpoint_report_counters(ep);
@@ -184,6 +201,9 @@ int ep_enable(endpoint& ep) noexcept {
       !(ep.caps & FI_DIRECTED_RECV))
     EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=optimistic refuses any-source receives, and "
                            "without FI_DIRECTED_RECV every receive is one");
+  // FI_PROGRESS_AUTO: from now on the domain's thread progresses the endpoint too.
+  if (progress_thread* t = domain_progress_thread(ep.domain))
+    if (int rc = t->add(ep); rc != 0) return rc;
   ep.enabled = true;
   return 0;
 }
@@ -349,6 +369,32 @@ void endpoint::progress() noexcept {
   core::level_guard g(lock);
   proto.progress();
   if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
+}
+
+bool endpoint::sleep_prepare(const std::atomic<std::uint32_t>*& word,
+                             std::uint32_t& expected) noexcept {
+  core::level_guard g(lock);
+  if (closing || !proto.sleep_prepare(word, expected)) return false;
+  sleep_refs.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+void endpoint::sleep_end() noexcept {
+  proto.sleep_end();  // the device's own counter of sleepers, an atomic: no lock needed
+  sleep_refs.fetch_sub(1, std::memory_order_release);
+}
+
+void endpoint::timers() noexcept {
+  core::level_guard g(lock);
+  proto.progress_timers();
+}
+
+std::size_t endpoint::try_progress() noexcept {
+  if (!lock.try_lock()) return held;
+  const std::size_t n = proto.progress();
+  if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
+  lock.unlock();
+  return n;
 }
 
 int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context) noexcept {

@@ -78,6 +78,19 @@ class endpoint {
   /// peer_of's slow path: an address not cached yet, or an AV that removed entries since.
   int resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept;
   void progress() noexcept;
+  /// The progress thread's call (FI_PROGRESS_AUTO): progress unless a thread of the application
+  /// holds the endpoint (then `held` at once: the thread never waits for a call to end).
+  /// Otherwise how much was done.
+  static constexpr std::size_t held = ~std::size_t{0};
+  std::size_t try_progress() noexcept;
+  /// Sleeping while idle (fi/wait.hpp, arrival_sleep): true if the endpoint has nothing to do
+  /// and its device announced a sleeper on *word (== expected); the endpoint then stays open
+  /// until sleep_end(). False once it is closing.
+  bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
+  void sleep_end() noexcept;
+  void timers() noexcept;
+  std::atomic<int> sleep_refs{0};  // sleepers between sleep_prepare and sleep_end
+  bool closing = false;             // under lock: no new sleeper
 };
 
 }  // namespace exanet::fi

@@ -79,9 +79,11 @@ bool check_domain(const fi_domain_attr* d) noexcept {
   if (!d) return true;
   if (d->name && std::strcmp(d->name, domain_name) != 0)
     return refuse("domain name \"%s\" requested, exanet's is \"%s\"", d->name, domain_name);
-  // Manual progress only: an application that needs FI_PROGRESS_AUTO must look elsewhere.
-  if (d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO)
-    return refuse("FI_PROGRESS_AUTO requested, exanet progresses manually");
+  // Both progress models are offered, per field (fi_exanet(7), PROGRESS).
+  for (const fi_progress p : {d->control_progress, d->data_progress})
+    if (p != FI_PROGRESS_UNSPEC && p != FI_PROGRESS_AUTO && p != FI_PROGRESS_MANUAL)
+      return refuse("progress model %d requested, FI_PROGRESS_AUTO and FI_PROGRESS_MANUAL "
+                    "supported", static_cast<int>(p));
   if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
     return refuse("av_type %d requested, FI_AV_MAP and FI_AV_TABLE supported", d->av_type);
   if (d->max_ep_stx_ctx > 0 || d->max_ep_srx_ctx > 0)
@@ -185,8 +187,13 @@ int fill(std::uint32_t version, const fi_info* h, const proto::config& cfg, fi_i
   const fi_domain_attr* hd = h ? h->domain_attr : nullptr;
   d.name = strdup(domain_name);
   d.threading = hd && hd->threading != FI_THREAD_UNSPEC ? hd->threading : FI_THREAD_SAFE;
-  d.control_progress = FI_PROGRESS_MANUAL;
-  d.data_progress = FI_PROGRESS_MANUAL;
+  // Each field echoes the hint; unset, FI_EXANET_PROGRESS decides (manual by default: MPI
+  // libraries drive progress themselves and need no thread). As in tcp;ofi_rxm, the two are
+  // independent: data FI_PROGRESS_AUTO starts the domain's progress thread, and control
+  // operations complete within their calls under either model.
+  const fi_progress unset = params_auto_progress() ? FI_PROGRESS_AUTO : FI_PROGRESS_MANUAL;
+  d.control_progress = hd && hd->control_progress != FI_PROGRESS_UNSPEC ? hd->control_progress : unset;
+  d.data_progress = hd && hd->data_progress != FI_PROGRESS_UNSPEC ? hd->data_progress : unset;
   d.resource_mgmt = hd && hd->resource_mgmt != FI_RM_UNSPEC ? hd->resource_mgmt : FI_RM_ENABLED;
   d.av_type = hd ? hd->av_type : FI_AV_UNSPEC;
   // Each mr_mode bit is a restriction the provider imposes (fi_mr(3): PROV_KEY "does not support

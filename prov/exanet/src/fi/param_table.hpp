@@ -45,6 +45,7 @@ enum class param_id : std::uint8_t {
   stats,
   live_stats,
   proto_info,
+  progress,
   protocol,
   network,
   network_provider,
@@ -198,6 +199,11 @@ inline constexpr param_spec g_params[] = {
      "1: every endpoint prints, when it opens, which protocol each operation takes by size and "
      "situation, to standard error whatever FI_LOG_LEVEL says.",
      "See PROTOCOL TABLE."},
+    {param_id::progress, "progress", param_type::string, 0, "manual", 0, 0, "manual|auto",
+     "Progress fi_getinfo answers where the hints leave control_progress or data_progress "
+     "unset: manual (the application's calls progress), or auto (a progress thread per domain "
+     "serves peers while the application computes). Hints that name one are always honoured.",
+     "See PROGRESS."},
     {param_id::protocol, "protocol", param_type::string, 0, "write", 0, 0,
      "write|read|optimistic",
      "Rendezvous family: write (exanet's write-based rendezvous), read (the thesis baseline: "

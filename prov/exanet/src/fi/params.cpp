@@ -65,6 +65,7 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::link_position:
     case param_id::copy:
     case param_id::stats:
+    case param_id::progress:
     case param_id::protocol:
     case param_id::network:
     case param_id::network_provider:
@@ -112,6 +113,7 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::link_position: break;  // read by params_link
     case param_id::copy:
     case param_id::stats:
+    case param_id::progress:
     case param_id::protocol:
     case param_id::network:
     case param_id::network_provider:
@@ -493,6 +495,15 @@ bool params_protocol(proto::protocol_family& out) noexcept {
   }
   warn_param(param_id::protocol, warning::value, name,
              "FI_EXANET_PROTOCOL=%s is not one of write, read, optimistic", name);
+  return false;
+}
+
+bool params_auto_progress() noexcept {
+  const char* v = read_string(param_id::progress);
+  if (!v || std::strcmp(v, "manual") == 0) return false;
+  if (std::strcmp(v, "auto") == 0) return true;
+  warn_param(param_id::progress, warning::value, v,
+             "FI_EXANET_PROGRESS=%s is not one of manual, auto; using manual", v);
   return false;
 }
 

@@ -77,6 +77,41 @@ void idle_backoff(unsigned& round) noexcept {
   nanosleep(&nap, nullptr);
 }
 
+bool arrival_sleep::add(const progress_source& s) noexcept {
+  if (!s.sleep_prepare || words_used_ == max_words) return false;
+  core::futex_watch w;
+  if (!s.sleep_prepare(s.self, w.word, w.expected)) return false;
+  sources_[sources_used_++] = s;
+  words_[words_used_++] = w;
+  return true;
+}
+
+bool arrival_sleep::add(core::futex_watch w) noexcept {
+  if (words_used_ == max_words) return false;
+  words_[words_used_++] = w;
+  return true;
+}
+
+void arrival_sleep::sleep(unsigned timeout_ms) noexcept {
+  core::futex_wait_any({words_.data(), words_used_}, timeout_ms);
+  // A sleep skipped the checks idle progress makes now and then (lost peers, rendezvous
+  // probes; each runs at most once per its period anyway). Before release: the sources are
+  // still held open.
+  for (std::size_t i = 0; i < sources_used_; ++i)
+    if (sources_[i].timers) sources_[i].timers(sources_[i].self);
+  release();
+}
+
+void arrival_sleep::release() noexcept {
+  for (std::size_t i = 0; i < sources_used_; ++i) sources_[i].sleep_end(sources_[i].self);
+  sources_used_ = words_used_ = 0;
+}
+
+void wake_word::wake_now() noexcept {
+  word_.fetch_add(1, std::memory_order_seq_cst);
+  core::futex_wake_all(word_);
+}
+
 int trywait_one(fid* f) noexcept {
   if (!f) return -FI_EINVAL;
   switch (f->fclass) {

@@ -6,10 +6,12 @@
 #include <rdma/fi_eq.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <vector>
 
+#include "core/futex.hpp"
 #include "core/lock.hpp"
 #include "fi/common.hpp"
 
@@ -31,6 +33,50 @@ class wait_fd {
 
  private:
   std::atomic<int> fd_{-1};
+};
+
+/// Puts a thread that found nothing to do to sleep until a peer gives one of its endpoints
+/// something (dev: sleep_prepare), another word it watches changes, or a timeout. The one
+/// sleeping mechanism of exanet: the FI_PROGRESS_AUTO thread and blocking waits (fi_cq_sread,
+/// fi_cntr_wait) both use it. Sources stay referenced (endpoint::sleep_refs) until release().
+class arrival_sleep {
+ public:
+  arrival_sleep() = default;
+  arrival_sleep(const arrival_sleep&) = delete;
+  arrival_sleep& operator=(const arrival_sleep&) = delete;
+  ~arrival_sleep() { release(); }
+  /// False if the source has work now, cannot sleep, or there are too many: do not sleep.
+  bool add(const progress_source& s) noexcept;
+  /// Another word to wake on (a CQ's or counter's, the progress thread's kick).
+  bool add(core::futex_watch w) noexcept;
+  /// Sleeps at most timeout_ms, then withdraws every announcement and runs the sources' timers.
+  void sleep(unsigned timeout_ms) noexcept;
+  void release() noexcept;
+
+ private:
+  static constexpr std::size_t max_words = 16;
+  std::array<core::futex_watch, max_words> words_{};
+  std::array<progress_source, max_words> sources_{};
+  std::size_t words_used_ = 0, sources_used_ = 0;
+};
+
+/// A word a sleeping wait is woken through when its object changes without an arrival at an
+/// endpoint (fi_cq_signal, fi_cntr_add, a completion another thread wrote). The writer makes the
+/// change with a sequentially consistent operation (or under the lock the sleeper takes to look)
+/// and then calls wake(): a load, and a system call only while someone sleeps.
+class wake_word {
+ public:
+  void announce() noexcept { sleepers_.fetch_add(1, std::memory_order_seq_cst); }
+  void withdraw() noexcept { sleepers_.fetch_sub(1, std::memory_order_relaxed); }
+  core::futex_watch watch() const noexcept { return {&word_, word_.load(std::memory_order_seq_cst)}; }
+  void wake() noexcept {
+    if (sleepers_.load(std::memory_order_seq_cst) != 0) [[unlikely]] wake_now();
+  }
+
+ private:
+  [[gnu::cold, gnu::noinline]] void wake_now() noexcept;
+  std::atomic<std::uint32_t> sleepers_{0};
+  std::atomic<std::uint32_t> word_{0};
 };
 
 /// The endpoints bound to a CQ or counter: reading it progresses them (manual progress). The
@@ -56,6 +102,13 @@ class progress_list {
     for (const progress_source& s : sources_)
       if (s.progress) s.progress(s.self);  // entries without one only hold the object open
   }
+  /// Announces a sleeper at every endpoint; false if one has work (sleep is then released).
+  bool prepare_sleep(arrival_sleep& sleep) noexcept {
+    core::level_guard g(lock_);
+    for (const progress_source& s : sources_)
+      if (s.progress && !sleep.add(s)) return false;
+    return true;
+  }
 
  private:
   core::level_lock lock_;
@@ -75,6 +128,36 @@ std::uint64_t now_ms() noexcept;
 /// Sleeps a little longer each idle round (spin first, then yield, then up to 100 us naps), so
 /// a waiting thread leaves the core to the peers it waits for.
 void idle_backoff(unsigned& round) noexcept;
+/// Idle rounds of re-polling and yielding (idle_backoff's first phases) before a waiter sleeps:
+/// an answer that comes within a few microseconds is taken without a system call.
+inline constexpr unsigned spin_rounds = 256;
+/// The longest sleep of a blocking wait before it looks again (and runs the timers): bounds how
+/// long an endpoint's close waits for a thread asleep on it.
+inline constexpr unsigned wait_sleep_max_ms = 20;
+
+/// One idle round of a blocking wait on a CQ's or counter's endpoints: re-polls and yields for
+/// the first spin_rounds, then sleeps until an arrival, the object's own wake word, or
+/// min(wait_sleep_max_ms, until the deadline), after `ready()` (a last look, made after the
+/// announcement) says nothing came. Naps instead when an endpoint has work it must poll for.
+template <class Ready>
+void wait_idle(progress_list& sources, wake_word& own, unsigned& round, std::uint64_t deadline_ms,
+               Ready&& ready) noexcept {
+  if (round < spin_rounds) {
+    idle_backoff(round);
+    return;
+  }
+  arrival_sleep sleep;
+  own.announce();
+  const bool can_sleep = sleep.add(own.watch()) && sources.prepare_sleep(sleep);
+  if (can_sleep && !ready()) {
+    const std::uint64_t now = now_ms();
+    const std::uint64_t left = deadline_ms > now ? deadline_ms - now : 0;
+    sleep.sleep(static_cast<unsigned>(std::min<std::uint64_t>(left, wait_sleep_max_ms)));
+  } else if (!can_sleep) {
+    idle_backoff(round);
+  }
+  own.withdraw();
+}
 
 /// fi_trywait on one CQ, counter or EQ fid: 0 if the caller may block on its fd, -FI_EAGAIN if
 /// something is already available.

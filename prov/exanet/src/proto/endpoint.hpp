@@ -391,6 +391,20 @@ class endpoint {
     }
     return progress_busy();
   }
+  /// Sleeping while idle (FI_PROGRESS_AUTO's thread, blocking waits): true if a progress round
+  /// would find nothing to do and the device announced a sleeper, who sleeps on word ==
+  /// expected and then calls sleep_end(); false: progress instead. Under the caller's lock.
+  bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept {
+    return open_ && (quiet() || only_replies_due()) && dev_.sleep_prepare(word, expected);
+  }
+  void sleep_end() noexcept { dev_.sleep_end(); }
+  /// What an idle progress() does every watch_every calls, now: for a caller that slept
+  /// (lost peers, rendezvous probes; each still at most once per its period).
+  void progress_timers() noexcept {
+    if (!open_) return;
+    if (waiting_on_peers()) watch_peers();
+    settle_found_dead();
+  }
 
   /// The protocol's counters with the device's drop counts folded in.
   endpoint_stats stats() const noexcept {
@@ -647,6 +661,9 @@ class endpoint {
            backlog_.empty();
   }
   std::size_t progress_busy() noexcept;
+  /// quiet() but for RMA reads and atomics that only wait for their replies: each reply lands as
+  /// a notification, whose bell wakes a sleeper, so the owner may sleep (progress.cpp).
+  bool only_replies_due() noexcept;
   std::size_t progress_mailbox() noexcept;
   std::size_t drain_mailbox() noexcept;  // progress_mailbox's body (progress.cpp)
   std::size_t retry_backlog() noexcept;

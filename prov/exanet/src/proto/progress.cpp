@@ -122,6 +122,25 @@ std::size_t endpoint::progress_busy() noexcept {
   return n;
 }
 
+bool endpoint::only_replies_due() noexcept {
+  if (held_count_ != 0 || dev_.has_arrivals() || ri_deferred_ || slot_starved_ || lift_due_ ||
+      !dma_backlog_.empty() || !backlog_.empty() || atomic_unsent_ != 0)
+    return false;
+  bool replies_only = true;
+  // A read by request waiting for its reply slot (stage data with a slot armed) or any request
+  // in wait_reply needs nothing polled; a write or read answer waiting for engine room does.
+  rma_active_.for_each([&](const rma_request& r) {
+    replies_only = replies_only && r.what != rma_request::role::read_response &&
+                   (r.at == rma_request::stage::wait_reply ||
+                    (r.at == rma_request::stage::data && r.what == rma_request::role::read &&
+                     r.reply_slot != rma_request::no_slot));
+  });
+  atomic_active_.for_each([&](const atomic_request& r) {
+    replies_only = replies_only && r.what == atomic_request::role::initiator;  // all sent: above
+  });
+  return replies_only;
+}
+
 bool endpoint::waiting_on_peers() const noexcept {
   // Posted receives count, any-source ones too: a survivor whose only business is a receive
   // (a ping-pong waiting for its next message) must learn that the peer died, and the watch

@@ -1,5 +1,7 @@
 #include "dev/emu/device.hpp"
 
+#include "core/futex.hpp"
+
 #include <dirent.h>
 #include <sched.h>
 #include <sys/mman.h>
@@ -118,6 +120,8 @@ core::status device::open(const params& p) noexcept {
                link_.torus[1], link_.torus[2], link_.hop_ns, link_.intra_mbps, link_.inter_mbps,
                link_.inject_ns, static_cast<unsigned long long>(self_path.latency_ns));
   }
+  h.sleepers.store(0, std::memory_order_relaxed);
+  h.wake_seq.store(0, std::memory_order_relaxed);
   local_.mbox_ctl->tail.store(0, std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < geo_.mailbox_slots; ++i)
     local_.mailbox[i].seq.store(i, std::memory_order_relaxed);
@@ -325,13 +329,17 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
     const std::uint64_t seq = s.seq.load(std::memory_order_acquire);
     const auto diff = static_cast<std::int64_t>(seq - pos);
     if (diff == 0) {
-      if (tail.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+      // Sequentially consistent (the same instruction as relaxed on x86): the owner's
+      // sleep_prepare sees this claim, or mailbox_publish's look sees its sleeper.
+      if (tail.compare_exchange_weak(pos, pos + 1, std::memory_order_seq_cst,
+                                     std::memory_order_relaxed)) {
         // Link model: stamped now, published with the packet (seq's release in publish).
         if (link_on_) [[unlikely]]
           s.arrive_ns = pr.link.send(link_now_ns(), packet_bytes);
         r.bytes = s.data.data();
         r.handle = &s;
         r.position = pos;
+        r.owner = pr.view.header;
         return core::status::ok;
       }
     } else if (diff < 0) {
@@ -538,7 +546,34 @@ void device::notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen
   n.gen.store(gen, std::memory_order_release);  // data first, then the flag (DESIGN.md §3)
   // Then the bells the owner watches: the slot's bit, then its word's bit in the summary.
   v.bells->words[slot / 64].fetch_or(1ull << (slot % 64), std::memory_order_release);
-  v.bells->summary.fetch_or(1ull << (slot / 64), std::memory_order_release);
+  v.bells->summary.fetch_or(1ull << (slot / 64), std::memory_order_seq_cst);
+  wake_sleepers(*v.header);
+}
+
+void device::wake_owner(segment_header& h) noexcept {
+  h.wake_seq.fetch_add(1, std::memory_order_seq_cst);
+  core::futex_wake_all(h.wake_seq);
+}
+
+bool device::sleep_prepare(const std::atomic<std::uint32_t>*& word,
+                           std::uint32_t& expected) noexcept {
+  segment_header& h = *local_.header;
+  h.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  expected = h.wake_seq.load(std::memory_order_seq_cst);
+  // The last look, after the announcement: a packet claimed (even not yet published), a bell or
+  // a doorbell rung before it is seen here; one after it finds the sleeper and wakes it.
+  if (has_arrivals() || local_.mbox_ctl->tail.load(std::memory_order_seq_cst) != mb_head_ ||
+      local_.bells->summary.load(std::memory_order_seq_cst) != 0 ||
+      local_.doorbell->rings.load(std::memory_order_seq_cst) != 0) {
+    h.sleepers.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  word = &h.wake_seq;
+  return true;
+}
+
+void device::sleep_end() noexcept {
+  local_.header->sleepers.fetch_sub(1, std::memory_order_relaxed);
 }
 
 core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {

@@ -57,6 +57,7 @@ class device {
     s.src_port = self_.port;
     s.src_node = self_.node;
     s.seq.store(r.position + 1, std::memory_order_release);
+    wake_sleepers(*static_cast<segment_header*>(r.owner));
   }
   core::status mailbox_send(peer_id p, const packet& pk) noexcept {
     mailbox_reservation r;
@@ -107,6 +108,13 @@ class device {
            local_.doorbell->rings.load(std::memory_order_relaxed) != 0 ||
            local_.bells->summary.load(std::memory_order_relaxed) != 0 || dead_found_;
   }
+
+  // ---- sleeping while idle (layout.hpp: sleepers, wake_seq) ----------------------------------
+  /// Announces a sleeper and gives the futex word to sleep on with its current value; false
+  /// (nothing announced) if something arrived or is on its way (a mailbox slot claimed, not yet
+  /// published). The caller sleeps on word == expected, then calls sleep_end(). Owner only.
+  bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
+  void sleep_end() noexcept;
 
   // ---- bounce rings (medium protocol; provider-owned memory at the receiver) ------------------
   /// Space for len bytes in p's bounce ring for this sender, without committing it. Returns
@@ -317,6 +325,12 @@ class device {
   std::uint64_t ring_reserve_failures() const noexcept { return ring_reserve_failures_; }
 
  private:
+  /// After an arrival made visible at the peer whose header is h (by an atomic read-modify-write:
+  /// the claim, a bell, a doorbell): wakes its owner's sleepers, if any (layout.hpp).
+  static void wake_sleepers(segment_header& h) noexcept {
+    if (h.sleepers.load(std::memory_order_seq_cst) != 0) [[unlikely]] wake_owner(h);
+  }
+  [[gnu::cold, gnu::noinline]] static void wake_owner(segment_header& h) noexcept;
   struct peer {
     shm_segment seg;
     segment_view view{};

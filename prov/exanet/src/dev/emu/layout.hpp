@@ -31,9 +31,10 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 9;  // 9: link model (arrival times, position)
-                                                    // 8: the creator holds a flock on the file
-                                                    // 7: bounce rings last, reserved on claim
+inline constexpr std::uint32_t layout_version = 10;  // 10: link model (arrival times, position),
+                                                     // and sleepers and wake_seq (owner sleeps)
+                                                     // 8: the creator holds a flock on the file
+                                                     // 7: bounce rings last, reserved on claim
 inline constexpr std::size_t cache_line = 64;
 
 /// The endpoint's resources (dev/device.hpp). It is stored in the segment header as is, so its
@@ -70,6 +71,14 @@ struct alignas(cache_line) segment_header {
   // Where the owner sits in the link model (dev/link_model.hpp, encode_position), so senders
   // can time what they send it; no_position when the owner runs without the model.
   std::uint32_t link_position;
+  // Threads of the owner about to sleep or asleep until an arrival (device::sleep_prepare), and
+  // the futex word they sleep on. A peer that makes an arrival visible (a mailbox claim, a
+  // notification bell, an event doorbell: each an atomic read-modify-write) then looks at
+  // sleepers, and if any bumps wake_seq and wakes them. The owner announces itself before its
+  // last look for arrivals; both sides are sequentially consistent, so one sees the other and no
+  // wake is lost. On the line senders read for `closed`: the look costs no extra cache miss.
+  std::atomic<std::uint32_t> sleepers;
+  std::atomic<std::uint32_t> wake_seq;
 };
 
 struct alignas(cache_line) mailbox_control {

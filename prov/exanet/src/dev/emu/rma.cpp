@@ -127,7 +127,8 @@ core::status device::event_post(peer_id p, const notification& n) noexcept {
   if (pr.event_head - d.tail.load(std::memory_order_acquire) >= q) return core::status::again;
   pr.view.event_data[pr.event_ring * q + (pr.event_head & (q - 1))] = n;
   d.head.store(++pr.event_head, std::memory_order_release);
-  pr.view.doorbell->rings.fetch_or(1ull << pr.event_ring, std::memory_order_release);
+  pr.view.doorbell->rings.fetch_or(1ull << pr.event_ring, std::memory_order_seq_cst);
+  wake_sleepers(*pr.view.header);
   return core::status::ok;
 }
 

@@ -241,6 +241,15 @@ class device {
   /// Both sides' refusals, summed.
   const drop_counts& drops() const noexcept;
 
+  // ---- sleeping while idle: the emulation's word; with the network on, no sleep (it cannot
+  // wake a sleeper yet), so waits keep polling
+  bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept {
+    return !net_on_ && local_.sleep_prepare(word, expected);
+  }
+  void sleep_end() noexcept {
+    if (!net_on_) local_.sleep_end();
+  }
+
   /// The sides, for tests and tools (the protocols see only dev::device's operations).
   const emu::device& local_side() const noexcept { return local_; }
   const net::device& network_side() const noexcept { return remote_; }

@@ -41,6 +41,7 @@
 #include <rdma/fi_domain.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <deque>
@@ -265,6 +266,10 @@ class device {
   bool has_arrivals() const noexcept { return true; }
   /// Nothing can be claimed and left unpublished in a lower provider's receive buffer.
   bool mailbox_unstick() noexcept { return false; }
+  /// No sleeping on arrivals yet (the lower provider's wait object is not wired): false, so a
+  /// waiting owner keeps polling.
+  bool sleep_prepare(const std::atomic<std::uint32_t>*&, std::uint32_t&) noexcept { return false; }
+  void sleep_end() noexcept {}
 
   // ---- landing records, bells, access events, intake ---------------------------------------
   /// Calls on_slot for each slot whose notification landed since the last call; false if none.

@@ -1,0 +1,162 @@
+/*
+ * Blocking waits block (fi_cq(3), fi_cntr(3), fi_domain(3) on FI_PROGRESS_AUTO): a thread in
+ * fi_cq_sread, fi_cntr_wait or poll(2) on a CQ's wait fd, and an idle FI_PROGRESS_AUTO
+ * progress thread, leave the core alone. Under each progress model, one process with two
+ * endpoints (a receive posted on one, so its progress has a peer to watch):
+ *
+ *   - fi_cq_sread for 1 s with nothing coming, fi_cntr_wait for 1 s with nothing coming, and
+ *     (auto) a 1 s sleep beside the idle progress thread each cost at most WAIT_CPU_MAX_S of CPU
+ *     time for the whole process (getrusage: every thread counts). A wait that spins costs about
+ *     1 s; the bound is generous for a loaded machine;
+ *   - auto: a message sent to the other endpoint, then fi_trywait and poll(2) on the receive
+ *     CQ's wait fd: the progress thread writes the completion and the fd wakes the poll, with
+ *     no call into the provider (under manual progress nothing would: fi_exanet(7), PROGRESS);
+ *   - fi_cq_sread that blocks before a message comes (sent by a thread 200 ms later) still
+ *     returns it (a sleep that missed its wake would time out after 5 s).
+ */
+#include "xt.h"
+
+#include <poll.h>
+#include <pthread.h>
+#include <rdma/fi_domain.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define WAIT_CPU_MAX_S 0.25
+
+static double cpu_s(void)
+{
+	struct rusage r;
+	getrusage(RUSAGE_SELF, &r);
+	return (double)r.ru_utime.tv_sec + r.ru_utime.tv_usec * 1e-6 + (double)r.ru_stime.tv_sec +
+	       r.ru_stime.tv_usec * 1e-6;
+}
+
+struct pair {
+	struct xt_ep a, b; /* a sends to b; b's rx CQ has an fd wait object */
+	struct fid_cntr *cntr;
+	fi_addr_t a_to_b;
+};
+
+static void open_one(struct xt_ep *x, enum fi_progress mode, int with_cntr, struct fid_cntr **cntr)
+{
+	struct fi_info *h = xt_hints();
+	h->domain_attr->data_progress = mode;
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	struct fi_info *info = NULL;
+	XT_RC(fi_getinfo(xt_api_version, NULL, NULL, 0, h, &info));
+	fi_freeinfo(h);
+	XT_CHECK(info->domain_attr->data_progress == mode, "progress %d granted as %d", mode,
+		 info->domain_attr->data_progress);
+	memset(x, 0, sizeof *x);
+	x->info = info;
+	XT_RC(fi_fabric(info->fabric_attr, &x->fabric, NULL));
+	XT_RC(fi_domain(x->fabric, info, &x->domain, NULL));
+	struct fi_av_attr aa = {.type = FI_AV_MAP};
+	XT_RC(fi_av_open(x->domain, &aa, &x->av, NULL));
+	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD, .size = 64};
+	XT_RC(fi_cq_open(x->domain, &ca, &x->txcq, NULL));
+	XT_RC(fi_cq_open(x->domain, &ca, &x->rxcq, NULL));
+	XT_RC(fi_endpoint(x->domain, info, &x->ep, NULL));
+	XT_RC(fi_ep_bind(x->ep, &x->av->fid, 0));
+	XT_RC(fi_ep_bind(x->ep, &x->txcq->fid, FI_TRANSMIT));
+	XT_RC(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV));
+	if (with_cntr) {
+		struct fi_cntr_attr cta = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_UNSPEC};
+		XT_RC(fi_cntr_open(x->domain, &cta, cntr, NULL));
+		XT_RC(fi_ep_bind(x->ep, &(*cntr)->fid, FI_RECV));
+	}
+	XT_RC(fi_enable(x->ep));
+	x->namelen = sizeof x->name;
+	XT_RC(fi_getname(&x->ep->fid, x->name, &x->namelen));
+}
+
+static void *send_later(void *arg)
+{
+	struct pair *p = arg;
+	static const char msg[] = "late";
+	struct timespec t = {0, 200 * 1000 * 1000};
+	nanosleep(&t, NULL);
+	ssize_t rc;
+	while ((rc = fi_tinject(p->a.ep, msg, sizeof msg, p->a_to_b, 9)) == -FI_EAGAIN)
+		fi_cq_read(p->a.txcq, NULL, 0);
+	XT_CHECK(rc == 0, "fi_tinject = %zd", rc);
+	return NULL;
+}
+
+static void run(enum fi_progress mode)
+{
+	const char *name = mode == FI_PROGRESS_AUTO ? "auto" : "manual";
+	struct pair p;
+	memset(&p, 0, sizeof p);
+	open_one(&p.a, mode, 0, NULL);
+	open_one(&p.b, mode, 1, &p.cntr);
+	p.a_to_b = xt_insert(&p.a, p.b.name);
+	(void)xt_insert(&p.b, p.a.name);
+	char buf[64];
+	XT_RC(fi_trecv(p.b.ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 9, 0, buf));
+
+	struct fi_cq_tagged_entry e;
+	double c0 = cpu_s();
+	ssize_t r = fi_cq_sread(p.b.rxcq, &e, 1, NULL, 1000);
+	double used = cpu_s() - c0;
+	XT_CHECK(r == -FI_EAGAIN, "%s: fi_cq_sread with nothing coming = %zd", name, r);
+	printf("  %s: fi_cq_sread 1 s: %.3f s CPU\n", name, used);
+	XT_CHECK(used <= WAIT_CPU_MAX_S, "%s: fi_cq_sread used %.3f s of CPU in 1 s", name, used);
+
+	c0 = cpu_s();
+	int rc = fi_cntr_wait(p.cntr, 1, 1000);
+	used = cpu_s() - c0;
+	XT_CHECK(rc == -FI_ETIMEDOUT, "%s: fi_cntr_wait with nothing coming = %d", name, rc);
+	printf("  %s: fi_cntr_wait 1 s: %.3f s CPU\n", name, used);
+	XT_CHECK(used <= WAIT_CPU_MAX_S, "%s: fi_cntr_wait used %.3f s of CPU in 1 s", name, used);
+
+	if (mode == FI_PROGRESS_AUTO) {
+		c0 = cpu_s();
+		struct timespec t = {1, 0};
+		nanosleep(&t, NULL);
+		used = cpu_s() - c0;
+		printf("  auto: idle progress threads, 1 s: %.3f s CPU\n", used);
+		XT_CHECK(used <= WAIT_CPU_MAX_S, "auto: idle progress threads used %.3f s of CPU in 1 s", used);
+
+		/* The wait fd under automatic progress: nothing but poll(2) after the send. */
+		int fd = -1;
+		XT_RC(fi_control(&p.b.rxcq->fid, FI_GETWAIT, &fd));
+		struct fid *f = &p.b.rxcq->fid;
+		XT_CHECK(fi_trywait(p.b.fabric, &f, 1) == 0, "fi_trywait on an empty CQ");
+		static const char msg[] = "wake";
+		XT_RC(fi_tinject(p.a.ep, msg, sizeof msg, p.a_to_b, 9));
+		struct pollfd pfd = {.fd = fd, .events = POLLIN};
+		XT_CHECK(poll(&pfd, 1, 10000) == 1, "auto: the wait fd did not wake within 10 s");
+		XT_CHECK(fi_cq_read(p.b.rxcq, &e, 1) == 1 && e.op_context == buf && !strcmp(buf, "wake"),
+			 "auto: the completion behind the wait fd");
+		XT_RC(fi_trecv(p.b.ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 9, 0, buf));
+		xt_pass("auto: the progress thread wakes a poll(2) on the CQ's wait fd");
+	}
+
+	/* A wait that sleeps before the message comes is woken by it. */
+	pthread_t t;
+	XT_CHECK(pthread_create(&t, NULL, send_later, &p) == 0, "pthread_create");
+	r = fi_cq_sread(p.b.rxcq, &e, 1, NULL, 5000);
+	XT_CHECK(r == 1 && e.op_context == buf && !strcmp(buf, "late"), "%s: fi_cq_sread missed a message (%zd)",
+		 name, r);
+	pthread_join(t, NULL);
+	XT_CHECK(fi_cntr_read(p.cntr) >= 1, "the receive counter");
+
+	xt_close_ep(&p.a);
+	xt_close_ep(&p.b);
+	XT_RC(fi_close(&p.cntr->fid));
+	xt_close(&p.a);
+	xt_close(&p.b);
+	printf("PASS: %s: blocking waits use at most %.2f s of CPU per second\n", name, WAIT_CPU_MAX_S);
+}
+
+int main(void)
+{
+	xt_init(120);
+	run(FI_PROGRESS_MANUAL);
+	run(FI_PROGRESS_AUTO);
+	return 0;
+}
