@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The layering of prov/exanet/src (DESIGN.md §2, STYLE.md rule 1), checked on every #include and
 # every name of the emulated backend; ctest runs it as lint.layers. Every layer compiles with
 # src/ on its include path, so the compiler alone would accept an include that points the wrong

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The libFuzzer targets (issue 12; prov/exanet/test/fuzz): built with clang into build-fuzz.
 #   ci/fuzz.sh              build, then run each target for EXANET_FUZZ_SECONDS (default 60) from
 #                           the corpus in the repository (ci/test.sh runs this)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Installs everything exanet needs to build, test and benchmark on Debian bookworm (run as root).
 # Idempotent: packages already present are left as they are.
 set -euo pipefail

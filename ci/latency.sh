@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The main job (README, first line): installs what is needed, builds, and runs Debian's
 # fi_pingpong over exanet for every message size, printing its latency table.
 #   ci/latency.sh [iterations]        (default 1000; tagged with PINGPONG_MODE=tagged)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The test command (README, second line; .ci/run calls it): installs what is needed, builds,
 # and runs every test, first in a normal build and then under AddressSanitizer and
 # UndefinedBehaviorSanitizer; last, the tests that call exanet from several threads run under

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # libfabric's own conformance suite (fabtests 1.17.0, from ../shared/upstream) against exanet.
 #
 #   ci/upstream_fabtests.sh build    PREFIX          builds and installs it under PREFIX (once)

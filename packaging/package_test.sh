@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # ctest package.deb: the Debian package, as a user meets it.
 #   packaging/package_test.sh BUILD VERSION [MPIRUN MPI_PROGRAM]
 # Builds libfabric-exanet_VERSION_*.deb from BUILD with cpack, installs it with dpkg, then with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // exanet-params: exanet's runtime parameters, from the provider's own table
 // (prov/exanet/src/fi/param_table.hpp), so that nothing that lists them is written by hand.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // exanet-stats: the counters of exanet endpoints, live or as printed at close.
 //
 //   exanet-stats FILE...          the "exanet-stats key=value ..." lines in FILEs ("-": stdin)

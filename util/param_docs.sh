@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The documents made from the provider's parameter table and version (util/exanet_params.cpp):
 # fi_exanet(7)'s RUNTIME PARAMETERS section and the version on its .TH line, and the README's
 # parameter table between its "exanet-params" markers.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # LAMMPS (Debian's lammps, the "melt" example from lammps-examples: 4000 Lennard-Jones atoms,
 # 250 steps) with N ranks over exanet (pml cm, mtl ofi), then the same run over Open MPI's own
 # shared-memory transport (pml ob1, btl vader); the thermodynamic output must match to the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # NetPIPE (Debian's netpipe-openmpi, NPopenmpi) over exanet with Open MPI's pml cm / mtl ofi:
 # the integrity-checking sweep (every size's data verified by NetPIPE), then the default
 # performance sweep, which must run to its last size. Prints the small-message latency and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * RMA with a busy target (seed 004): the rate of RMA writes an initiator gets from a target that
  * computes, against how long the target computes between its calls into libfabric. Two

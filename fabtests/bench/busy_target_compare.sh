@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # RMA with a busy target (seed 004), side by side in one run: our busy_target_bench program, the
 # target computing for compute_us between its calls into libfabric, and the initiator's RMA write
 # and read rates, over exanet with manual progress, exanet with FI_PROGRESS_AUTO (its progress

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: BSD-2-Clause
 """Instructions exanet executes per MPI round trip, from two callgrind runs of one rank.
 
   cg_instr.py LIB SHORT.cg LONG.cg ROUND_TRIPS [TOP]

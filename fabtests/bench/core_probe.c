@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the machine itself does between the two cores the benchmarks run on (cpus 0 and 1, as
  * BIND=1 pins them), measured without any provider: the round trip of one cache line written in

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # shellcheck shell=bash disable=SC2034  # (the variables it sets are the callers')
 # The one helper of the benchmark scripts in fabtests/bench: where things are, how a provider is
 # selected, and the statistics, CSV, tables and plots. Source it after setting `here`:

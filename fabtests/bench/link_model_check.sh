@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Does the emulated device's link model (FI_EXANET_LINK_*, fi_exanet(7) LINK MODEL) deliver what
 # it predicts? A tagged ping-pong (tagged_bench, receives posted first) between two processes
 # placed 1, 3 and 5 hops apart, against the same ping-pong with the model off:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The floor the emulated mailbox sets under every small message: two processes on cpus 0 and 1
 // ping-pong one 64-byte packet through the device alone (dev/emu: mailbox_send, poll_mailbox), with
 // no protocol, matching or completion queue above it. The one-way latency it prints is what the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPI point-to-point benchmark of our own, two ranks: ping-pong latency and streaming bandwidth
  * (a window of Isends answered by one short acknowledgement), with the user buffers placed at

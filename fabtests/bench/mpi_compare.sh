@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # MPI latency and streaming bandwidth, four ways side by side in one run, with our own benchmark
 # (fabtests/bench/mpi_bench.c, built as build/fabtests/mpi/mpi_bench) and Debian's Open MPI,
 # 2 ranks on this host, --bind-to core:

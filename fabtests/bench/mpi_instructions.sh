@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Instructions exanet executes per MPI round trip under Open MPI (pml cm, mtl ofi), counted by
 # callgrind on rank 0 of mpi_bench's ping-pong (8 B by default, SIZE bytes if set): deterministic
 # where wall-clock latency on a shared machine is not, so a change to the small-message path can be

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Builds MPICH 4.0.2 with the ch4:ofi device against the system libfabric (Debian bookworm's 1.17,
 # not MPICH's embedded copy), the way a user who wants MPICH over a libfabric provider builds it,
 # for fabtests/bench/mpich_compare.sh. Debian's own mpich package is built with ch3, so it cannot

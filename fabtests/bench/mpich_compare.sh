@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # MPICH 4.0.2 ch4:ofi latency and streaming bandwidth, paths side by side in one run, with our own
 # benchmark (fabtests/bench/mpi_bench.c, built here with MPICH's mpicc) and an MPICH built by
 # fabtests/bench/mpich_build.sh (the device a user picks with --with-device=ch4:ofi, over

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // What the network backend (dev/net) costs under every small message: two processes ping-pong
 // one 64-byte mailbox packet through dev/net alone (no protocol, matching or completion queue
 // above it), over its lower provider (tcp by default, on 127.0.0.1 or across the namespaces of

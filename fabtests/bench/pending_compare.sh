@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # What waiting receives cost everyone else, side by side in one run: our tagged_bench ping-pong
 # (directed receives posted first) while each process also keeps PENDING other 64 KiB receives
 # posted from the same peer (an application with many receives up at once), over exanet and

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Latency side by side: Debian's fi_pingpong over exanet, libfabric's shm and tcp providers, in one
 # run, per message size, with the ratios. A benchmark, not a test: nothing here asserts on time.
 # fi_pingpong chooses its own buffers (no placement option), so the table has medians only; the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Large-message latency with receives posted first, side by side in one run: exanet's default
 # write-based rendezvous (receiver-initiated when the receive is posted first), its optimistic
 # variant (no RTS, no tickets: FI_EXANET_PROTOCOL=optimistic; this program meets its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * RMA latency and bandwidth for any libfabric provider (FI_PROVIDER selects it), two processes
  * on this host. A benchmark, not a test: it prints numbers and checks only that the data arrived.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # RMA latency and bandwidth side by side: our rma_bench program over exanet, libfabric's shm and
 # tcp providers, in one run, per size, with exanet/shm and exanet/tcp ratios, the median over
 # buffer placements and the worst placement. A benchmark, not a test: nothing asserts on time.

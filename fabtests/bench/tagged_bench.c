@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Tagged ping-pong with pre-posted, directed receives, for any libfabric provider (FI_PROVIDER
  * selects it), two processes on this host. Each side posts its next receive before the message

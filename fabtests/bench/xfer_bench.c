@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Message and RMA latency, bandwidth and message rate for any libfabric provider (FI_PROVIDER
  * selects it), two processes on this host, with the user buffers placed at chosen offsets past a

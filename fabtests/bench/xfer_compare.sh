@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # exanet, libfabric's shm and tcp side by side in one run, every mode of our xfer_bench program:
 # tagged and untagged ping-pong latency with receives posted first and with every message arriving
 # unexpected, streaming bandwidth (window 64) with reused buffers and with buffers cycling through

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A small harness for exanet's conformance programs: real processes over real shared memory.
  * Processes are forked before any libfabric object exists, exchange endpoint names over a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Endpoint addresses in the formats IP-based programs pass (fi_getinfo(3) addr_format):
  * FI_SOCKADDR_IN, FI_SOCKADDR_IN6, FI_SOCKADDR and FI_ADDR_STR besides exanet's own. For each,

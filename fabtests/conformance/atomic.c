@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * FI_ATOMIC (fi_atomic(3)) between real processes: one target and three initiators, over exanet
  * and over a reference provider (ATOMIC_REFERENCE, default libfabric's shm; "none" runs exanet

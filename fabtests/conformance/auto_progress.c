@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * FI_PROGRESS_AUTO (fi_domain(3), fi_exanet(7) PROGRESS) between real processes: a target that
  * computes without calling libfabric still serves an RMA write, an RMA read, a fetching atomic

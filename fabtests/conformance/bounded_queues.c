@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Issue 12 part 5: a real sender floods a receiver with 1000 unexpected 256 KiB medium messages
  * that the receiver does not post receives for. The receiver's memory must stay under the bound

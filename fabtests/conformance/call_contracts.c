@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What each data-path call family promises about its arguments and its completion, checked call
  * by call on one endpoint that talks to itself (fi_msg(3), fi_tagged(3), fi_rma(3)):

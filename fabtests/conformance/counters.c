@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The endpoint counters of <rdma/fi_ext_exanet.h> (FI_EXANET_COUNTERS_OPS), checked against a
  * traffic pattern whose protocol choices are known: eager, medium and rendezvous messages into

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The fi_getinfo contract (libfabric-anchors.md §1.6): capabilities echoed without extra primary
  * ones, threading/progress/AV type echoed, no mode or memory-registration bits demanded, the

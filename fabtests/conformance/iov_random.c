@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Differential randomized test of vectored messages and RMA, against a reference provider.
  *

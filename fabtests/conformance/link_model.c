@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The link and topology model of the emulated device (FI_EXANET_LINK_*, fi_exanet(7) LINK
  * MODEL), end to end through the parameters: two processes ping-pong under the model, placed

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Matching across three processes: FI_ADDR_UNSPEC receives with ignore masks take messages from
  * two senders in per-sender order; senders the receiver has not inserted into its AV are still

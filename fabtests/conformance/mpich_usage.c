@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPICH 4.x ch4:ofi's selection and use of a provider, reproduced step by step (research
  * libfabric-anchors.md §3): Debian's MPICH is built for UCX, so CI cannot run it, and this program

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * FI_MULTI_RECV on FI_MSG: one posted buffer takes many messages back to back (eager, medium and
  * rendezvous ones), each with its own completion pointing into the buffer, until less than

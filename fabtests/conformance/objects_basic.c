@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The libfabric objects one by one, in one process: EQ, CQ (every format, wait objects, signal),
  * counters, AV (map and table), MR keys, endpoint naming and options, the -FI_ENOSYS answers of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A peer killed in the middle of a rendezvous: the survivor gets an error completion within
  * seconds instead of waiting forever, in both directions, and the dead peer's shared memory is

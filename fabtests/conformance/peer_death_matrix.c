@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The peer-death matrix (issue 12, part 3): two processes run one protocol stage in a loop, the
  * test kills one of them with SIGKILL at a random moment, and the survivor must see every

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Poll sets and wait sets (fi_poll(3)), between two processes: a sender that sends when told,
  * and a receiver that waits through the sets.

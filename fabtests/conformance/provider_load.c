@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libfabric hides a provider that fails to load, so load it ourselves: dlopen(RTLD_NOW) resolves
  * every symbol now, the module exports fi_prov_ini, and the tools a user runs list exanet

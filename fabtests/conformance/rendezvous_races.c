@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The rendezvous races of the write-based protocol (research extract §13.15), one case each, with
  * the ordering forced: a process holds back draining its mailbox (FI_EXANET_TESTING_OPS), or does

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * FI_RMA between two processes, in the memory-registration modes clients use: 0 (user keys,
  * offsets into the region), FI_MR_BASIC-style virtual addresses with provider keys, and MPICH's

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Isolation between users (issue 12 part 2). /dev/shm is world-writable, so another user can
  * create files under the names of our segments before we do. This program runs as root and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Message semantics between two processes: truncation (FI_ETRUNC with olen, nothing written past
  * the buffer) on every protocol, inject (buffer reusable at once, no completion, size limit),

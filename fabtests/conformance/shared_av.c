@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Named address vectors shared by the processes of a node (FI_SHARED_AV, fi_av(3) name, FI_READ).
  * Three processes: the parent writes a named AV, a reader opens the same name read-only, and a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A /dev/shm too small for exanet's segments (issue 12 part 8). Segments used to be sparse
  * (ftruncate only): an endpoint opened fine and the first touch of a page that /dev/shm could

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Randomized differential stress of tag matching and every message protocol: 2 to 4 processes
  * each send to all others and receive from all others at once, with random sizes across every

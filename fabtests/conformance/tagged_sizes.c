@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Tagged and untagged messages of every size from 0 B (NULL buffer) to 16 MiB between two
  * processes, with the data, length, tag, context, flags and remote CQ data of every completion

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * FI_THREAD_SAFE: two threads send 20000 tagged messages each (8 B, 4 KiB, 64 KiB) to a second
  * endpoint of the same process while two threads post receives and a fifth reads both CQs, all

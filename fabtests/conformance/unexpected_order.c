@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * 1000 tagged messages (8 B, 2 KiB and 64 KiB: eager, medium and rendezvous) are sent before the
  * receiver posts anything; it then posts in reverse tag order and every message must land in

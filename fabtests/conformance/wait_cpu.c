@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Blocking waits block (fi_cq(3), fi_cntr(3), fi_domain(3) on FI_PROGRESS_AUTO): a thread in
  * fi_cq_sread, fi_cntr_wait or poll(2) on a CQ's wait fd, and an idle FI_PROGRESS_AUTO

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Wait objects across threads (FI_THREAD_SAFE): one thread asks a counter, CQ or EQ for its wait
  * fd (FI_GETWAIT, which opens the fd on first use) and then blocks in fi_cntr_wait, fi_cq_sread

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * libfabric calls per MPI message, so a regression in the path Open MPI's mtl ofi takes through
  * exanet shows (issue 17, part 3). Runs under fi_count.so (LD_PRELOAD; see fi_count.c), which

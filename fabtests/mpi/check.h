@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Shared by the MPI test programs: a failed check names the rank and the reason, then aborts the
  * whole job (MPI_Abort), so mpirun exits non-zero and ctest sees the failure.

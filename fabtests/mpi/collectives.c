@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Open MPI collectives over exanet (their point-to-point algorithms run on exanet's tagged
  * messages): Bcast, Allreduce, Alltoall, Alltoallv and Gather at sizes crossing the eager,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * fi_count.so: counts the libfabric data-path calls of a program, whatever the provider, for the
  * call_count test. Loaded with LD_PRELOAD, it takes over fi_fabric (the one entry point that is a

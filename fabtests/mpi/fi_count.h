@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The counts kept by fi_count.so, an LD_PRELOAD library that counts the libfabric data-path calls
  * a program makes (see fi_count.c). A program reads them with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Open MPI point-to-point over exanet, beyond the smoke job. Ranks pair up (0-1, 2-3, ...):
  *  - non-blocking Isend/Irecv of sizes crossing every exanet threshold (eager 40 B, medium 8 KiB,

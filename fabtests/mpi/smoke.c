@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Open MPI over exanet, the smallest honest check: blocking ping-pong of every protocol size with
  * the data verified, wildcard source and tag, a synchronous send (Open MPI's ack protocol), a

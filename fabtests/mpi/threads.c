@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * MPI_THREAD_MULTIPLE over exanet: on each rank, THREADS threads send to and receive from the
  * partner rank at the same time, each on its own tag, with sizes crossing exanet's thresholds;

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The network backend (dev/net) across two "hosts" (netns_lib.sh: two network namespaces, each
 # with a private /dev/shm). The target runs in one, the initiator in the other
 # (prov/exanet/test/dev/net_device_test serve / client), over libfabric's tcp provider. Every

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-2-Clause
 # Two "hosts" on one machine, for the multi-host tests (sourced, not run): two network
 # namespaces joined by a veth pair, each process started in one of them with a private /dev/shm
 # (a mount namespace with its own tmpfs), so only the network connects them, as on a cluster.

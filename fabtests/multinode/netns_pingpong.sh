@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # The provider across two "hosts" as a user runs it (netns_lib.sh: two network namespaces, each
 # with a private /dev/shm, so shared memory cannot carry a byte between them): Debian's
 # fi_pingpong over exanet with FI_EXANET_NETWORK=other_hosts, server on one host, client on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // A forger attacks a live endpoint (issue 12). Three processes:
 //  - the victim opens an exanet endpoint with RMA, registers a region, posts directed receives
 //    for a legitimate peer (eager, medium and rendezvous sizes, so receiver-initiated windows are

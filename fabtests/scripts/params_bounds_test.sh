@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Parameters out of bounds are clamped, said once in the log, and the provider works with them
 # (fi/param_table.hpp). FI_EXANET_MAILBOX_SLOTS=100000000000 once failed every endpoint open, or
 # hung a ping-pong with a 137 GB segment in /dev/shm.

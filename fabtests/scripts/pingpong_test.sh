@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs Debian's fi_pingpong over exanet for every size (-S all), server and client as separate
 # processes, and fails if either side fails or the sweep is incomplete.
 #   pingpong_test.sh <msg|tagged>

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
 # Runs the class-sum model with the relative tickets exanet implements (REL=1, see the header of
 # classsum.pml and README.md here) and the original absolute form, and the model of the
 # optimistic variant (optimistic.pml), and prints one line per run.

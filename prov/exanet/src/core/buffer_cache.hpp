@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Heap buffers in power-of-two size classes, kept after release for the next acquire, up to a
 // bound in bytes and in buffers per class. The unexpected-message path takes one buffer per
 // medium message (1 B up to medium_max, 8 KiB by default): glibc serves sizes above its

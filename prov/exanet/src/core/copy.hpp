@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Byte copies whose speed does not depend on where the user's buffers sit (issue 17).
 //
 // glibc copies large blocks with `rep movsb`. On AMD cores that instruction is fast only when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "core/futex.hpp"
 
 #include <linux/futex.h>

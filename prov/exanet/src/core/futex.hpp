@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Sleeping on words in shared memory (futex(2)), for threads with nothing to do until a peer
 // process makes something visible: the FI_PROGRESS_AUTO thread and blocking waits. The words
 // live in shared segments mapped by several processes, so the operations are the shared

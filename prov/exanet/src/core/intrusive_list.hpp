@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Doubly linked intrusive list: queues of requests and unexpected messages link through hooks
 // embedded in the pooled objects, so enqueue and removal never allocate and removal from the
 // middle (cancel, match) is O(1).

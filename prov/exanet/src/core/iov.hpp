@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Scatter/gather copies between an iovec list and a flat buffer, starting at a byte offset into the
 // list. Every message path uses these, so truncation and partial rendezvous segments share one
 // bounds-checked implementation.

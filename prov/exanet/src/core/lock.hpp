@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Locks chosen by threading level. FI_THREAD_SAFE takes a real lock per object; lower levels
 // promise the application serialises access, so the lock is compiled into one predictable branch
 // and no atomic instruction (DESIGN.md §6: no lock the threading level does not need).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Logging without libfabric: the fi/ layer installs fi_log as the sink at provider load, so every
 // layer logs through FI_LOG_LEVEL / FI_LOG_PROV like any provider while core/, dev/ and match/
 // stay free of <rdma/...>. Messages are formatted only when the level is enabled.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Fixed-address object pool: requests and unexpected records are acquired and released on the
 // data path without touching the heap; the pool grows by whole chunks in a cold function, and
 // objects never move, so wire ids (index + generation) stay valid while in use. A pool of things

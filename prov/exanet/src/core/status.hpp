@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Internal result codes. Values are positive errno numbers negated, the same numbers libfabric
 // uses for its -FI_E* codes (fi/ checks that with static_asserts), so the C boundary converts
 // without a table while core/, dev/ and match/ never include <rdma/...>.

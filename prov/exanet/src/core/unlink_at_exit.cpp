@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "core/unlink_at_exit.hpp"
 
 #include <sys/mman.h>

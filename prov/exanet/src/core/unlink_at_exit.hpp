@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Shared-memory files a process created and removes when it exits, if nothing removed them
 // before: a process that exits without closing what made them (a forgotten fi_close,
 // MPI_Abort, a child returning from main) leaves nothing in /dev/shm. Only a killed process,

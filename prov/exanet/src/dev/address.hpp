@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The name of an Exanet endpoint: what fi_getname returns and fi_av_insert accepts.
 // Global virtual addresses on ExaNeST are (node, PDID, virtual address); an endpoint adds a port
 // that names its mailbox on that node. Fixed-size and trivially copyable: it crosses processes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The bridge between the device interface and the backend this build carries: the only file
 // outside dev/emu that includes a dev/emu header or names emu:: (ci/check_layers.sh enforces it).
 // The choice is made here, at compile time, so the data path calls the backend directly: no

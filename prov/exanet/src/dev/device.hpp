@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The Exanet device interface (DESIGN.md §3): everything a protocol may ask of a device, and
 // nothing else. Two ExaNeST primitives underlie it: a packetizer that delivers 64-byte packets FIFO
 // per (sender, receiver) pair into the receiver's mailbox, tagged with the sender's PDID; and a DMA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The ExaNeST link and topology model (issue 16): what a packet or a DMA write would take on the
 // thesis's network, so that a backend running on one host (the emulation) can hold each one back
 // until its modelled arrival time. Pure arithmetic and the process's settings; the emulated

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "fi/addr_format.hpp"
 
 #include <arpa/inet.h>

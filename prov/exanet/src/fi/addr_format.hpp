@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Endpoint names in the address formats applications use (fi_getinfo(3), addr_format).
 //
 // An exanet endpoint is (node, PDID, port). Besides its own 16-byte struct (FI_FORMAT_UNSPEC,

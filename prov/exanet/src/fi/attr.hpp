@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // What exanet offers (capabilities and attribute limits) and fi_getinfo, which checks an
 // application's hints against them and echoes what the application asked for
 // (research/libfabric-anchors.md §1.6: the contract fabtests, Open MPI and MPICH rely on).

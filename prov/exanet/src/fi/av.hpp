@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // fi_av: maps fi_addr_t to exanet endpoint names, both ways. FI_AV_MAP and FI_AV_TABLE share
 // one representation: an fi_addr is the index of the entry (opaque for MAP, as fi_av(3) allows).
 #pragma once

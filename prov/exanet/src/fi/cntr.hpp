@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // fi_cntr: success and error counts of the events bound to it. Reading or waiting progresses the
 // endpoints bound to it (manual progress).
 #pragma once

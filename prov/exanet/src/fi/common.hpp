@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Shared vocabulary of the fi/ layer: the guard at the C boundary, casts from fid pointers, and the
 // progress hook that CQs and counters use to drive the endpoints bound to them (manual progress).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "fi/cq.hpp"
 
 #include <rdma/fi_errno.h>

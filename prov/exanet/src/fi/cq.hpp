@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // fi_cq: completions of the endpoints bound to it, in order, successes and errors alike. Reading
 // it is what drives those endpoints under manual progress.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // fi_domain: reads the provider parameters once, owns the memory-registration keys, and opens
 // every other object. There is no domain-wide lock on the data path (DESIGN.md §6).
 #include "fi/domain.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // fi_domain: owns the parameters of its endpoints and the memory-registration keys.
 #pragma once
 #include <rdma/fabric.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Stubs for ops-table slots exanet does not implement. libfabric's own fi_no_* helpers are not
 // exported to external providers, and its inline wrappers call table entries without a NULL check,
 // so every slot points somewhere; unsupported ones answer -FI_ENOSYS (documented in fi_exanet.7).

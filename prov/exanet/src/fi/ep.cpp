@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Endpoint lifetime, binding, options and naming. Data-path calls live in ep_xfer.cpp.
 #include "fi/ep.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // fi_endpoint (FI_EP_RDM): binds the libfabric objects to one proto::endpoint and translates the
 // data-path calls. No protocol logic here.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The FI_ATOMIC calls (fi_atomic(3)) and fi_query_atomic. The twelve data-path calls funnel into
 // post_atomic, which validates (the op and datatype exist together, the counts agree and fit the
 // limit, the flags are known), resolves the address and hands a proto::atomic_args down; the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The endpoint's protocol counters for applications and tools: the FI_EXANET_COUNTERS_OPS
 // extension of <rdma/fi_ext_exanet.h>, the one-line report FI_EXANET_STATS asks for at close,
 // and the live copy exanet-stats reads while the job runs (fi/live_stats.hpp).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The FI_RMA data-path calls. All nine funnel into post_rma, which validates, resolves the address
 // and hands a proto::rma_args down; the protocol (proto/rma.cpp) checks keys at the target.
 #include <rdma/fi_errno.h>

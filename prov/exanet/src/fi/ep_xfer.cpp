@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The FI_MSG and FI_TAGGED data-path calls. Both ops tables are generated from one template over
 // the queue kind (STYLE.md rule 9), and every call funnels into post_send / post_recv, which
 // validate, resolve the address and hand a proto::send_args / recv_args down.

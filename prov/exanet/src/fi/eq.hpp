@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // fi_eq: control events (AV insert completions with FI_EVENT, application-written events).
 #pragma once
 #include <rdma/fabric.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // fi_fabric: the root object; counts the domains opened from it so it cannot close under them.
 #pragma once
 #include <rdma/fabric.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // fi_getinfo: filter by the hints, then build one fi_info that echoes what the application asked
 // for. Every rejection is -FI_ENODATA, the answer that makes libfabric try other providers and
 // fabtests report "not run" rather than "failed", and each says why at FI_LOG_INFO

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Memory registration: keys, access rights and ranges of registered memory. Messaging needs no
 // registration (mr_mode 0). For RMA a region is exposed in the protection table of each endpoint
 // it may be reached through: every endpoint of the domain, or with FI_MR_ENDPOINT the one it is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The one list of exanet's runtime parameters (FI_EXANET_*): name, type, default, bounds and
 // text. Everything else is made from it: fi/params.cpp defines each with fi_param_define and
 // holds every value read to its bounds (a value outside them is clamped, with a warning);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Provider parameters: defined once at load (they show in `fi_info -e` as FI_EXANET_*), read
 // once per domain into a proto::config that is passed down by value.
 #pragma once

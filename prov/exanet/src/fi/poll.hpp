@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Poll sets and wait sets (fi_poll(3)): one call that progresses, or waits on, several CQs and
 // counters. Under manual progress both are loops over their members: each member is progressed
 // (which drives the endpoints bound to it), then looked at. A CQ has events while it holds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The domain's progress thread (FI_PROGRESS_AUTO). It drives the same progress an application's
 // CQ read would, under the endpoint's lock (which FI_PROGRESS_AUTO turns on whatever the
 // threading level: domain.cpp), and sleeps while nothing happens.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // FI_PROGRESS_AUTO (fi_exanet(7), PROGRESS): one thread per domain that progresses the domain's
 // enabled endpoints, so a process computing without calling libfabric still answers its peers'
 // RMA, atomics and rendezvous. It exists only in domains opened with data_progress

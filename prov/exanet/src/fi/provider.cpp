@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The module's only exported symbol, fi_prov_ini, and the provider object libfabric keeps.
 #include "fi/provider.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The provider object libfabric loads (fi_prov_ini) and the names it answers to.
 #pragma once
 #include <rdma/fi_ext_exanet.h>

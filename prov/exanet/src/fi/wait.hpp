@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Waiting under manual progress: nothing completes unless someone calls into the provider, so a
 // blocking read is a loop of progress and checks that backs off while idle. CQs, counters and
 // EQs share this loop and the eventfd behind FI_GETWAIT.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The tag-matching engine (DESIGN.md §4, "Matching cost"): posted receives sit in a queue per
 // source peer or, for FI_ADDR_UNSPEC, in one wildcard queue; unexpected messages sit in a queue per
 // source and in one arrival-ordered queue. Sequence numbers decide between queues, so the earliest

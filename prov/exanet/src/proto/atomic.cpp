@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Atomics (fi_atomic(3)), performed by the target: ExaNeST has no atomic unit, so the initiator
 // asks and the target's progress does the arithmetic on its own memory, as a read by request is
 // answered today (rma.cpp).

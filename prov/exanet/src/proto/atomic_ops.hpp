@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The atomic operations a target performs for its initiators (fi_atomic(3)): which (operation,
 // datatype) pairs exist, how large an element is, how many elements one operation may carry, and
 // the element-wise arithmetic. ExaNeST has no atomic unit: the target's progress performs them

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The clock of the watch over peers (lost peers, the rendezvous timeout). CLOCK_MONOTONIC_COARSE is read
 // through the vDSO (no syscall), and its resolution (a few ms) is far finer than the periods it
 // measures (hundreds of ms to tens of seconds).

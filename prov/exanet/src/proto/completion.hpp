@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // How the protocols report finished operations upward without knowing the fi/ objects: a sink is
 // a (object, function) pair fixed when the endpoint is bound, so the data path makes one indirect
 // call through a table set at setup (STYLE.md rule 10) and no virtual dispatch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Tunables of one domain, read once from provider parameters (fi/params.cpp) and then passed by
 // value: no layer below fi/ reads the environment (STYLE.md: no hidden mutable globals).
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // eager: the whole message rides in one mailbox packet with its envelope (env_data). The send
 // completes at post time; the receiver copies the payload out of the mailbox slot, into the
 // posted buffer or into the unexpected record. Owns: env_data. Counters: eager_sent, eager_recv.

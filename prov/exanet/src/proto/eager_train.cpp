@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // eager train: a message too long for one env_data, up to FI_EXANET_EAGER_MAX (at most
 // wire::eager_train_limit), as consecutive mailbox packets of one sender: eager_data packets
 // with its first bytes, then its env_data with flag_train and the last eager_payload_max bytes.

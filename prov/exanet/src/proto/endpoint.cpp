@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Endpoint lifetime, posting entry points and the helpers every protocol file shares:
 // matching glue, completion writing, control-packet backlog and unexpected buffers.
 #include "proto/endpoint.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // One endpoint's protocol engine: requests, matching, the device, and the progress loop. It is
 // one independent context (DESIGN.md §6): its own queues, pools and device; the fi/ layer wraps
 // it with the lock the threading level needs. Protocol code is split by packet family:

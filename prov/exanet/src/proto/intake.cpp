@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Intake: what this endpoint takes from its mailbox, and the bounds of what peers' packets make
 // it keep (issue 12 part 5; fi_exanet(7), RESOURCE MANAGEMENT). Owns: the unexpected budget and
 // the held queue. Counters: unexpected_max.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // medium (buffered eager): the sender copies the payload into its bounce ring at the receiver
 // (receiver-owned shared memory, one ring per sender, credit-based), then publishes one medium
 // packet naming the bytes. The send completes at once; the receiver copies out and returns the

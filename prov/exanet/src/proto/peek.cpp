@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // FI_PEEK, FI_CLAIM and FI_DISCARD (fi_tagged(3)): the answer always comes through the CQ, so a
 // peek posts nothing and leaves nothing queued. A claimed message leaves the matcher, and its
 // handle lives in the caller's fi_context until the paired FI_CLAIM receive takes it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The order of work (STYLE.md rule 11): only this file decides it. Every phase is bounded, and
 // nothing blocks. Incoming packets are dispatched through one table indexed by packet type.
 #include <rdma/fi_errno.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The size rules of every operation (protocol_select.hpp). build() is read as the specification:
 // each row says, for one operation in one situation, which protocol each size takes. Nothing else
 // in proto/ compares a length with a limit to pick a protocol.

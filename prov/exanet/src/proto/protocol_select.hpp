@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The protocol choice as a value (issue 17 part 5; STYLE.md rule 3): which protocol each
 // operation takes, by size and situation, stated once. protocol_table::build is the only place
 // that knows the size rules (eager, medium, rendezvous, optimistic, inline RMA, inject); the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Per-peer packet sequence numbers (psn). Every message a sender sends to one receiver takes the
 // next psn: eager and medium packets and RTSes carry it, and a receiver-initiated write carries
 // it in its notification. The write and the mailbox are not ordered with each other, so the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // RMA (DESIGN.md §5): writes are DMA writes into a peer's registered memory (small ones may take
 // the bounce ring instead, rma_inline.cpp); reads are direct when the engine can read the peer
 // (CMA) and otherwise a request the peer answers with a DMA write.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Small RMA writes without a DMA call: the initiator copies the bytes into its bounce ring at the
 // target (as medium messages do) and publishes one rma_write_inline packet; the target's progress
 // copies them into place. Cheaper than a cross-memory-attach call for a few KiB, and an inject

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The optimistic variant (FI_EXANET_PROTOCOL=optimistic; seed 000 §3.14, DESIGN.md §4): every
 // message above medium_max is receiver-initiated, with no RTS and no tickets. The application
 // promises what makes that safe: receives name their source, a message and the receive that takes

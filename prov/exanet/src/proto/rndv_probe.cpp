@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // rndv_probe: a receive matched to a rendezvous whose data has not come for
 // FI_EXANET_RNDV_TIMEOUT_MS asks the sender whether it has the send the RTS named (progress.cpp,
 // expire_rendezvous). The sender answers only "no such send": a forged RTS, or one whose send is

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Receiver-initiated rendezvous (DESIGN.md §4; seed 000 §3.5-3.6): a receive posted before its
 // send tells the sender where its buffer is (RTR). The send that the RTR names is then one DMA
 // write straight into that buffer, followed by a notification that carries everything the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Sender-initiated rendezvous (DESIGN.md §4): the sender announces the message with an RTS; the
 // receiver, once it has matched a receive, answers with a CTS naming one destination segment and
 // a notification slot; the sender's DMA engine writes the segment straight into the receive

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // RTRs a sender holds until the send they name is posted (rndv_rtr.cpp, rndv_optimistic.cpp),
 // indexed so that a send looks only at the RTRs its tag can match, however many a receiver has
 // pre-posted: an RTR without ignore bits sits in the bucket of (peer, queue, tag), one with ignore

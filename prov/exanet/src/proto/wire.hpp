@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Every packet exanet puts on the wire (DESIGN.md §4; prov/exanet/docs/protocol.md). Each is a
 // trivially copyable, standard-layout 64-byte struct of fixed-width integers, read and written with
 // memcpy. Type values are never renumbered or reused; a layout change bumps `version`.

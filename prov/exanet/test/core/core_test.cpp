@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Pools, intrusive lists, iovec copies and the threading-level lock.
 #include <gtest/gtest.h>
 

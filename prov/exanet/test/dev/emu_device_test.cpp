@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The emulated ExaNeST device with real processes and real shared memory: the mailbox ring under
 // several producer processes, back-pressure, PDID protection, bounce-ring credits, notification
 // generations, DMA writes across processes (CMA and the staged fallback), dead peers and the

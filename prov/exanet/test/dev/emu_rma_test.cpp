@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The emulated engine's RMA side: the protection table (open addressing, revocation, range and
 // rights checks without overflow), reads through CMA, and the per-sender event rings with their
 // credits and doorbell.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // What a segment must be before the emulated device believes it (issue 12 part 2), and what
 // creating one reserves (part 8): geometry_error's bounds field by field; segments with a bad
 // mode, a lying geometry or an owner pid that does not map them are refused at connect without

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Compiled by ctest, never linked (test/dev/CMakeLists.txt): proto/ holds its device as
 // dev::selected_device, and this shows that only dev::device's operations are reachable through
 // it. lint.device_interface_open compiles the calls the concept lists (a control: the file and

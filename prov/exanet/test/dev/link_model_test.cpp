@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The link and topology model (dev/link_model.hpp): its arithmetic (hops in the torus of QFDBs,
 // placement, serialization, arrival times, FIFO per pair), and the emulated device under it:
 // packets and DMA notifications are not taken before their modelled arrival, in order. No upper

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The network backend (dev/net) between two real processes over a real lower provider (tcp by
 // default): mailbox packets in order under back-pressure, a DMA write with a random iovec layout
 // into a window followed by its notification, writes the target must refuse (stale generation,

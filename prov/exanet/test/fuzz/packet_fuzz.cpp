@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // libFuzzer target (issue 12): whatever a process of the job can put into an endpoint's mailbox
 // goes through the same path a real packet takes — the device's poll (protection check, device
 // packets: staged DMA writes and their notifications) and the protocol dispatcher (every packet

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The matcher against its rules (fi_tagged(3)): the earliest-posted matching receive wins across
 // the per-source and wildcard queues; an unexpected message goes to the first receive that
 // matches it, in arrival order; plus a seeded differential test against a plain list model.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The target's atomic arithmetic (proto/atomic_ops.hpp): which pairs exist, the counts
 // fi_query_atomic reports, and the element-wise results, including the paths the conformance test
 // cannot pick (an element misaligned for a compare-and-swap takes the striped lock) and threads

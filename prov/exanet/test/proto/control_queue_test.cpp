@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Control packets owed to a peer whose mailbox is full (endpoint::send_control, issue 12 part 5):
 // a peer that floods requests (here rtr_cancel, each answered) and never drains its mailbox gets
 // at most 2 x notify_slots + tx_size answers queued, the rest dropped and counted; and it holds

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Eager trains (eager_train.cpp): messages above one packet, up to FI_EXANET_EAGER_MAX, as
 // eager_data packets then the env_data. Two endpoints check that every size around every packet
 // boundary and the threshold moves the right bytes by the right protocol, expected and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Two proto endpoints over the emulated device in one process, connected both ways, with their
 // completions collected: the fixture the proto tests share.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Two proto endpoints over the emulated device in one process: every path (eager, medium,
 // rendezvous; expected and unexpected; truncation; iovecs; both DMA backends) moves the right
 // bytes and reports the right completions, without any libfabric object in between.

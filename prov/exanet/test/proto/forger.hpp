@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // A third party on the emulated device that writes raw protocol packets into an endpoint's
 // mailbox, the way a buggy or hostile peer could (issue 12): the proto tests use it to send what
 // no correct sender sends.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The bounds of what peers' packets make an endpoint keep (intake.cpp, issue 12 part 5): a flood
 // of unexpected messages stops at the budget the attributes give (records and medium payload),
 // the sender meets back-pressure instead of the receiver growing, packets that answer the

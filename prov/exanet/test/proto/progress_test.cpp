@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The rendezvous probe (progress.cpp expire_rendezvous, rndv_probe.cpp; issue 12 part 4): a
 // receive matched to an RTS whose data has not come for rndv_timeout_ms asks the sender whether
 // the send exists, every period. A sender that does not answer (alive, not progressing: an MPI

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The protocol table (proto/protocol_select.hpp): its boundaries against the configuration, the
 // rules as they stood before the table (restated here independently, so a table that drifts from
 // them fails), its printed form, and two endpoints showing that the protocol the table names is

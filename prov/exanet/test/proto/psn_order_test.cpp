@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The psn window (psn_order.cpp, issue 12 part 4): a packet far ahead of its sender's next psn,
 // or one that opens a gap nothing can fill, is dropped and counted instead of parking that
 // sender's traffic for ever; gaps a pending write can fill still park; the parked queue is

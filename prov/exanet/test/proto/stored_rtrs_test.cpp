@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The sender's index of stored RTRs: a send sees exactly the RTRs its tag can match (exact ones
 // through their bucket, wide ones through their peer's list), in arrival order, whatever else is
 // stored; removal, cancel lookup and peer death leave nothing behind.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The emulated ExaNeST device: one host is one node; each endpoint owns a shared segment
 // (layout.hpp). Packets go through a multi-producer ring; DMA writes into user memory use
 // cross-memory attach (process_vm_writev), or, when the kernel refuses it, stage chunks through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The RMA protection table in an endpoint's segment (layout.hpp key_entry): open addressing by
 // key, written only by the owning process and read by any initiator. A reader never acts on a torn
 // entry: it retries while the sequence number is odd or changed under it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Layout of an emulated endpoint's shared segment. Every process that talks to the endpoint maps
 // this; fields are fixed-width and offsets are computed from the header, so processes built with
 // different parameters still agree. Hot producer and consumer words sit on their own cache lines.

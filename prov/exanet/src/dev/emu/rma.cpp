@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The emulated engine's RMA side: the protection table every access is checked against, reads
 // through cross-memory attach, and the per-sender event rings that tell a target about accesses
 // it asked to count (DESIGN.md §5).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "dev/emu/segment.hpp"
 
 #include <fcntl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // A POSIX shared-memory segment, owned RAII-style: the mapping is released on destruction and the
 // name unlinked if this object created it. Segments hold mailboxes, notification slots, bounce
 // rings and DMA staging chunks of one emulated endpoint.

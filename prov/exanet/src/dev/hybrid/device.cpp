@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 #include "dev/hybrid/device.hpp"
 
 #include <algorithm>

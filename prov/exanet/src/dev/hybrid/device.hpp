@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // Both backends side by side (issue 13 part 3): the emulation (dev/emu) for the peers of this
 // host, the network backend (dev/net) for the others, chosen per peer when it is connected.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The network backend's first step (dev/net/device.hpp): the lower endpoint, the mailbox with
 // credits and hellos, notification slots with registered windows, and DMA writes into them.
 #include "dev/net/device.hpp"

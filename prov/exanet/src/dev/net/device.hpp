@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: BSD-2-Clause
 // The ExaNeST primitives carried across hosts by one of libfabric's own network providers (issue
 // 13 part 2): the "lower" provider, `tcp` (tcp;ofi_rxm) by default, opened as an RDM endpoint of
 // its own. exanet never selects itself as the lower provider.
