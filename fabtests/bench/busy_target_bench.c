@@ -49,19 +49,6 @@ struct side {
 	fi_addr_t peer;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static size_t env_size(const char *name, size_t dflt)
-{
-	const char *v = getenv(name);
-	return v && *v ? strtoull(v, NULL, 10) : dflt;
-}
-
 static void open_side(struct side *s, int sock, int initiator)
 {
 	struct fi_info *h = xt_hints();
@@ -114,8 +101,8 @@ static void busy_target(struct side *s, size_t compute_us)
 	volatile uint64_t acc = 1;
 	unsigned long rounds = 0;
 	while (!atomic_load_explicit(&g_sh->stop, memory_order_acquire)) {
-		const double end = now_s() + compute_us * 1e-6;
-		while (now_s() < end)
+		const double end = xt_now_s() + compute_us * 1e-6;
+		while (xt_now_s() < end)
 			for (int i = 0; i < 64; i++)
 				acc = acc * 6364136223846793005ull + 1442695040888963407ull;
 		fi_cq_read(s->x.rxcq, NULL, 0);
@@ -130,7 +117,7 @@ static double rate(struct side *s, int read)
 	unsigned char *local = read ? s->buf : s->buf + MAX_SIZE;
 	const uint64_t remote = s->peer_addr + (read ? MAX_SIZE : 0);
 	size_t posted = 0, done = 0;
-	const double t0 = now_s(), end = t0 + g_duration_ms * 1e-3;
+	const double t0 = xt_now_s(), end = t0 + g_duration_ms * 1e-3;
 	double t = t0;
 	while (t < end || done < posted) {
 		while (t < end && posted - done < g_window) {
@@ -154,7 +141,7 @@ static double rate(struct side *s, int read)
 			fi_cq_readerr(s->x.txcq, &err, 0);
 			XT_CHECK(0, "RMA error %d (%s)", err.err, fi_strerror(err.err));
 		}
-		t = now_s();
+		t = xt_now_s();
 	}
 	return (double)done / (t - t0);
 }
@@ -214,9 +201,9 @@ static int child(int index, int sock)
 int main(int argc, char **argv)
 {
 	xt_init(1800);
-	g_size = env_size("SIZE", 4096);
-	g_window = env_size("WINDOW", 16);
-	g_duration_ms = env_size("DURATION_MS", 1000);
+	g_size = xt_env_size("SIZE", 4096);
+	g_window = xt_env_size("WINDOW", 16);
+	g_duration_ms = xt_env_size("DURATION_MS", 1000);
 	XT_CHECK(g_size >= 1 && g_size <= MAX_SIZE && g_window >= 1, "SIZE 1..%u, WINDOW >= 1", MAX_SIZE);
 	const char *w = getenv("WAIT");
 	if (w && !strcmp(w, "poll"))

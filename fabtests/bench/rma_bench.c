@@ -39,19 +39,6 @@ struct side {
 	fi_addr_t peer;
 };
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static size_t env_size(const char *name, size_t dflt)
-{
-	const char *v = getenv(name);
-	return v && *v ? strtoull(v, NULL, 10) : dflt;
-}
-
 static void open_side(struct side *s, int sock, int first)
 {
 	struct fi_info *h = xt_hints();
@@ -142,7 +129,7 @@ static double pingpong(struct side *s, size_t size, int first, size_t iters)
 	double t0 = 0;
 	for (size_t i = 0; i < iters + iters / 10; i++) {
 		if (i == iters / 10)
-			t0 = now_s(); /* the first tenth warms up */
+			t0 = xt_now_s(); /* the first tenth warms up */
 		if (first) {
 			POST(s, fi_writedata(s->x.ep, src, size, s->desc, i, s->peer, dst, s->peer_key, NULL));
 			reap(s, 1);
@@ -153,7 +140,7 @@ static double pingpong(struct side *s, size_t size, int first, size_t iters)
 			reap(s, 1);
 		}
 	}
-	return (now_s() - t0) / iters / 2 * 1e6;
+	return (xt_now_s() - t0) / iters / 2 * 1e6;
 }
 
 /* Writes go from our upper half into the peer's lower half; reads from the peer's upper half
@@ -171,7 +158,7 @@ static double bandwidth(struct side *s, size_t size, int read, size_t window)
 	double t0 = 0;
 	for (size_t r = 0; r < rounds + 1; r++) {
 		if (r == 1)
-			t0 = now_s(); /* round 0 warms up */
+			t0 = xt_now_s(); /* round 0 warms up */
 		int done = 0;
 		for (size_t w = 0; w < window; w++) {
 			if (read)
@@ -181,7 +168,7 @@ static double bandwidth(struct side *s, size_t size, int read, size_t window)
 		}
 		reap(s, (int)window - done);
 	}
-	return (double)size * window * rounds / (now_s() - t0) / 1e6;
+	return (double)size * window * rounds / (xt_now_s() - t0) / 1e6;
 }
 
 static size_t g_sizes[64], g_nsizes;
@@ -190,7 +177,7 @@ static int run(int first, int sock)
 {
 	struct side s;
 	open_side(&s, sock, first);
-	const size_t iters = env_size("ITERS", 2000), window = env_size("WINDOW", 64);
+	const size_t iters = xt_env_size("ITERS", 2000), window = xt_env_size("WINDOW", 64);
 	if (first)
 		printf("%-10s %14s %14s %14s\n", "size", "write_lat_us", "write_MBps", "read_MBps");
 	for (size_t i = 0; i < g_nsizes; i++) {

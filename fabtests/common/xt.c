@@ -327,6 +327,17 @@ double xt_now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
 }
 
+double xt_now_s(void)
+{
+	return xt_now_us() * 1e-6;
+}
+
+size_t xt_env_size(const char *name, size_t dflt)
+{
+	const char *v = getenv(name);
+	return v && *v ? strtoull(v, NULL, 10) : dflt;
+}
+
 int xt_cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;

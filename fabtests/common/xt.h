@@ -108,6 +108,10 @@ int xt_verify(const void *buf, size_t len, unsigned seed);
 
 /* For the benchmarks: a monotonic clock in microseconds, and qsort's comparison of doubles. */
 double xt_now_us(void);
+/* The same clock in seconds. */
+double xt_now_s(void);
+/* A size from the environment (decimal), or dflt when unset or empty. */
+size_t xt_env_size(const char *name, size_t dflt);
 int xt_cmp_double(const void *a, const void *b);
 
 #endif

@@ -54,13 +54,6 @@ struct target_desc {
 static struct shared *g_sh;
 static enum fi_progress g_mode;
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static void open_ep(struct xt_ep *x)
 {
 	struct fi_info *h = xt_hints();
@@ -76,9 +69,9 @@ static void open_ep(struct xt_ep *x)
 /* The work a computing rank does: no libfabric call, no system call but the clock. */
 static void compute(double max_s)
 {
-	const double end = now_s() + max_s;
+	const double end = xt_now_s() + max_s;
 	volatile uint64_t acc = 1;
-	while (!atomic_load(&g_sh->initiator_done) && now_s() < end)
+	while (!atomic_load(&g_sh->initiator_done) && xt_now_s() < end)
 		for (int i = 0; i < 10000; i++)
 			acc = acc * 6364136223846793005ull + 1442695040888963407ull;
 }

@@ -49,13 +49,6 @@ static const char *const stage_names[NSTAGES] = {
 };
 static const size_t pingpong_len[] = {64, 4096, 65536, 1u << 20};
 
-static double now_s(void)
-{
-	struct timespec t;
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return t.tv_sec + t.tv_nsec * 1e-9;
-}
-
 static void segment_path(const char *name, char *path, size_t n)
 {
 	struct fi_exanet_addr a;
@@ -115,7 +108,7 @@ static void note_error(struct child *c, int err)
 {
 	if (!c->failed) {
 		c->failed = 1;
-		c->rep.first_error = now_s();
+		c->rep.first_error = xt_now_s();
 		c->rep.first_err = err;
 	}
 	c->rep.errors++;
@@ -252,8 +245,8 @@ static void stage_big(struct child *c, int idx, enum stage st)
 			 * noticed yet), after a random pause */
 			while (!c->failed && !parent_said(c)) progress(c);
 			take_go(c); /* failed first: the parent's word still comes */
-			double until = now_s() + (rand() % 400) / 1000.0;
-			while (!c->failed && now_s() < until) progress(c);
+			double until = xt_now_s() + (rand() % 400) / 1000.0;
+			while (!c->failed && xt_now_s() < until) progress(c);
 			if (!c->failed && peer_send(c, buf, BIG, 3, &o)) return;
 			while (!c->failed) progress(c);
 		}
@@ -300,9 +293,9 @@ static int child_main(int idx, int sock)
 		stage_big(&c, idx, st);
 
 	/* Only a survivor gets here. Every outstanding operation must end. */
-	while (c.outstanding > 0 && now_s() - c.rep.first_error < 20)
+	while (c.outstanding > 0 && xt_now_s() - c.rep.first_error < 20)
 		progress(&c);
-	c.rep.all_done = now_s();
+	c.rep.all_done = xt_now_s();
 	take_go(&c); /* a post that failed at once (the kill came first) returned before it */
 	XT_CHECK(c.outstanding == 0, "%d operations never ended after the peer died", c.outstanding);
 	xt_send_all(sock, &c.rep, sizeof c.rep);
@@ -375,7 +368,7 @@ static void one_kill(enum stage st, int victim)
 
 	/* A random moment of the running stage: up to 150 ms in. */
 	usleep((useconds_t)(rand() % 150000));
-	const double t_kill = now_s();
+	const double t_kill = xt_now_s();
 	kill(pids[victim], SIGKILL);
 	int status;
 	XT_CHECK(waitpid(pids[victim], &status, 0) == pids[victim], "waitpid");
@@ -384,7 +377,7 @@ static void one_kill(enum stage st, int victim)
 	wait_readable(socks[survivor], 20, "the survivor's report");
 	struct report rep;
 	xt_recv_all(socks[survivor], &rep, sizeof rep);
-	const double t_seen = now_s();
+	const double t_seen = xt_now_s();
 	XT_CHECK(rep.errors > 0, "no operation failed");
 	XT_CHECK(rep.first_error >= t_kill, "an operation failed %.3f s before the peer was killed (err %d)",
 		 t_kill - rep.first_error, rep.first_err);
@@ -433,18 +426,18 @@ static void any_source(void)
 	int any_ctx, dir_ctx;
 	XT_RC(fi_trecv(x.ep, &any, sizeof any, NULL, FI_ADDR_UNSPEC, 5, 0, &any_ctx));
 	XT_RC(fi_trecv(x.ep, &directed, sizeof directed, NULL, peer, 6, 0, &dir_ctx));
-	const double t_kill = now_s();
+	const double t_kill = xt_now_s();
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	struct fi_cq_err_entry err = {0};
 	XT_CHECK(xt_wait(x.rxcq, NULL, &err, 10) == 0 && err.op_context == &dir_ctx &&
 		 err.err == FI_ECONNRESET, "the directed receive must fail with FI_ECONNRESET");
-	const double took = now_s() - t_kill;
+	const double took = xt_now_s() - t_kill;
 	XT_CHECK(took <= DEADLINE_S, "the directed receive failed after %.2f s", took);
 	XT_CHECK(!segment_exists(name), "the dead peer's segment was not reclaimed");
 	/* The any-source receive stays posted: nothing for it in a further second. */
 	struct fi_cq_tagged_entry e;
-	for (double until = now_s() + 1; now_s() < until;)
+	for (double until = xt_now_s() + 1; xt_now_s() < until;)
 		XT_CHECK(fi_cq_read(x.rxcq, &e, 1) == -FI_EAGAIN, "an any-source receive ended");
 	/* A live sender (here the endpoint itself) still reaches it. */
 	fi_addr_t self = xt_insert(&x, x.name);

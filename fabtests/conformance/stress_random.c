@@ -87,13 +87,6 @@ static int matches(const struct recv_rec *r, int from, uint64_t tag, size_t len)
 	return (r->any_source || r->from == from) && ((r->tag ^ tag) & ~r->ignore) == 0;
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 struct proc {
 	int me;
 	struct xt_ep x;
@@ -258,7 +251,7 @@ static int run(int me, int *socks)
 	XT_CHECK(p->recvs && sbuf, "out of memory");
 
 	int next[MAXP] = {0}, sends_left = (g_procs - 1) * g_msgs, sends_open = 0;
-	double quiet_since = now_s();
+	double quiet_since = xt_now_s();
 	int cancelled = 0;
 	while (sends_left > 0 || sends_open > 0 || p->received < p->expected) {
 		const uint64_t dice = rnd(&p->rs) % 8;
@@ -296,22 +289,22 @@ static int run(int me, int *socks)
 				XT_CHECK(0, "seed %llu: send error %d (%s)", g_seed, err.err, fi_strerror(err.err));
 			}
 			if (poll_rx(p) > 0 || n > 0)
-				quiet_since = now_s();
+				quiet_since = xt_now_s();
 		}
-		if (now_s() - quiet_since > 10)
+		if (xt_now_s() - quiet_since > 10)
 			stalled(p, "no progress for 10 s");
 		/* Stranded receives: everything is sent, nothing completes. Cancel them, and let
 		 * catch-all receives take what is left (posted later, so the order rule still binds). */
 		if (!cancelled && sends_left == 0 && p->received < p->expected &&
-		    p->received + p->outstanding >= p->expected && now_s() - quiet_since > 0.3) {
+		    p->received + p->outstanding >= p->expected && xt_now_s() - quiet_since > 0.3) {
 			cancelled = 1;
 			for (int i = 0; i < p->nrecvs; i++)
 				if (!p->recvs[i].done)
 					XT_RC(fi_cancel(&p->x.ep->fid, &p->recvs[i]));
-			const double t0 = now_s();
+			const double t0 = xt_now_s();
 			while (p->outstanding > 0) {
 				poll_rx(p);
-				if (now_s() - t0 > 10)
+				if (xt_now_s() - t0 > 10)
 					stalled(p, "cancelled receives did not finish in 10 s");
 			}
 			for (int from = 0; from < g_procs; from++)
