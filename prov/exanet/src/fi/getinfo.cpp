@@ -81,10 +81,16 @@ bool check_domain(const fi_domain_attr* d) noexcept {
   if (d->name && std::strcmp(d->name, domain_name) != 0)
     return refuse("domain name \"%s\" requested, exanet's is \"%s\"", d->name, domain_name);
   // Both progress models are offered, per field (fi_exanet(7), PROGRESS).
-  for (const fi_progress p : {d->control_progress, d->data_progress})
+  // Read as integers: an application may pass any value, and loading one that names no
+  // enumerator through the enum type is undefined behaviour in C++ (UBSan stops there).
+  int asked[2];
+  std::memcpy(&asked[0], &d->control_progress, sizeof asked[0]);
+  std::memcpy(&asked[1], &d->data_progress, sizeof asked[1]);
+  static_assert(sizeof(fi_progress) == sizeof(int));
+  for (const int p : asked)
     if (p != FI_PROGRESS_UNSPEC && p != FI_PROGRESS_AUTO && p != FI_PROGRESS_MANUAL)
       return refuse("progress model %d requested, FI_PROGRESS_AUTO and FI_PROGRESS_MANUAL "
-                    "supported", static_cast<int>(p));
+                    "supported", p);
   if (d->av_type != FI_AV_UNSPEC && d->av_type != FI_AV_MAP && d->av_type != FI_AV_TABLE)
     return refuse("av_type %d requested, FI_AV_MAP and FI_AV_TABLE supported", d->av_type);
   if (d->max_ep_stx_ctx > 0 || d->max_ep_srx_ctx > 0)

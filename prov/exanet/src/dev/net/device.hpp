@@ -427,7 +427,10 @@ class device {
   fid_cq* cq_ = nullptr;
   fid_av* av_ = nullptr;
   address self_{};
-  std::vector<peer> peers_;
+  // A deque: a packet sent from inside a send drives the lower provider (push_queued), whose
+  // hellos may add a peer; the references the outer send holds must stay valid (a vector
+  // reallocated under them: ASan found it in net.stress_random).
+  std::deque<peer> peers_;
   std::unordered_map<std::uint64_t, peer_id> by_incarnation_;
   std::deque<pending_packet> pending_;  // bounded: each holds one of the receiver's credits
   std::deque<held_packet> held_;        // read, not yet delivered; bounded by the senders' credits
