@@ -50,21 +50,10 @@ static void open_side(struct side *s, int sock, int first)
 	s->buf = aligned_alloc(4096, 2 * HALF);
 	XT_CHECK(s->buf, "out of memory");
 	memset(s->buf, 0, 2 * HALF);
-	XT_RC(fi_mr_reg(s->x.domain, s->buf, 2 * HALF,
-			FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE, 0, 7, 0, &s->mr, NULL));
-	if (s->x.info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
-		XT_RC(fi_mr_bind(s->mr, &s->x.ep->fid, 0));
-		XT_RC(fi_mr_enable(s->mr));
-	}
+	s->mr = xt_mr_reg_bound(&s->x, s->buf, 2 * HALF, 7);
 	s->desc = fi_mr_desc(s->mr);
 	s->peer = xt_exchange(&s->x, sock, first, NULL);
-	uint64_t mine[2] = {(s->x.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)s->buf : 0,
-			    fi_mr_key(s->mr)};
-	uint64_t theirs[2];
-	xt_send_all(sock, mine, sizeof mine);
-	xt_recv_all(sock, theirs, sizeof theirs);
-	s->peer_addr = theirs[0];
-	s->peer_key = theirs[1];
+	xt_exchange_region(&s->x, sock, s->buf, s->mr, &s->peer_addr, &s->peer_key);
 }
 
 /* Posts until accepted, progressing the CQ meanwhile; returns completions reaped while waiting. */

@@ -327,6 +327,30 @@ double xt_now_us(void)
 	return ts.tv_sec * 1e6 + ts.tv_nsec * 1e-3;
 }
 
+struct fid_mr *xt_mr_reg_bound(struct xt_ep *x, void *buf, size_t len, uint64_t key)
+{
+	struct fid_mr *mr;
+	XT_RC(fi_mr_reg(x->domain, buf, len, FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE,
+			0, key, 0, &mr, NULL));
+	if (x->info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
+		XT_RC(fi_mr_bind(mr, &x->ep->fid, 0));
+		XT_RC(fi_mr_enable(mr));
+	}
+	return mr;
+}
+
+void xt_exchange_region(struct xt_ep *x, int sock, const void *buf, struct fid_mr *mr,
+			uint64_t *peer_addr, uint64_t *peer_key)
+{
+	uint64_t mine[2] = {(x->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)buf : 0,
+			    fi_mr_key(mr)};
+	uint64_t theirs[2];
+	xt_send_all(sock, mine, sizeof mine);
+	xt_recv_all(sock, theirs, sizeof theirs);
+	*peer_addr = theirs[0];
+	*peer_key = theirs[1];
+}
+
 double xt_now_s(void)
 {
 	return xt_now_us() * 1e-6;

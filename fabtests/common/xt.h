@@ -108,6 +108,13 @@ int xt_verify(const void *buf, size_t len, unsigned seed);
 
 /* For the benchmarks: a monotonic clock in microseconds, and qsort's comparison of doubles. */
 double xt_now_us(void);
+/* Registers buf for every access under key, bound to x's endpoint where the domain asks for it
+ * (FI_MR_ENDPOINT). */
+struct fid_mr *xt_mr_reg_bound(struct xt_ep *x, void *buf, size_t len, uint64_t key);
+/* Tells the peer at the other end of sock where buf (registered as mr) is and under which key,
+ * and learns the same of the peer's (the address is 0 when the domain addresses by offset). */
+void xt_exchange_region(struct xt_ep *x, int sock, const void *buf, struct fid_mr *mr,
+			uint64_t *peer_addr, uint64_t *peer_key);
 /* The same clock in seconds. */
 double xt_now_s(void);
 /* A size from the environment (decimal), or dflt when unset or empty. */
