@@ -8,6 +8,9 @@
 //   exanet-stats top [-i SECONDS] [-n COUNT]   (or --watch) a table of this user's endpoints on
 //                                 this host, refreshed from their live files
 //   exanet-stats --json | --csv   the same, once, for programs
+//   exanet-stats record [-i SECONDS] [-n COUNT] FILE   snapshots as JSON Lines appended to FILE
+//                                 ("-": stdout) every SECONDS (default 10), at once on SIGUSR1,
+//                                 and a last one on SIGINT/SIGTERM
 //   exanet-stats segments [--stale]   this user's segments, live files and named AVs, and
 //                                 whether their owners live; --stale: only what is left behind
 //                                 (exit 1 if anything is)
@@ -340,42 +343,49 @@ void print_table(const std::vector<endpoint_snapshot>& all) {
   }
 }
 
-void json_string(const std::string& v) {
-  std::putchar('"');
+void json_string(std::FILE* out, const std::string& v) {
+  std::fputc('"', out);
   for (const char ch : v) {
     if (ch == '"' || ch == '\\')
-      std::printf("\\%c", ch);
+      std::fprintf(out, "\\%c", ch);
     else if (static_cast<unsigned char>(ch) < 0x20)
-      std::printf("\\u%04x", ch);
+      std::fprintf(out, "\\u%04x", ch);
     else
-      std::putchar(ch);
+      std::fputc(ch, out);
   }
-  std::putchar('"');
+  std::fputc('"', out);
 }
 
-void print_json(const std::vector<endpoint_snapshot>& all) {
-  std::printf("{\"endpoints\": [");
+// The live counters as one JSON document. `head` (may be empty) adds members before
+// "endpoints"; one_line writes it on a single line (record's JSON Lines).
+void write_json(std::FILE* out, const std::vector<endpoint_snapshot>& all, bool one_line,
+                const std::string& head = {}) {
+  const char* nl = one_line ? " " : "\n  ";
+  const char* nl3 = one_line ? " " : "\n   ";
+  std::fprintf(out, "{%s\"endpoints\": [", head.c_str());
   for (std::size_t e = 0; e < all.size(); ++e) {
     const endpoint_snapshot& s = all[e];
-    std::printf(
-        "%s\n  {\"pid\": %d, \"port\": %u, \"owner\": \"%s\", \"torn\": %s, "
-        "\"age_seconds\": %.3f, \"file\": ",
-        e ? "," : "", s.pid, s.port, state_name(s.owner), s.torn ? "true" : "false",
-        age_seconds(s));
-    json_string(s.file);
-    std::printf(",\n   \"summary\": {");
+    std::fprintf(out,
+                 "%s%s{\"pid\": %d, \"port\": %u, \"owner\": \"%s\", \"torn\": %s, "
+                 "\"age_seconds\": %.3f, \"file\": ",
+                 e ? "," : "", nl, s.pid, s.port, state_name(s.owner), s.torn ? "true" : "false",
+                 age_seconds(s));
+    json_string(out, s.file);
+    std::fprintf(out, ",%s\"summary\": {", nl3);
     for (std::size_t i = 0; i < std::size(g_columns); ++i)
-      std::printf("%s\"%s\": %llu", i ? ", " : "", g_columns[i].key, g_columns[i].value(s));
-    std::printf("},\n   \"counters\": {");
+      std::fprintf(out, "%s\"%s\": %llu", i ? ", " : "", g_columns[i].key, g_columns[i].value(s));
+    std::fprintf(out, "},%s\"counters\": {", nl3);
     for (std::size_t i = 0; i < s.values.size(); ++i) {
-      std::printf("%s", i ? ", " : "");
-      json_string(s.values[i].first);
-      std::printf(": %llu", s.values[i].second);
+      std::fprintf(out, "%s", i ? ", " : "");
+      json_string(out, s.values[i].first);
+      std::fprintf(out, ": %llu", s.values[i].second);
     }
-    std::printf("}}");
+    std::fprintf(out, "}}");
   }
-  std::printf("\n]}\n");
+  std::fprintf(out, one_line ? "]}\n" : "\n]}\n");
 }
+
+void print_json(const std::vector<endpoint_snapshot>& all) { write_json(stdout, all, false); }
 
 void print_csv(const std::vector<endpoint_snapshot>& all) {
   // One row per endpoint; the columns are the union of the names, in first-seen order.
@@ -420,6 +430,62 @@ int top(double interval, long count) {
     if (!tty) std::printf("\n");
     std::fflush(stdout);
   }
+  return 0;
+}
+
+// record: snapshots of the live counters, one JSON document per line (JSON Lines), at every
+// interval and at once on SIGUSR1 (`kill -USR1` the recorder, not the job), and a last one on
+// SIGINT or SIGTERM. The job itself takes no signal and no thread: its counters are already in
+// shared files, so a snapshot is a read from outside, as UCX's timer and signal triggers are
+// from inside. Each line carries "time" (Unix seconds), "seq" and "trigger" (start, timer,
+// usr1, end).
+volatile sig_atomic_t g_snapshot = 0;
+
+int record(const char* path, double interval, long count) {
+  std::FILE* out = !std::strcmp(path, "-") ? stdout : std::fopen(path, "a");
+  if (!out) {
+    std::fprintf(stderr, "exanet-stats: cannot write %s: %s\n", path, std::strerror(errno));
+    return 2;
+  }
+  struct sigaction sa {};
+  sa.sa_handler = [](int) { g_stop = 1; };
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = [](int) { g_snapshot = 1; };
+  sigaction(SIGUSR1, &sa, nullptr);  // no SA_RESTART: the signal cuts the wait short
+  long seq = 0;
+  auto snapshot = [&](const char* trigger) {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME, &now);
+    const std::string head = "\"time\": " + std::to_string(now.tv_sec) + "." +
+                             std::to_string(now.tv_nsec / 1000000 + 1000).substr(1) +
+                             ", \"seq\": " + std::to_string(seq++) + ", \"trigger\": \"" +
+                             trigger + "\", ";
+    write_json(out, read_all_live(), true, head);
+    std::fflush(out);
+  };
+  snapshot("start");
+  long timed = 0;
+  timespec next{};
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  const long step_ns = static_cast<long>(interval * 1e9);
+  while (!g_stop && (count <= 0 || timed < count)) {
+    next.tv_nsec += step_ns % 1000000000L;
+    next.tv_sec += step_ns / 1000000000L + next.tv_nsec / 1000000000L;
+    next.tv_nsec %= 1000000000L;
+    // Sleep to the next tick; a SIGUSR1 wakes it for a snapshot, then it sleeps on.
+    while (!g_stop && clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, nullptr) == EINTR) {
+      if (g_snapshot) {
+        g_snapshot = 0;
+        snapshot("usr1");
+      }
+    }
+    if (g_stop) break;
+    snapshot("timer");
+    ++timed;
+  }
+  if (g_stop) snapshot("end");
+  if (out != stdout) std::fclose(out);
   return 0;
 }
 
@@ -497,6 +563,8 @@ void usage() {
                "tabulate\n"
                "       exanet-stats top [-i SECONDS] [-n COUNT]   live table (also --watch)\n"
                "       exanet-stats --json | --csv  live counters, once\n"
+               "       exanet-stats record [-i SECONDS] [-n COUNT] FILE  JSON Lines snapshots at "
+               "each interval and on SIGUSR1\n"
                "       exanet-stats segments [--stale]  exanet files in /dev/shm and their owners\n"
                "       exanet-stats clean          remove live files of processes that are gone\n");
 }
@@ -532,6 +600,37 @@ int main(int argc, char** argv) {
       }
     }
     return top(interval, count);
+  }
+  if (cmd == "record") {
+    double interval = 10.0;
+    long count = 0;
+    const char* path = nullptr;
+    for (int i = 2; i < argc; ++i) {
+      char* end = nullptr;
+      if (!std::strcmp(argv[i], "-i") && i + 1 < argc) {
+        interval = std::strtod(argv[++i], &end);
+        if (*end || !(interval >= 0.05 && interval <= 86400)) {
+          std::fprintf(stderr, "exanet-stats: -i wants seconds between 0.05 and 86400\n");
+          return 2;
+        }
+      } else if (!std::strcmp(argv[i], "-n") && i + 1 < argc) {
+        count = std::strtol(argv[++i], &end, 10);
+        if (*end || count < 0) {
+          std::fprintf(stderr, "exanet-stats: -n wants a count (0: until interrupted)\n");
+          return 2;
+        }
+      } else if (!path && argv[i][0] && (argv[i][0] != '-' || !argv[i][1])) {
+        path = argv[i];
+      } else {
+        usage();
+        return 2;
+      }
+    }
+    if (!path) {
+      usage();
+      return 2;
+    }
+    return record(path, interval, count);
   }
   if (cmd == "--json" || cmd == "--csv") {
     if (argc > 2) {

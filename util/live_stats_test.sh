@@ -10,6 +10,7 @@
 # the job is killed; the killed job's counters stay readable, marked dead, no lower than before.
 set -u
 stats=$1
+. "$(dirname "${BASH_SOURCE[0]}")/job_files.sh"
 uid=$(id -u)
 port=$((20000 + RANDOM % 30000))
 out=$(mktemp -d)
@@ -17,17 +18,7 @@ server= client= watchdogs=
 cleanup() {
   kill -9 $server $client $watchdogs 2>/dev/null
   wait $server $client 2>/dev/null
-  # What the killed job left: its segments and live files (found by owner pid).
-  for pid in $server $client; do
-    for f in /dev/shm/exanet.$uid.* /dev/shm/exanet-stats.$uid.$pid.*; do
-      [ -e "$f" ] || continue
-      case $f in
-        */exanet-stats.*) rm -f "$f" ;;
-        *) "$stats" segments | awk -v p="$pid" -v f="$f" '$3 == p && $4 == f {found=1} END {exit !found}' &&
-             rm -f "$f" ;;
-      esac
-    done
-  done
+  remove_job_files "$stats" $server $client
   rm -rf "$out"
 }
 trap cleanup EXIT
@@ -98,6 +89,32 @@ grep -Eq "^$server,[0-9]+,alive,0,[0-9]" "$out/csv" || { cat "$out/csv"; fail "-
 grep -Eq "^$server +[0-9]+ +alive" "$out/top" || fail "top shows no row for the server"
 grep -Eq "TXBYTES +RXBYTES" "$out/top" || { cat "$out/top"; fail "top shows no byte columns"; }
 grep -q ",bytes_sent," "$out/csv" || fail "--csv has no bytes_sent column"
+
+# record: JSON Lines at a timer, on SIGUSR1 (to the recorder) and at its end, counts growing.
+"$stats" record -i 0.5 "$out/record.jsonl" &
+recorder=$!
+sleep 0.7
+kill -USR1 $recorder
+sleep 0.7
+kill -TERM $recorder
+wait $recorder || fail "exanet-stats record exited $?"
+python3 - "$out/record.jsonl" "$server" <<'EOF' || { cat "$out/record.jsonl"; fail "record"; }
+import json, sys
+docs = [json.loads(line) for line in open(sys.argv[1])]
+triggers = [d["trigger"] for d in docs]
+assert triggers[0] == "start" and triggers[-1] == "end", triggers
+assert "timer" in triggers and "usr1" in triggers, triggers
+assert [d["seq"] for d in docs] == list(range(len(docs))), "seq"
+assert all(a["time"] <= b["time"] for a, b in zip(docs, docs[1:])), "time goes back"
+def messages(d):
+    for e in d["endpoints"]:
+        if e["pid"] == int(sys.argv[2]):
+            c = e["counters"]
+            return c["eager_recv"] + c["train_recv"] + c["medium_recv"]
+    raise AssertionError("the server is missing from a snapshot")
+assert messages(docs[-1]) > messages(docs[0]), "the server's count did not grow"
+print("record:", len(docs), "snapshots,", " ".join(triggers))
+EOF
 
 # The running job's segments are listed alive and are no leak.
 "$stats" segments >"$out/segments"
