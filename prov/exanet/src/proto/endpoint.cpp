@@ -352,6 +352,7 @@ recv_request* endpoint::carve(recv_request& parent, std::size_t msg_len) noexcep
   c->kind = parent.kind;
   c->completion = parent.completion;
   c->parent = &parent;
+  multi_order_.push_back(*c);
   parent.used += std::min(msg_len, room);
   ++parent.outstanding;
   if (parent.capacity - parent.used < min_multi_recv_ && parent.in_matcher) {
@@ -359,6 +360,39 @@ recv_request* endpoint::carve(recv_request& parent, std::size_t msg_len) noexcep
     parent.in_matcher = false;
   }
   return c;
+}
+
+void endpoint::child_finished(recv_request& child) noexcept {
+  child.finished = true;
+  if (child.rtr != rtr_state::none || child.landing) rtr_release(child);
+  while (recv_request* head = multi_order_.front()) {
+    if (!head->finished) return;  // an earlier message is still landing
+    multi_order_.pop_front();
+    emit_child(*head);
+  }
+}
+
+void endpoint::emit_child(recv_request& r) noexcept {
+  completion c;
+  c.context = r.context;
+  c.flags = recv_flags(r.kind, r.has_cq_data && !r.err);
+  c.buf = r.iov[0].iov_base;  // where in the multi-receive buffer this message starts
+  c.flags |= child_done(r);
+  c.src = source_of(r.peer);
+  c.tag = r.kind == queue_kind::tagged ? r.tag : 0;
+  if (r.err) {
+    c.err = r.err;
+  } else {
+    c.len = r.delivered;
+    c.data = r.has_cq_data ? r.cq_data : 0;
+    if (r.delivered < r.msg_len && !r.discard) {
+      c.err = FI_ETRUNC;
+      c.olen = r.msg_len - r.delivered;
+    }
+  }
+  if ((r.completion || c.err) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
+  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, c.err != 0);
+  recvs_.release(&r);
 }
 
 std::uint64_t endpoint::child_done(recv_request& child) noexcept {
@@ -429,13 +463,20 @@ bool endpoint::add_unexpected(queue_kind k, unexpected_msg& u) noexcept {
 void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag,
                              std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len,
                              std::size_t delivered) noexcept {
+  stats_.bytes_recv += delivered;
+  if (r.parent) {  // a multi-receive child: its completion waits for those carved before it
+    r.peer = from;
+    r.tag = tag;
+    r.cq_data = cq_data;
+    r.has_cq_data = has_cq_data;
+    r.msg_len = msg_len;
+    r.delivered = delivered;
+    child_finished(r);
+    return;
+  }
   completion c;
   c.context = r.context;
   c.flags = recv_flags(r.kind, has_cq_data);
-  if (r.parent) {
-    c.buf = r.iov[0].iov_base;  // where in the multi-receive buffer this message starts
-    c.flags |= child_done(r);
-  }
   c.len = delivered;
   c.data = has_cq_data ? cq_data : 0;
   c.tag = r.kind == queue_kind::tagged ? tag : 0;
@@ -445,7 +486,6 @@ void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t t
     c.err = FI_ETRUNC;
     c.olen = msg_len - delivered;
   }
-  stats_.bytes_recv += delivered;
   if ((r.completion || truncated) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
   if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, truncated);
   if (r.rtr != rtr_state::none || r.landing) rtr_release(r);  // eager and medium: nothing held
@@ -453,10 +493,14 @@ void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t t
 }
 
 void endpoint::fail_recv(recv_request& r, int err) noexcept {
+  if (r.parent) {
+    r.err = err;
+    child_finished(r);
+    return;
+  }
   completion c;
   c.context = r.context;
   c.flags = recv_flags(r.kind, false);
-  if (r.parent) c.flags |= child_done(r);
   if (r.multi) c.flags |= FI_MULTI_RECV;  // a cancelled multi-receive buffer is released
   c.tag = r.entry.tag;
   c.src = source_of(r.peer);

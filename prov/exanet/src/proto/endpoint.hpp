@@ -220,6 +220,11 @@ struct recv_request {
   std::size_t used = 0;        // parent: bytes handed to children
   std::size_t outstanding = 0; // parent: children not completed yet
   recv_request* parent = nullptr;  // child: the multi-receive buffer it lives in
+  // child: in the endpoint's multi_order_ from carve to completion. Children complete in the
+  // order they were carved; one that finishes early keeps its result here until then.
+  core::list_hook order_hook;
+  bool finished = false;
+  int err = 0;
   // Filled once matched to a rendezvous message.
   dev::peer_id peer = dev::no_peer;
   std::uint64_t msg_len = 0, tag = 0, cq_data = 0, send_id = 0;
@@ -717,6 +722,8 @@ class endpoint {
   /// A child finished: returns the FI_MULTI_RECV flag if its parent is now released and done.
   std::uint64_t child_done(recv_request& child) noexcept;
   core::status post_multi_recv(recv_request& parent) noexcept;
+  void child_finished(recv_request& child) noexcept;  // in order: completes it and those after
+  void emit_child(recv_request& child) noexcept;
   /// False if the message could not be recorded (out of memory); the caller frees it.
   [[nodiscard]] bool add_unexpected(queue_kind k, unexpected_msg& u) noexcept;
   /// Gives an unexpected message (already out of the matcher) to a receive and frees it.
@@ -769,6 +776,11 @@ class endpoint {
   core::pool<backlog_packet> backlog_pool_{16};
   core::intrusive_list<send_request, &send_request::hook> wait_cts_, dma_backlog_;
   core::intrusive_list<recv_request, &recv_request::hook> wait_notify_;
+  // Multi-receive children in the order they took their messages (carve): their completions
+  // leave in that order, so a buffer's FI_MULTI_RECV comes after all its messages and before
+  // any of the next buffer's, even when an earlier message went by rendezvous (a medium message
+  // without ring credit does) and a later one was copied at once.
+  core::intrusive_list<recv_request, &recv_request::order_hook> multi_order_;
   core::intrusive_list<recv_request, &recv_request::hook> wait_ri_;  // RTR out, slot armed
   std::vector<peer_sequence> seq_;  // by peer
   stored_rtr_index stored_;  // RTRs waiting for their send, as the sender
