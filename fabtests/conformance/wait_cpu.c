@@ -14,6 +14,11 @@
  *     no call into the provider (under manual progress nothing would: fi_exanet(7), PROGRESS);
  *   - fi_cq_sread that blocks before a message comes (sent by a thread 200 ms later) still
  *     returns it (a sleep that missed its wake would time out after 5 s).
+ *   - fi_wait on a wait set (b's transmit CQ) and fi_eq_sread on an EQ, 1 s each with nothing
+ *     coming, are bounded the same way, and also in wake-ups: at most WAKEUPS_MAX voluntary
+ *     context switches for the process (a wait that naps 100 us at a time makes thousands; one
+ *     that sleeps until an event or its 20 ms bound, about 50). Each is then woken by an event
+ *     written 200 ms later by another thread (a message to b, fi_eq_write).
  */
 #include "xt.h"
 
@@ -26,6 +31,14 @@
 #include <unistd.h>
 
 #define WAIT_CPU_MAX_S 0.25
+#define WAKEUPS_MAX 400
+
+static long wakeups(void)
+{
+	struct rusage r;
+	getrusage(RUSAGE_SELF, &r);
+	return r.ru_nvcsw;
+}
 
 static double cpu_s(void)
 {
@@ -38,10 +51,13 @@ static double cpu_s(void)
 struct pair {
 	struct xt_ep a, b; /* a sends to b; b's rx CQ has an fd wait object */
 	struct fid_cntr *cntr;
-	fi_addr_t a_to_b;
+	struct fid_wait *waitset; /* b's transmit CQ */
+	struct fid_eq *eq;
+	fi_addr_t a_to_b, b_to_a;
 };
 
-static void open_one(struct xt_ep *x, enum fi_progress mode, int with_cntr, struct fid_cntr **cntr)
+static void open_one(struct xt_ep *x, enum fi_progress mode, int with_cntr, struct fid_cntr **cntr,
+		     struct fid_wait **waitset)
 {
 	struct fi_info *h = xt_hints();
 	h->domain_attr->data_progress = mode;
@@ -58,7 +74,16 @@ static void open_one(struct xt_ep *x, enum fi_progress mode, int with_cntr, stru
 	struct fi_av_attr aa = {.type = FI_AV_MAP};
 	XT_RC(fi_av_open(x->domain, &aa, &x->av, NULL));
 	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_FD, .size = 64};
-	XT_RC(fi_cq_open(x->domain, &ca, &x->txcq, NULL));
+	if (waitset) {  /* the transmit CQ on a wait set of its own */
+		struct fi_wait_attr wa = {.wait_obj = FI_WAIT_UNSPEC};
+		XT_RC(fi_wait_open(x->fabric, &wa, waitset));
+		struct fi_cq_attr wca = ca;
+		wca.wait_obj = FI_WAIT_SET;
+		wca.wait_set = *waitset;
+		XT_RC(fi_cq_open(x->domain, &wca, &x->txcq, NULL));
+	} else {
+		XT_RC(fi_cq_open(x->domain, &ca, &x->txcq, NULL));
+	}
 	XT_RC(fi_cq_open(x->domain, &ca, &x->rxcq, NULL));
 	XT_RC(fi_endpoint(x->domain, info, &x->ep, NULL));
 	XT_RC(fi_ep_bind(x->ep, &x->av->fid, 0));
@@ -87,15 +112,38 @@ static void *send_later(void *arg)
 	return NULL;
 }
 
+static void *send_b_later(void *arg)
+{
+	struct pair *p = arg;
+	static const char msg[] = "from b";
+	struct timespec t = {0, 200 * 1000 * 1000};
+	nanosleep(&t, NULL);
+	ssize_t rc;
+	while ((rc = fi_tsend(p->b.ep, msg, sizeof msg, NULL, p->b_to_a, 3, NULL)) == -FI_EAGAIN)
+		nanosleep(&(struct timespec){0, 1000000}, NULL);
+	XT_CHECK(rc == 0, "fi_tsend = %zd", rc);
+	return NULL;
+}
+
+static void *eq_write_later(void *arg)
+{
+	struct fid_eq *eq = arg;
+	struct timespec t = {0, 200 * 1000 * 1000};
+	nanosleep(&t, NULL);
+	struct fi_eq_entry ee = {.context = eq};
+	XT_CHECK(fi_eq_write(eq, FI_NOTIFY, &ee, sizeof ee, 0) == sizeof ee, "fi_eq_write");
+	return NULL;
+}
+
 static void run(enum fi_progress mode)
 {
 	const char *name = mode == FI_PROGRESS_AUTO ? "auto" : "manual";
 	struct pair p;
 	memset(&p, 0, sizeof p);
-	open_one(&p.a, mode, 0, NULL);
-	open_one(&p.b, mode, 1, &p.cntr);
+	open_one(&p.a, mode, 0, NULL, NULL);
+	open_one(&p.b, mode, 1, &p.cntr, &p.waitset);
 	p.a_to_b = xt_insert(&p.a, p.b.name);
-	(void)xt_insert(&p.b, p.a.name);
+	p.b_to_a = xt_insert(&p.b, p.a.name);
 	char buf[64];
 	XT_RC(fi_trecv(p.b.ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 9, 0, buf));
 
@@ -137,8 +185,43 @@ static void run(enum fi_progress mode)
 		xt_pass("auto: the progress thread wakes a poll(2) on the CQ's wait fd");
 	}
 
-	/* A wait that sleeps before the message comes is woken by it. */
+	/* fi_wait on a wait set, and fi_eq_sread: CPU and wake-ups while idle, then woken. */
+	long w0 = wakeups();
+	c0 = cpu_s();
+	rc = fi_wait(p.waitset, 1000);
+	used = cpu_s() - c0;
+	long woke = wakeups() - w0;
+	XT_CHECK(rc == -FI_ETIMEDOUT, "%s: fi_wait with nothing coming = %d", name, rc);
+	printf("  %s: fi_wait 1 s: %.3f s CPU, %ld wake-ups\n", name, used, woke);
+	XT_CHECK(used <= WAIT_CPU_MAX_S && woke <= WAKEUPS_MAX, "%s: fi_wait used %.3f s of CPU and woke %ld times in 1 s",
+		 name, used, woke);
 	pthread_t t;
+	XT_CHECK(pthread_create(&t, NULL, send_b_later, &p) == 0, "pthread_create");
+	XT_CHECK(fi_wait(p.waitset, 5000) == 0, "%s: fi_wait missed b's send completion", name);
+	pthread_join(t, NULL);
+	XT_CHECK(fi_cq_read(p.b.txcq, &e, 1) == 1, "%s: the completion behind fi_wait", name);
+
+	struct fi_eq_attr ea = {.wait_obj = FI_WAIT_UNSPEC, .size = 8};
+	XT_RC(fi_eq_open(p.b.fabric, &ea, &p.eq, NULL));
+	uint32_t ev;
+	struct fi_eq_entry ee;
+	w0 = wakeups();
+	c0 = cpu_s();
+	r = fi_eq_sread(p.eq, &ev, &ee, sizeof ee, 1000, 0);
+	used = cpu_s() - c0;
+	woke = wakeups() - w0;
+	XT_CHECK(r == -FI_EAGAIN, "%s: fi_eq_sread with nothing coming = %zd", name, r);
+	printf("  %s: fi_eq_sread 1 s: %.3f s CPU, %ld wake-ups\n", name, used, woke);
+	XT_CHECK(used <= WAIT_CPU_MAX_S && woke <= WAKEUPS_MAX,
+		 "%s: fi_eq_sread used %.3f s of CPU and woke %ld times in 1 s", name, used, woke);
+	XT_CHECK(pthread_create(&t, NULL, eq_write_later, p.eq) == 0, "pthread_create");
+	r = fi_eq_sread(p.eq, &ev, &ee, sizeof ee, 5000, 0);
+	XT_CHECK(r == sizeof ee && ev == FI_NOTIFY && ee.context == p.eq, "%s: fi_eq_sread missed an event (%zd)",
+		 name, r);
+	pthread_join(t, NULL);
+	XT_RC(fi_close(&p.eq->fid));
+
+	/* A wait that sleeps before the message comes is woken by it. */
 	XT_CHECK(pthread_create(&t, NULL, send_later, &p) == 0, "pthread_create");
 	r = fi_cq_sread(p.b.rxcq, &e, 1, NULL, 5000);
 	XT_CHECK(r == 1 && e.op_context == buf && !strcmp(buf, "late"), "%s: fi_cq_sread missed a message (%zd)",
@@ -149,6 +232,9 @@ static void run(enum fi_progress mode)
 	xt_close_ep(&p.a);
 	xt_close_ep(&p.b);
 	XT_RC(fi_close(&p.cntr->fid));
+	XT_RC(fi_close(&p.b.txcq->fid));
+	p.b.txcq = NULL;
+	XT_RC(fi_close(&p.waitset->fid));
 	xt_close(&p.a);
 	xt_close(&p.b);
 	printf("PASS: %s: blocking waits use at most %.2f s of CPU per second\n", name, WAIT_CPU_MAX_S);

@@ -224,6 +224,16 @@ bool cntr_progress_changed(cntr& c, bool take) noexcept {
   return changed;
 }
 
+bool cntr_sleep_prepare(cntr& c, arrival_sleep& s) noexcept {
+  c.waker.announce();
+  return s.add(c.waker.watch()) && c.sources.prepare_sleep(s);
+}
+void cntr_sleep_end(cntr& c) noexcept { c.waker.withdraw(); }
+bool cntr_changed(cntr& c) noexcept {
+  return c.value.load(std::memory_order_seq_cst) != c.seen_value.load(std::memory_order_acquire) ||
+         c.errors.load(std::memory_order_seq_cst) != c.seen_errors.load(std::memory_order_acquire);
+}
+
 fid_domain* cntr_domain(const cntr& c) noexcept { return c.domain; }
 void cntr_set_ref(cntr& c, int delta) noexcept { c.set_refs.fetch_add(delta, std::memory_order_acq_rel); }
 

@@ -11,6 +11,7 @@
 namespace exanet::fi {
 
 class cntr;
+class arrival_sleep;
 
 int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context) noexcept;
 cntr* cntr_from(fid* f) noexcept;
@@ -22,6 +23,10 @@ int cntr_trywait(cntr& c) noexcept;
 /// count changed since the checkpoint (fi_poll, fi_wait, fi_cntr_set, fi_cntr_add), which
 /// `take` moves to the current counts.
 bool cntr_progress_changed(cntr& c, bool take) noexcept;
+/// A wait set's sleep, as cq_sleep_prepare/_end; cntr_changed is the last look (no progress).
+bool cntr_sleep_prepare(cntr& c, arrival_sleep& s) noexcept;
+void cntr_sleep_end(cntr& c) noexcept;
+bool cntr_changed(cntr& c) noexcept;
 fid_domain* cntr_domain(const cntr& c) noexcept;
 void cntr_set_ref(cntr& c, int delta) noexcept;
 

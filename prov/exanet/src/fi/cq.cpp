@@ -342,6 +342,19 @@ bool cq_progress_ready(cq& q) noexcept {
   return q.signaled.exchange(false, std::memory_order_acq_rel);
 }
 
+bool cq_sleep_prepare(cq& q, arrival_sleep& s) noexcept {
+  q.waker.announce();
+  return s.add(q.waker.watch()) && q.sources.prepare_sleep(s);
+}
+void cq_sleep_end(cq& q) noexcept { q.waker.withdraw(); }
+bool cq_has_entries(cq& q) noexcept {
+  {
+    core::level_guard g(q.lock);
+    if (q.count > 0) return true;
+  }
+  return q.signaled.load(std::memory_order_seq_cst);
+}
+
 fid_domain* cq_domain(const cq& q) noexcept { return q.domain; }
 void cq_set_ref(cq& q, int delta) noexcept { q.set_refs.fetch_add(delta, std::memory_order_acq_rel); }
 

@@ -11,6 +11,7 @@
 namespace exanet::fi {
 
 class cq;
+class arrival_sleep;
 
 int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) noexcept;
 /// nullptr unless f is an exanet CQ.
@@ -29,5 +30,11 @@ bool cq_progress_ready(cq& q) noexcept;
 /// cannot close: -FI_EBUSY).
 fid_domain* cq_domain(const cq& q) noexcept;
 void cq_set_ref(cq& q, int delta) noexcept;
+/// A wait set's sleep (fi_wait): announces a sleeper on the CQ's wake word and at its endpoints;
+/// false if one of them has work (then no sleep). cq_sleep_end withdraws the announcement (call
+/// it whatever prepare said); cq_has_entries is the last look, without progress.
+bool cq_sleep_prepare(cq& q, arrival_sleep& s) noexcept;
+void cq_sleep_end(cq& q) noexcept;
+bool cq_has_entries(cq& q) noexcept;
 
 }  // namespace exanet::fi

@@ -3,6 +3,8 @@
 
 #include <rdma/fi_errno.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -27,6 +29,9 @@ class eq {
   };
   std::mutex lock;  // the control path: always locked, whatever the threading level
   std::deque<event> events;
+  // fi_eq_sread sleeps here. Every event is written by a thread of this process (fi_eq_write,
+  // an AV insert with FI_EVENT): no peer and no progress is involved, so the writer wakes it.
+  std::condition_variable written;
   wait_fd fd;
 };
 
@@ -73,13 +78,18 @@ ssize_t eq_sread(fid_eq* f, uint32_t* event, void* buf, size_t len, int timeout,
                  uint64_t flags) noexcept {
   eq& q = eq_of(f);
   if (q.wait_obj == FI_WAIT_NONE) return -FI_ENOSYS;
-  const std::uint64_t deadline = timeout < 0 ? UINT64_MAX : now_ms() + std::uint64_t(timeout);
-  unsigned round = 0;
+  using clock = std::chrono::steady_clock;
+  const clock::time_point deadline = clock::now() + std::chrono::milliseconds(timeout);
   for (;;) {
     const ssize_t r = eq_read(f, event, buf, len, flags);
     if (r != -FI_EAGAIN) return r;
-    if (now_ms() >= deadline) return -FI_EAGAIN;
-    idle_backoff(round);
+    std::unique_lock l(q.lock);
+    if (!q.events.empty()) continue;  // written between the read and the lock
+    if (timeout < 0) {
+      q.written.wait(l);
+    } else if (q.written.wait_until(l, deadline) == std::cv_status::timeout) {
+      if (q.events.empty()) return -FI_EAGAIN;
+    }
   }
 }
 
@@ -134,6 +144,7 @@ ssize_t eq_write_event(eq& q, std::uint32_t event, const void* buf, std::size_t 
   } catch (...) {
     return -FI_ENOMEM;
   }
+  q.written.notify_all();
   q.fd.signal();
   return static_cast<ssize_t>(len);
 }
@@ -147,6 +158,7 @@ ssize_t eq_write_error(eq& q, const fi_eq_err_entry& err) noexcept {
   } catch (...) {
     return -FI_ENOMEM;
   }
+  q.written.notify_all();
   q.fd.signal();
   return 0;
 }

@@ -31,6 +31,11 @@ struct member {
   fid_domain* domain() const noexcept { return q ? cq_domain(*q) : cntr_domain(*c); }
   /// A poll set starts (+1) or stops (-1) holding it.
   void hold(int delta) const noexcept { q ? cq_set_ref(*q, delta) : cntr_set_ref(*c, delta); }
+  bool sleep_prepare(arrival_sleep& s) const noexcept {
+    return q ? cq_sleep_prepare(*q, s) : cntr_sleep_prepare(*c, s);
+  }
+  void sleep_end() const noexcept { q ? cq_sleep_end(*q) : cntr_sleep_end(*c); }
+  bool has_events() const noexcept { return q ? cq_has_entries(*q) : cntr_changed(*c); }
 };
 
 member member_of(fid* f) noexcept {
@@ -177,6 +182,29 @@ class waitset {
     for (const member& m : members) any = m.ready(true) || any;  // all progress, all taken
     return any;
   }
+
+  /// Sleeps until an arrival at a member's endpoints, a member's wake word, or min(left_ms,
+  /// wait_sleep_max_ms); false if it could not (then the caller naps). The lock is held
+  /// throughout, so no member closes under the sleep (a close waits at most one sleep).
+  bool sleep_until_event(std::uint64_t left_ms) noexcept {
+    core::level_guard g(lock);
+    arrival_sleep sleep;
+    std::size_t announced = 0;
+    bool can_sleep = !members.empty();
+    for (const member& m : members) {
+      ++announced;
+      if (!m.sleep_prepare(sleep)) {
+        can_sleep = false;
+        break;
+      }
+    }
+    if (can_sleep &&
+        std::none_of(members.begin(), members.end(), [](const member& m) { return m.has_events(); }))
+      sleep.sleep(static_cast<unsigned>(std::min<std::uint64_t>(left_ms, wait_sleep_max_ms)));
+    sleep.release();
+    for (std::size_t i = 0; i < announced; ++i) members[i].sleep_end();
+    return can_sleep;
+  }
 };
 
 namespace {
@@ -184,7 +212,9 @@ namespace {
 waitset& waitset_of(fid* f) noexcept { return from_fid<waitset>(f); }
 
 // fi_wait: under manual progress nothing completes while a thread sleeps, so waiting is
-// progressing every member until one has events, backing off while idle (as fi_cq_sread does).
+// progressing every member until one has events; idle, it sleeps as fi_cq_sread does (fi/wait.hpp,
+// wait_idle), on every member's wake word and endpoints at once, and naps only when they are too
+// many to watch or one has work it must poll for.
 int wait_wait(fid_wait* f, int timeout) noexcept {
   waitset& w = waitset_of(&f->fid);
   const std::uint64_t deadline = timeout < 0 ? UINT64_MAX : now_ms() + std::uint64_t(timeout);
@@ -194,8 +224,13 @@ int wait_wait(fid_wait* f, int timeout) noexcept {
       w.fd.drain();
       return 0;
     }
-    if (now_ms() >= deadline) return -FI_ETIMEDOUT;
-    if (w.wait_obj == FI_WAIT_YIELD) sched_yield(); else idle_backoff(round);
+    const std::uint64_t now = now_ms();
+    if (now >= deadline) return -FI_ETIMEDOUT;
+    if (w.wait_obj == FI_WAIT_YIELD) {
+      sched_yield();
+    } else if (round < spin_rounds || !w.sleep_until_event(deadline - now)) {
+      idle_backoff(round);
+    }
   }
 }
 
