@@ -190,8 +190,12 @@ core::status device::open(const open_params& p) noexcept {
   if (int e = fi_enable(ep_)) return fail("fi_enable", e);
   // A bounce message (header packet and bytes) must land whole in one receive buffer; the
   // header and the bytes go as two iovecs.
-  bounce_max_ = iov_limit_ >= 2 ? std::min<std::size_t>(p.geo.bounce_ring_bytes / 2,
-                                                         net.receive_bytes / 4)
+  // And it must go out whole when posted: a longer lower message may take the lower provider's
+  // own segmentation or rendezvous (tcp;ofi_rxm above its 16 KiB buffers), which waits for our
+  // later progress, the very thing the bounce ring spares the sender.
+  bounce_max_ = iov_limit_ >= 2 ? std::min({std::size_t{p.geo.bounce_ring_bytes} / 2,
+                                            std::size_t{net.receive_bytes} / 4,
+                                            lower_eager_bytes - packet_bytes})
                                 : 0;
   const std::size_t min_room = packet_bytes + bounce_max_;
   if (int e = fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_room,

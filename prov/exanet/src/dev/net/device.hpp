@@ -42,7 +42,8 @@
 //    over shared memory (a rendezvous would need the sender's progress to answer its CTS). The
 //    receiver gives ring credit back with ring_credit packets, every quarter ring consumed; a
 //    message is at most half a ring and a quarter of a receive buffer, so a drained ring always
-//    has room for the largest.
+//    has room for the largest, and at most what the lower provider sends whole when posted
+//    (bounce_max).
 //
 // It offers every operation of dev::device (checked below). What ExaNeST has and it does not:
 // reads (a read is a request the target answers with a write). It is not yet the endpoint's backend (dev/backend.hpp) and is
@@ -275,9 +276,13 @@ class device {
   const std::byte* bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
                                std::size_t len) const noexcept;
   void bounce_consume(peer_id from, std::uint32_t ring, std::uint64_t end) noexcept;
-  /// The largest bounce message: half a ring, and a quarter of a receive buffer (the lower
-  /// provider's multi-receive must take it whole; FI_OPT_MIN_MULTI_RECV says so).
+  /// The largest bounce message: half a ring, a quarter of a receive buffer (the lower
+  /// provider's multi-receive must take it whole; FI_OPT_MIN_MULTI_RECV says so), and what the
+  /// lower provider sends in one piece when posted (lower_eager_bytes with our header).
   std::size_t bounce_max() const noexcept { return bounce_max_; }
+  /// tcp;ofi_rxm sends a message eagerly up to its 16 KiB buffer less its own header; longer
+  /// ones go by segments or its rendezvous, which need the sender's progress.
+  static constexpr std::size_t lower_eager_bytes = 16384 - 256;
 
   // ---- what ExaNeST has and this backend does not (yet) --------------------------------------
   /// No reads: a read is a request the target answers with a write, as on ExaNeST.
