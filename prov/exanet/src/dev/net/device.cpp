@@ -696,6 +696,7 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
   peer& pr = peers_[p];
   core::copy_from_iov(at.handle, src, 0, len);
   pr.ring_head = at.offset + len;
+  if (len == 0) return;  // nothing to carry (a zero-byte inline RMA write): see bounce_data
   op_context* op = op_acquire();  // bounce_reserve saw more than bounce_ops_reserved free
   if (!op) return;  // cannot happen; the packet naming the bytes is dropped at the receiver
   op->what = op_context::kind::bounce;
@@ -734,6 +735,9 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
 const std::byte* device::bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
                                      std::size_t len) const noexcept {
   if (from >= peers_.size() || ring != 0) return nullptr;
+  // No bytes: nothing was sent, nothing can be read; any valid address will do.
+  static constexpr std::byte nothing{};
+  if (len == 0) return &nothing;
   const peer& pr = peers_[from];
   const std::uint64_t size = pr.ring_in.size();
   if (size == 0 || len > size || (offset & (size - 1)) + len > size) return nullptr;
