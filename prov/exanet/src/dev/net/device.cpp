@@ -776,7 +776,8 @@ void device::on_bounce_bytes(const fi_cq_data_entry& e) noexcept {
       h.offset + h.len - pr.ring_in_tail > size || (h.offset & (size - 1)) + h.len > size) {
     ++drops_.bad_field;
     EXANET_LOG_ONCE(warn, core, "network backend: bounce bytes outside the sender's credit "
-                    "dropped");
+                    "dropped (a sender whose FI_EXANET_BOUNCE_RING_BYTES is larger than ours "
+                    "sends such: every process of a job must use the same)");
     return;
   }
   if (pr.ring_in.empty()) {
