@@ -91,7 +91,8 @@ static void fill_pattern(unsigned char *p, size_t len, uint64_t salt)
 /* Sizes on both sides of every threshold: eager (36 B), the packets of an eager train (36 + 48k B:
  * 84, FI_EXANET_EAGER_MAX's default, 132, ... 276, the largest), inject and shm's inline
  * limits, medium (8 KiB), exanet's staging chunk (64 KiB) and RMA inline limit, and large
- * rendezvous. IOV_SIZES=LO..HI draws every size uniformly from LO..HI instead. */
+ * rendezvous. IOV_SIZES=LO..HI draws every size from LO..HI instead: half of them next to the
+ * thresholds inside that range, the rest uniformly. */
 static size_t g_size_lo, g_size_hi; /* IOV_SIZES; hi 0: not set */
 static const size_t edges[] = {0, 1, 2, 7, 8, 35, 36, 37, 63, 64, 65, 84, 85, 132, 133, 255, 256, 257,
 			       276, 277, 1024, 4095, 4096,
@@ -102,8 +103,18 @@ static const size_t edges[] = {0, 1, 2, 7, 8, 35, 36, 37, 63, 64, 65, 84, 85, 13
 static size_t pick_size(uint64_t *s)
 {
 	size_t n;
-	if (g_size_hi)
+	if (g_size_hi) {
+		/* Half the draws next to a threshold inside the range, so a narrow range still
+		 * lands on each edge (and one byte either side) often. */
+		if (below(s, 2)) {
+			const size_t e = edges[below(s, NEDGES)];
+			const long d = (long)below(s, 7) - 3;
+			n = (long)e + d < 0 ? 0 : (size_t)((long)e + d);
+			if (n >= g_size_lo && n <= g_size_hi)
+				return n;
+		}
 		return g_size_lo + below(s, g_size_hi - g_size_lo + 1);
+	}
 	switch (below(s, 6)) {
 	case 0: n = below(s, 300); break;
 	case 1: n = below(s, 20000); break;
@@ -225,8 +236,19 @@ struct run {
 static void open_run(struct run *r, int sock, int first)
 {
 	memset(r, 0, sizeof *r);
-	setenv("FI_PROVIDER", g_prov, 1);
+	/* exanet over its network backend needs the lower provider (tcp) that FI_PROVIDER would
+	 * hide from it: select it by the hints instead. */
+	const char *net = getenv("FI_EXANET_NETWORK");
+	const int by_hints = !strcmp(g_prov, "exanet") && net && *net && strcmp(net, "off");
+	if (by_hints)
+		unsetenv("FI_PROVIDER");
+	else
+		setenv("FI_PROVIDER", g_prov, 1);
 	struct fi_info *h = xt_hints();
+	if (by_hints) {
+		free(h->fabric_attr->prov_name);
+		h->fabric_attr->prov_name = strdup("exanet");
+	}
 	h->caps |= FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY | FI_MR_ENDPOINT;
 	xt_open_disabled(&r->x, h, 0);

@@ -176,6 +176,9 @@ int main(void)
 	size_t sl = sizeof small;
 	XT_CHECK(fi_getname(&x.ep->fid, small, &sl) == -FI_ETOOSMALL && sl == x.namelen, "getname too small");
 	XT_CHECK(x.namelen <= 64, "name fits FI_NAME_MAX");
+	/* fi_getinfo announces the length fi_getname gives (64-byte names with the network on) */
+	XT_CHECK(x.info->src_addr && x.info->src_addrlen == x.namelen,
+		 "fi_getinfo's src_addrlen %zu, fi_getname's %zu", x.info->src_addrlen, x.namelen);
 	size_t optlen = sizeof(size_t);
 	size_t opt = 0;
 	XT_CHECK(fi_getopt(&x.ep->fid, FI_OPT_ENDPOINT, 12345, &opt, &optlen) == -FI_ENOPROTOOPT, "unknown getopt");

@@ -250,6 +250,16 @@ static void expect_ok(struct rma_ep *r, void *ctx, uint64_t kind)
 		 "completion flags 0x%llx", (unsigned long long)e.flags);
 }
 
+/* A post's result once it is not -FI_EAGAIN, which a post may return at any time (over the
+ * network, the first use of a key waits for the owner's answer about it). */
+#define POSTED(r, call)                                                    \
+	({                                                                 \
+		ssize_t posted_rc_;                                        \
+		while ((posted_rc_ = (call)) == -FI_EAGAIN)                \
+			(void)fi_cq_read((r)->x.txcq, NULL, 0);            \
+		posted_rc_;                                                \
+	})
+
 static void expect_eacces(struct rma_ep *r, ssize_t rc, void *ctx, const char *what)
 {
 	if (rc == -FI_EACCES)
@@ -403,33 +413,33 @@ static void run_mode(uint64_t mode)
 		const uint64_t werr = fi_cntr_readerr(r.wcntr);
 		xt_fill(src, SMALL, 12);
 		ssize_t rc;
-		rc = fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base, d.rw_key ^ 0x5555, &ctx);
+		rc = POSTED(&r, fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base, d.rw_key ^ 0x5555, &ctx));
 		expect_eacces(&r, rc, &ctx, "unknown key");
-		rc = fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base, d.revoked_key, &ctx);
+		rc = POSTED(&r, fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base, d.revoked_key, &ctx));
 		expect_eacces(&r, rc, &ctx, "revoked key");
-		rc = fi_write(r.x.ep, src, 64, NULL, peer, d.revoked_base, d.revoked_key, &ctx);
+		rc = POSTED(&r, fi_write(r.x.ep, src, 64, NULL, peer, d.revoked_base, d.revoked_key, &ctx));
 		expect_eacces(&r, rc, &ctx, "revoked key at its own base");
-		rc = fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base + BIG - 32, d.rw_key, &ctx);
+		rc = POSTED(&r, fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base + BIG - 32, d.rw_key, &ctx));
 		expect_eacces(&r, rc, &ctx, "range past the end");
-		rc = fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base - 16, d.rw_key, &ctx);
+		rc = POSTED(&r, fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base - 16, d.rw_key, &ctx));
 		expect_eacces(&r, rc, &ctx, "range before the start");
-		rc = fi_write(r.x.ep, src, 64, NULL, peer, d.ro_base, d.ro_key, &ctx);
+		rc = POSTED(&r, fi_write(r.x.ep, src, 64, NULL, peer, d.ro_base, d.ro_key, &ctx));
 		expect_eacces(&r, rc, &ctx, "write into a read-only region");
-		rc = fi_inject_write(r.x.ep, src, 64, peer, d.ro_base, d.ro_key);
+		rc = POSTED(&r, fi_inject_write(r.x.ep, src, 64, peer, d.ro_base, d.ro_key));
 		expect_eacces(&r, rc, NULL, "inject_write into a read-only region");
-		rc = fi_writedata(r.x.ep, src, 64, NULL, 1, peer, d.ro_base, d.ro_key, &ctx);
+		rc = POSTED(&r, fi_writedata(r.x.ep, src, 64, NULL, 1, peer, d.ro_base, d.ro_key, &ctx));
 		expect_eacces(&r, rc, &ctx, "writedata into a read-only region");
 		/* a vector where only the second range is bad moves nothing */
 		struct iovec iov[1] = {{src, 128}};
 		struct fi_rma_iov rma[2] = {{d.rw_base + 4096, 64, d.rw_key}, {d.ro_base, 64, d.ro_key}};
 		struct fi_msg_rma m = {.msg_iov = iov, .iov_count = 1, .addr = peer, .rma_iov = rma,
 				       .rma_iov_count = 2, .context = &ctx};
-		rc = fi_writemsg(r.x.ep, &m, FI_COMPLETION);
+		rc = POSTED(&r, fi_writemsg(r.x.ep, &m, FI_COMPLETION));
 		expect_eacces(&r, rc, &ctx, "writemsg with one bad range");
 		memset(dst, 0x77, 64);
-		rc = fi_read(r.x.ep, dst, 64, NULL, peer, d.wo_base, d.wo_key, &ctx);
+		rc = POSTED(&r, fi_read(r.x.ep, dst, 64, NULL, peer, d.wo_base, d.wo_key, &ctx));
 		expect_eacces(&r, rc, &ctx, "read from a write-only region");
-		rc = fi_read(r.x.ep, dst, 64, NULL, peer, d.rw_base, 0xdeadbeef, &ctx);
+		rc = POSTED(&r, fi_read(r.x.ep, dst, 64, NULL, peer, d.rw_base, 0xdeadbeef, &ctx));
 		expect_eacces(&r, rc, &ctx, "read with an unknown key");
 		for (int i = 0; i < 64; i++)
 			XT_CHECK(dst[i] == 0x77, "a refused read wrote into the local buffer");
@@ -437,7 +447,7 @@ static void run_mode(uint64_t mode)
 			 (unsigned long long)(fi_cntr_readerr(r.wcntr) - werr));
 		XT_CHECK(ask(sock, 'H', 0, 0, 0) == before, "a refused access changed target memory");
 		/* the checksum does see a change: one good write into the checked range */
-		rc = fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base + 64, d.rw_key, &ctx);
+		rc = POSTED(&r, fi_write(r.x.ep, src, 64, NULL, peer, d.rw_base + 64, d.rw_key, &ctx));
 		XT_CHECK(rc == 0, "control write");
 		expect_ok(&r, &ctx, FI_WRITE);
 		writes++;
@@ -456,9 +466,9 @@ static void run_mode(uint64_t mode)
 		fi_addr_t t = FI_ADDR_NOTAVAIL;
 		if (fi_av_insert(foreign.x.av, target_name, 1, &t, 0, NULL) == 1) {
 			xt_fill(src, 64, 13);
-			ssize_t rc = fi_write(foreign.x.ep, src, 64, NULL, t, d.rw_base, d.rw_key, &ctx);
+			ssize_t rc = POSTED(&foreign, fi_write(foreign.x.ep, src, 64, NULL, t, d.rw_base, d.rw_key, &ctx));
 			expect_eacces(&foreign, rc, &ctx, "write from another PDID");
-			rc = fi_read(foreign.x.ep, dst, 64, NULL, t, d.rw_base, d.rw_key, &ctx);
+			rc = POSTED(&foreign, fi_read(foreign.x.ep, dst, 64, NULL, t, d.rw_base, d.rw_key, &ctx));
 			expect_eacces(&foreign, rc, &ctx, "read from another PDID");
 		}
 		close_rma(&foreign);

@@ -3,8 +3,10 @@
 # The provider across two "hosts" as a user runs it (netns_lib.sh: two network namespaces, each
 # with a private /dev/shm, so shared memory cannot carry a byte between them): Debian's
 # fi_pingpong over exanet with FI_EXANET_NETWORK=other_hosts, server on one host, client on the
-# other, at a size that fits one packet (eager), one above the inject size (rendezvous: RTS,
-# CTS, DMA write, notification) and 1 MiB. FI_PROVIDER stays unset (it would hide tcp from
+# other, at a size that fits one packet (eager), 1 KiB (an fi_inject through the network's
+# bounce ring: the server's last pong must arrive though it never calls libfabric again), 8 KiB
+# (a send through the bounce ring), 64 KiB and 1 MiB (rendezvous: RTS, CTS, DMA write,
+# notification). FI_PROVIDER stays unset (it would hide tcp from
 # exanet); fi_pingpong -p exanet selects by hints. Bounded by timeouts; needs root (exit 77
 # without it).
 #   fabtests/multinode/netns_pingpong.sh PROVIDER-DIR
@@ -18,7 +20,7 @@ unset FI_PROVIDER
 export FI_PROVIDER_PATH=$provider_dir FI_EXANET_NETWORK=other_hosts FI_TCP_NODELAY=1
 
 port=$((40000 + $$ % 20000))
-for size in 16 8192 1048576; do
+for size in 16 1024 8192 65536 1048576; do
   FI_EXANET_NETWORK_NODE=$addr_b netns_start "$ns_b" timeout 60 \
     fi_pingpong -p exanet -e rdm -B "$port" -I 50 -S "$size" >"$work/server.$size" 2>&1
   server=${netns_pids[-1]}
@@ -37,4 +39,4 @@ for size in 16 8192 1048576; do
   echo "netns_pingpong: $size bytes: $(grep -E "^[0-9.]+[kmg]?[[:space:]]+50" "$work/client.$size")"
   port=$((port + 1))
 done
-echo "netns_pingpong: fi_pingpong across two hosts over exanet's network backend: 16 B, 8 KiB, 1 MiB"
+echo "netns_pingpong: fi_pingpong across two hosts over exanet's network backend: 16 B, 1 KiB, 8 KiB, 64 KiB, 1 MiB"

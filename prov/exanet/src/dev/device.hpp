@@ -281,9 +281,10 @@ concept device =
       { d.bounce_reserve(p, n, place, rs) } noexcept -> std::same_as<bool>;
       { d.bounce_write(p, crs, src, n) } noexcept -> std::same_as<void>;
       // Receiver: data(from, ring, offset, len) is nullptr unless `from` produced that range in
-      // its ring here; consume(ring, end) gives the credit back.
+      // its ring here; consume(from, ring, end) gives the credit back (the sender names the ring,
+      // a backend that keeps one ring per known sender finds it by `from`).
       { cd.bounce_data(p, u32, u64, n) } noexcept -> std::same_as<const std::byte*>;
-      { d.bounce_consume(u32, u64) } noexcept -> std::same_as<void>;
+      { d.bounce_consume(p, u32, u64) } noexcept -> std::same_as<void>;
       // ---- notification slots: where a DMA write's 16 bytes land ------------------------------
       // alloc(slot, gen): a free slot and a fresh generation (false: none free); window_open(slot,
       // va, len): the only range a write naming (slot, gen) may land in (false: the backend could

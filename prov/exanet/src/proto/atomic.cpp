@@ -345,7 +345,7 @@ void endpoint::on_atomic_req(dev::peer_id from, const dev::packet& pkt) noexcept
     }
   }
   auto give_back_ring = [&] {
-    if (!in_packet && !assembled && opnd_len) dev_.bounce_consume(q.ring, q.ring_offset + opnd_len);
+    if (!in_packet && !assembled && opnd_len) dev_.bounce_consume(from, q.ring, q.ring_offset + opnd_len);
   };
   // Each request names one of the peer's notification slots, so a correct peer never has more
   // answers owed than it has slots (as for reads by request, rma.cpp).

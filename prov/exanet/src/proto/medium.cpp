@@ -62,7 +62,7 @@ void endpoint::on_medium(dev::peer_id from, const dev::packet& pkt) noexcept {
   ++stats_.medium_recv;
   if (recv_request* r = take_posted(kind, from, p.tag, len)) {
     deliver_recv(*r, from, p.tag, p.cq_data, has_data, data, len);
-    dev_.bounce_consume(p.ring, p.ring_offset + len);
+    dev_.bounce_consume(from, p.ring, p.ring_offset + len);
     return;
   }
   // Unexpected: copy out now so the sender's credit comes back without waiting for a receive.
@@ -71,10 +71,10 @@ void endpoint::on_medium(dev::peer_id from, const dev::packet& pkt) noexcept {
   if (!u || !keep_unexpected_payload(*u, data, len)) {
     if (u) unexpected_.release(u);
     EXANET_LOG(warn, ep_data, "out of memory: unexpected medium message dropped");
-    dev_.bounce_consume(p.ring, p.ring_offset + len);
+    dev_.bounce_consume(from, p.ring, p.ring_offset + len);
     return;
   }
-  dev_.bounce_consume(p.ring, p.ring_offset + len);
+  dev_.bounce_consume(from, p.ring, p.ring_offset + len);
   u->type = wire::pkt_type::medium;
   u->peer = from;
   u->tag = p.tag;

@@ -164,7 +164,7 @@ void endpoint::drop_served(dev::peer_id from, const dev::packet& pkt) noexcept {
   if (static_cast<wire::pkt_type>(pkt[0]) == wire::pkt_type::medium) {
     const auto m = wire::read<wire::medium>(pkt);
     if (dev_.bounce_data(from, m.ring, m.ring_offset, m.hdr.len))
-      dev_.bounce_consume(m.ring, m.ring_offset + m.hdr.len);  // give the credit back
+      dev_.bounce_consume(from, m.ring, m.ring_offset + m.hdr.len);  // give the credit back
   }
 }
 

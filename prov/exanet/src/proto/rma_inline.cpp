@@ -60,7 +60,7 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
     EXANET_LOG_ONCE(warn, ep_data, "inline RMA write from port %u outside its registration; dropped",
                     dev_.peer_address(from).port);
   }
-  dev_.bounce_consume(p.ring, p.ring_offset + len);
+  dev_.bounce_consume(from, p.ring, p.ring_offset + len);
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
   if (granted && (g.events || has_data))
     rma_access_landed(from, p.key_slot, false, wire::event_last | wire::event_region_end, len,

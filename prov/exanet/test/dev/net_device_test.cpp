@@ -13,6 +13,8 @@
 //   net_device_test serve FILE NODE [provider] the target: binds NODE, writes its address to FILE
 //   net_device_test client FILE NODE [provider] the initiator: reads FILE (another host's target)
 //   net_device_test lost [provider]            lost peers: a killed one, one that closed, a live one
+//   net_device_test bounce [provider]          bounce rings: random sizes and iovecs, many rings'
+//                                              worth, the last with the sender idle
 // Exit 0 when every check held; each failed check is printed.
 #include <signal.h>
 #include <sys/wait.h>
@@ -607,6 +609,146 @@ int lost_peers(const std::string& prov) {
   return failures == 0 ? 0 : 1;
 }
 
+// ---- bounce rings ---------------------------------------------------------------------------
+
+enum : std::uint8_t { bounce_msg = 50 };
+struct bounce_note {
+  std::uint8_t type;
+  std::uint8_t pad[3];
+  std::uint32_t seed;
+  std::uint64_t offset;
+  std::uint64_t len;
+};
+constexpr std::uint32_t bounce_messages = 3000;
+
+// The receiver: checks every message's bytes where its packet says they are, and that its
+// ring refuses what the sender did not produce or what was consumed. Reports its failures
+// through `report` once it has every message.
+int bounce_receive(int addr_fd, int report_fd, const std::string& prov) {
+  device d;
+  if (!core::ok(d.open(params_for("127.0.0.1", prov)))) return 2;
+  const dev::address self = d.local_address();
+  if (write(addr_fd, &self, sizeof self) != sizeof self) return 2;
+  const std::size_t ring = dev::open_params{}.geo.bounce_ring_bytes;
+  std::uint32_t got = 0;
+  while (got < bounce_messages) {
+    dev::peer_id from = dev::no_peer;
+    dev::packet pk;
+    if (!next_packet(d, from, pk)) {
+      CHECK(false, "message %u of %u did not come", got, bounce_messages);
+      break;
+    }
+    if (static_cast<std::uint8_t>(pk[0]) != bounce_msg) continue;
+    const bounce_note n = unpack<bounce_note>(pk);
+    const std::byte* at = d.bounce_data(from, 0, n.offset, n.len);
+    CHECK(at != nullptr, "message %u: %llu bytes at %llu are not in the ring", got,
+          static_cast<unsigned long long>(n.len), static_cast<unsigned long long>(n.offset));
+    if (at) {
+      std::size_t bad = n.len;
+      for (std::size_t i = 0; i < n.len && bad == n.len; ++i)
+        if (at[i] != pattern(i, n.seed)) bad = i;
+      CHECK(bad == n.len, "message %u (%llu bytes): byte %zu differs", got,
+            static_cast<unsigned long long>(n.len), bad);
+    }
+    CHECK(d.bounce_data(from, 1, n.offset, n.len) == nullptr, "another ring than the sender's");
+    CHECK(d.bounce_data(from, 0, n.offset, ring + 1) == nullptr, "more than a ring");
+    d.bounce_consume(from, 0, n.offset + n.len);
+    if (n.len > 0)
+      CHECK(d.bounce_data(from, 0, n.offset, n.len) == nullptr, "consumed bytes still readable");
+    ++got;
+  }
+  const int result = failures;
+  if (write(report_fd, &result, sizeof result) != sizeof result) return 2;
+  // Stay for a moment: the sender reads our verdict, then both close.
+  const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (std::chrono::steady_clock::now() < end)
+    d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+  return failures == 0 ? 0 : 1;
+}
+
+// Messages of random sizes (edges included) from random iovecs through the ring, many times its
+// size; the last one is sent and the sender then never calls its device again: its bytes must
+// reach the receiver all the same (an inject's completion promises that much).
+int bounce_rings(const std::string& prov) {
+  int addr_pipe[2], report_pipe[2];
+  if (pipe(addr_pipe) != 0 || pipe(report_pipe) != 0) return 2;
+  const pid_t child = fork();
+  if (child == 0) {
+    ::close(addr_pipe[0]);
+    ::close(report_pipe[0]);
+    _exit(bounce_receive(addr_pipe[1], report_pipe[1], prov));
+  }
+  ::close(addr_pipe[1]);
+  ::close(report_pipe[1]);
+  dev::address target{};
+  if (read(addr_pipe[0], &target, sizeof target) != sizeof target) {
+    waitpid(child, nullptr, 0);
+    return 2;
+  }
+  device d;
+  dev::peer_id t = dev::no_peer;
+  CHECK(core::ok(d.open(params_for("127.0.0.1", prov))) && d.connect(target, t) == core::status::ok,
+        "open and connect");
+  const std::size_t max = d.bounce_max();
+  CHECK(max >= 8192, "bounce messages of %zu bytes at most: less than a medium message", max);
+  dev::ring_space none;
+  CHECK(!d.bounce_reserve(t, max + 1, 0, none), "room for more than bounce_max()");
+  std::mt19937_64 rng(0xb0b0 + static_cast<unsigned>(getpid()));
+  std::vector<std::byte> src(max + 64);
+  const std::size_t edges[] = {0, 1, 63, 64, 65, 4096, 8192, max - 1, max};
+  std::uint64_t bytes = 0;
+  for (std::uint32_t m = 0; m < bounce_messages && failures == 0; ++m) {
+    const std::size_t len = rng() % 3 == 0 ? edges[rng() % std::size(edges)] : rng() % (max + 1);
+    const std::uint32_t seed = static_cast<std::uint32_t>(rng());
+    const std::size_t skew = rng() % 64;
+    for (std::size_t i = 0; i < len; ++i) src[skew + i] = pattern(i, seed);
+    // Up to four pieces at random cuts.
+    iovec v[4];
+    std::size_t pieces = 1 + rng() % 4, at = 0;
+    for (std::size_t k = 0; k < pieces; ++k) {
+      const std::size_t left = len - at;
+      const std::size_t n = k + 1 == pieces ? left : (left ? rng() % (left + 1) : 0);
+      v[k] = {src.data() + skew + at, n};
+      at += n;
+    }
+    dev::ring_space space;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!d.bounce_reserve(t, len, reinterpret_cast<std::uintptr_t>(src.data() + skew), space)) {
+      // No credit until the receiver consumes: its ring_credit comes with our polls.
+      if (std::chrono::steady_clock::now() > end) break;
+      d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+    }
+    if (std::chrono::steady_clock::now() > end) {
+      CHECK(false, "no ring credit for message %u (%zu bytes) in 60 s", m, len);
+      break;
+    }
+    dev::mailbox_reservation r;
+    core::status s;
+    while ((s = d.mailbox_reserve(t, r)) == core::status::again)
+      d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+    CHECK(s == core::status::ok, "mailbox_reserve");
+    if (s != core::status::ok) break;
+    d.bounce_write(t, space, {v, pieces}, len);
+    const bounce_note n{bounce_msg, {}, seed, space.offset, len};
+    std::memcpy(r.data(), &n, sizeof n);
+    d.mailbox_publish(r);
+    bytes += len;
+  }
+  CHECK(bytes > 4 * dev::open_params{}.geo.bounce_ring_bytes, "only %llu bytes went",
+        static_cast<unsigned long long>(bytes));
+  // Not another call into the device: the receiver must have everything without us.
+  int verdict = -1;
+  if (read(report_pipe[0], &verdict, sizeof verdict) != sizeof verdict) verdict = -1;
+  CHECK(verdict == 0, "the receiver found %d failures (or none came)", verdict);
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "receiver exit");
+  std::printf("net_device_test bounce: %u messages, %llu bytes, at most %zu each: %s\n",
+              bounce_messages, static_cast<unsigned long long>(bytes), max,
+              failures == 0 ? "ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
+
 dev::address read_address(const std::string& file) {
   dev::address a{};
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -648,6 +790,7 @@ int main(int argc, char** argv) {
                 rc == 0 ? "ok" : "FAILED", target_rc == 0 ? "ok" : "FAILED");
     return rc == 0 && target_rc == 0 ? 0 : 1;
   }
+  if (mode == "bounce") return bounce_rings(argc > 2 ? argv[2] : "tcp");
   if (mode == "lost") {
     const int rc = lost_peers(argc > 2 ? argv[2] : "tcp");
     std::printf("net_device_test lost: %s\n", rc == 0 ? "ok" : "FAILED");

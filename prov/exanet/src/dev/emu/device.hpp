@@ -150,6 +150,10 @@ class device {
                                std::size_t len) const noexcept;
   /// Receiver: everything up to end in ring has been copied out. A ring its sender closed is
   /// freed once drained.
+  void bounce_consume(peer_id /*from: the ring names its sender here*/, std::uint32_t ring,
+                      std::uint64_t end) noexcept {
+    bounce_consume(ring, end);
+  }
   void bounce_consume(std::uint32_t ring, std::uint64_t end) noexcept {
     ring_desc& d = local_.bounce[ring];
     d.tail.store(end, std::memory_order_release);

@@ -94,24 +94,35 @@ class device {
     return rt.remote ? remote_.peer_intake_held(rt.inner) : local_.peer_intake_held(rt.inner);
   }
 
-  // ---- bounce rings: the emulation's only (a network peer takes the DMA path) ---------------
+  // ---- bounce rings: each side's own (the network side's are per peer, carried as lower
+  // messages; dev/net/device.hpp)
   bool bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place, ring_space& out) noexcept {
     if (!net_on_) [[likely]] return local_.bounce_reserve(p, len, place, out);
     const route& rt = routes_[p];
-    return !rt.remote && local_.bounce_reserve(rt.inner, len, place, out);
+    return rt.remote ? remote_.bounce_reserve(rt.inner, len, place, out)
+                     : local_.bounce_reserve(rt.inner, len, place, out);
   }
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept {
-    local_.bounce_write(net_on_ ? routes_[p].inner : p, at, src, len);  // reserved: a local peer
+    if (!net_on_) [[likely]] return local_.bounce_write(p, at, src, len);
+    const route& rt = routes_[p];
+    rt.remote ? remote_.bounce_write(rt.inner, at, src, len)
+              : local_.bounce_write(rt.inner, at, src, len);
   }
   const std::byte* bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
                                std::size_t len) const noexcept {
     if (!net_on_) [[likely]] return local_.bounce_data(from, ring, offset, len);
+    if (from >= routes_.size()) return nullptr;
     const route& rt = routes_[from];
-    return rt.remote ? nullptr : local_.bounce_data(rt.inner, ring, offset, len);
+    return rt.remote ? remote_.bounce_data(rt.inner, ring, offset, len)
+                     : local_.bounce_data(rt.inner, ring, offset, len);
   }
-  void bounce_consume(std::uint32_t ring, std::uint64_t end) noexcept {
-    local_.bounce_consume(ring, end);
+  void bounce_consume(peer_id from, std::uint32_t ring, std::uint64_t end) noexcept {
+    if (!net_on_) [[likely]] return local_.bounce_consume(from, ring, end);
+    if (from >= routes_.size()) return;
+    const route& rt = routes_[from];
+    rt.remote ? remote_.bounce_consume(rt.inner, ring, end)
+              : local_.bounce_consume(rt.inner, ring, end);
   }
 
   // ---- notification slots: the emulation's, mirrored on the network side ---------------------

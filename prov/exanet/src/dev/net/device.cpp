@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <ctime>
 
+#include "core/copy.hpp"
 #include "core/iov.hpp"
 #include "core/log.hpp"
 
@@ -72,6 +73,15 @@ struct key_answer_packet {
   std::uint32_t gen;
 };
 static_assert(sizeof(key_answer_packet) <= packet_bytes);
+
+/// A bounce message's header (then its bytes), and a ring_credit: positions in the sender's ring.
+struct ring_packet {
+  std::uint8_t type;
+  std::uint8_t pad[3];
+  std::uint32_t len;
+  std::uint64_t offset;
+};
+static_assert(sizeof(ring_packet) <= packet_bytes);
 
 template <class T>
 packet to_packet(const T& v) noexcept {
@@ -178,7 +188,16 @@ core::status device::open(const open_params& p) noexcept {
   if (int e = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV)) return fail("fi_ep_bind cq", e);
   if (int e = fi_ep_bind(ep_, &av_->fid, 0)) return fail("fi_ep_bind av", e);
   if (int e = fi_enable(ep_)) return fail("fi_enable", e);
-  const std::size_t min_room = packet_bytes;
+  // A bounce message (header packet and bytes) must land whole in one receive buffer; the
+  // header and the bytes go as two iovecs.
+  // And it must go out whole when posted: a longer lower message may take the lower provider's
+  // own segmentation or rendezvous (tcp;ofi_rxm above its 16 KiB buffers), which waits for our
+  // later progress, the very thing the bounce ring spares the sender.
+  bounce_max_ = iov_limit_ >= 2 ? std::min({std::size_t{p.geo.bounce_ring_bytes} / 2,
+                                            std::size_t{net.receive_bytes} / 4,
+                                            lower_eager_bytes - packet_bytes})
+                                : 0;
+  const std::size_t min_room = packet_bytes + bounce_max_;
   if (int e = fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_room,
                         sizeof min_room))
     return fail("FI_OPT_MIN_MULTI_RECV", e);
@@ -203,7 +222,9 @@ core::status device::open(const open_params& p) noexcept {
   grants_.assign(p.geo.key_slots, grant_slot{});
   constexpr std::size_t receive_buffers = 2;
   receive_buffers_.assign(receive_buffers, std::vector<std::byte>(net.receive_bytes));
-  ops_.assign(receive_buffers + 64, op_context{});
+  // Receives, then DMA writes and bounce messages in flight (bounce_reserve leaves the writes
+  // a share: see bounce_ops_reserved).
+  ops_.assign(receive_buffers + 256, op_context{});
   free_ops_.clear();
   for (std::uint32_t i = 0; i < ops_.size(); ++i) {
     ops_[i].index = i;
@@ -325,6 +346,25 @@ core::status device::inject(peer_id p, const packet& pk) noexcept {
   return rc == 0 ? core::status::ok : from_fi(static_cast<int>(rc));
 }
 
+core::status device::post(const pending_packet& q) noexcept {
+  return q.bounce ? send_bounce(*q.bounce) : inject(q.to, q.pk);
+}
+
+core::status device::send_bounce(op_context& op) noexcept {
+  peer& pr = peers_[op.to];
+  const std::uint64_t size = pr.ring_out.size();
+  iovec v[2] = {{op.header.data(), packet_bytes},
+                {pr.ring_out.data() + (op.offset & (size - 1)), op.len}};
+  fi_msg m{};
+  m.msg_iov = v;
+  m.iov_count = 2;
+  m.addr = pr.fa;
+  m.context = &op;
+  m.data = self_.incarnation;
+  const ssize_t rc = fi_sendmsg(ep_, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA);
+  return rc == 0 ? core::status::ok : from_fi(static_cast<int>(rc));
+}
+
 core::status device::send_hello(peer_id p) noexcept {
   hello_packet h{};
   h.type = static_cast<std::uint8_t>(device_packet::hello);
@@ -389,11 +429,14 @@ void device::flush_pending() noexcept {
   while (!pending_.empty()) {
     const pending_packet& q = pending_.front();
     if (peers_[q.to].dead) {  // never read: it must not hold up the packets behind it
+      if (q.bounce) free_op(*q.bounce);
       --peers_[q.to].queued;
       pending_.pop_front();
       continue;
     }
-    if (inject(q.to, q.pk) == core::status::again) return;
+    const core::status s = post(q);
+    if (s == core::status::again) return;
+    if (!core::ok(s) && q.bounce) free_op(*q.bounce);  // never sent: nothing will complete it
     --peers_[q.to].queued;
     pending_.pop_front();
   }
@@ -452,6 +495,11 @@ void device::give_credit(peer_id p) noexcept {
 }
 
 bool device::take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from) noexcept {
+  if (e.len > packet_bytes && e.buf &&
+      static_cast<const std::uint8_t*>(e.buf)[0] == static_cast<std::uint8_t>(device_packet::bounce)) {
+    on_bounce_bytes(e);
+    return false;
+  }
   if (e.len != packet_bytes || !e.buf) {
     ++drops_.bad_field;
     return false;
@@ -480,6 +528,12 @@ bool device::take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from)
     case device_packet::pong: return false;
     case device_packet::bye: mark_dead(from); return false;
     case device_packet::intake: pr.intake_held = pk[1] != std::byte{0}; return false;
+    case device_packet::ring_credit: {
+      // Never past what we produced: a forged tail cannot make us overwrite unread bytes.
+      const auto c = from_packet<ring_packet>(pk);
+      if (c.offset <= pr.ring_head && c.offset > pr.ring_tail) pr.ring_tail = c.offset;
+      return false;
+    }
     default: break;
   }
   if (type == static_cast<std::uint8_t>(device_packet::credit)) {
@@ -565,7 +619,7 @@ void device::on_cq_error() noexcept {
   fi_cq_err_entry err{};
   if (fi_cq_readerr(cq_, &err, 0) != 1) return;
   auto* op = static_cast<op_context*>(err.op_context);
-  if (op && op->what == op_context::kind::write) {
+  if (op && (op->what == op_context::kind::write || op->what == op_context::kind::bounce)) {
     on_tx_done(op, err.err ? err.err : FI_EIO);
     return;
   }
@@ -576,6 +630,15 @@ void device::on_cq_error() noexcept {
 
 void device::on_tx_done(void* ctx, int err) noexcept {
   auto* op = static_cast<op_context*>(ctx);
+  if (op && op->what == op_context::kind::bounce) {
+    // Its bytes stay in the ring mirror until the receiver consumes them; the operation is done.
+    if (err)
+      EXANET_LOG_ONCE(warn, core, "network backend: a bounce message of %zu bytes failed: %s "
+                      "(the packet naming it is dropped at the receiver)", op->len,
+                      fi_strerror(err));
+    free_op(*op);
+    return;
+  }
   if (!op || op->what != op_context::kind::write) return;
   if (op->orphan) {
     op->orphan = false;
@@ -595,6 +658,162 @@ device::op_context* device::op_acquire() noexcept {
   op->done = false;
   op->err = 0;
   return op;
+}
+
+// ---- bounce rings ---------------------------------------------------------------------------
+
+bool device::bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_like,
+                            ring_space& out) noexcept {
+  if (p >= peers_.size() || len > bounce_max_ || free_ops_.size() <= bounce_ops_reserved)
+    return false;
+  peer& pr = peers_[p];
+  if (pr.dead) return false;
+  if (pr.ring_out.empty()) {
+    try {  // once per peer: the mirror our bytes are sent from
+      pr.ring_out.resize(params_.geo.bounce_ring_bytes);
+    } catch (...) {
+      return false;
+    }
+  }
+  const std::uint64_t size = pr.ring_out.size();
+  const auto base = reinterpret_cast<std::uintptr_t>(pr.ring_out.data());
+  // Placed like the source within a cache line (the emulation's rule), and never wrapping.
+  const auto placed = [&](std::uint64_t from) {
+    return from + core::line_offset(place_like - base - from);
+  };
+  std::uint64_t head = placed(pr.ring_head);
+  const std::uint64_t room_to_end = size - (head & (size - 1));
+  if (room_to_end < len) head = placed(head + room_to_end);
+  if (head + len - pr.ring_tail > size) return false;  // no credit until it consumes
+  out.ring = 0;
+  out.offset = head;
+  out.handle = pr.ring_out.data() + (head & (size - 1));
+  return true;
+}
+
+void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
+                          std::size_t len) noexcept {
+  peer& pr = peers_[p];
+  core::copy_from_iov(at.handle, src, 0, len);
+  pr.ring_head = at.offset + len;
+  if (len == 0) return;  // nothing to carry (a zero-byte inline RMA write): see bounce_data
+  op_context* op = op_acquire();  // bounce_reserve saw more than bounce_ops_reserved free
+  if (!op) return;  // cannot happen; the packet naming the bytes is dropped at the receiver
+  op->what = op_context::kind::bounce;
+  op->to = p;
+  op->offset = at.offset;
+  op->len = len;
+  ring_packet h{};
+  h.type = static_cast<std::uint8_t>(device_packet::bounce);
+  h.len = static_cast<std::uint32_t>(len);
+  h.offset = at.offset;
+  op->header = to_packet(h);
+  // It must know us before it reads the bytes (the caller's mailbox_reserve sent our hello).
+  if (pr.hello_due && (pr.credits == 0 || !core::ok(send_hello(p)))) {
+    free_op(*op);
+    return;
+  }
+  // FIFO with our packets to it: behind any that wait, and the packet naming the bytes behind.
+  if (pr.queued == 0) {
+    const core::status s = send_bounce(*op);
+    if (s == core::status::ok) return;
+    if (s != core::status::again) {
+      free_op(*op);
+      return;
+    }
+  }
+  try {
+    pending_.push_back({p, op->header, op});
+  } catch (...) {
+    free_op(*op);
+    return;
+  }
+  ++pr.queued;
+  push_queued(p);
+}
+
+const std::byte* device::bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
+                                     std::size_t len) const noexcept {
+  if (from >= peers_.size() || ring != 0) return nullptr;
+  // No bytes: nothing was sent, nothing can be read; any valid address will do.
+  static constexpr std::byte nothing{};
+  if (len == 0) return &nothing;
+  const peer& pr = peers_[from];
+  const std::uint64_t size = pr.ring_in.size();
+  if (size == 0 || len > size || (offset & (size - 1)) + len > size) return nullptr;
+  if (offset < pr.ring_in_tail || offset > pr.ring_in_head || len > pr.ring_in_head - offset)
+    return nullptr;
+  return pr.ring_in.data() + (offset & (size - 1));
+}
+
+void device::bounce_consume(peer_id from, std::uint32_t ring, std::uint64_t end) noexcept {
+  if (from >= peers_.size() || ring != 0) return;
+  peer& pr = peers_[from];
+  if (end <= pr.ring_in_tail || end > pr.ring_in_head) return;
+  pr.ring_in_tail = end;
+  // Credit back every quarter ring: a message is at most half a ring, so a sender whose bytes
+  // were all consumed always has room for the next, one packet per many messages.
+  if (pr.ring_in_tail - pr.ring_in_told >= pr.ring_in.size() / 4) send_ring_credit(from);
+}
+
+void device::on_bounce_bytes(const fi_cq_data_entry& e) noexcept {
+  ring_packet h;
+  std::memcpy(&h, e.buf, sizeof h);
+  auto it = by_incarnation_.find(e.data);
+  if (it == by_incarnation_.end()) {
+    ++drops_.unknown_sender;
+    return;
+  }
+  peer& pr = peers_[it->second];
+  if (pr.dead) {
+    ++drops_.from_lost;
+    return;
+  }
+  pr.heard = true;
+  const std::uint64_t size = params_.geo.bounce_ring_bytes;
+  // In order, within the credit it was given, never wrapping: anything else is a bad sender.
+  if (h.len != e.len - packet_bytes || h.len > bounce_max_ || h.offset < pr.ring_in_head ||
+      h.offset + h.len - pr.ring_in_tail > size || (h.offset & (size - 1)) + h.len > size) {
+    ++drops_.bad_field;
+    EXANET_LOG_ONCE(warn, core, "network backend: bounce bytes outside the sender's credit "
+                    "dropped (a sender whose FI_EXANET_BOUNCE_RING_BYTES is larger than ours "
+                    "sends such: every process of a job must use the same)");
+    return;
+  }
+  if (pr.ring_in.empty()) {
+    try {  // once per sender: its ring here
+      pr.ring_in.resize(size);
+    } catch (...) {
+      ++drops_.bad_field;
+      EXANET_LOG_ONCE(warn, core, "network backend: no memory for a sender's bounce ring");
+      return;
+    }
+  }
+  std::memcpy(pr.ring_in.data() + (h.offset & (size - 1)),
+              static_cast<const std::byte*>(e.buf) + packet_bytes, h.len);
+  pr.ring_in_head = h.offset + h.len;
+}
+
+void device::send_ring_credit(peer_id p) noexcept {
+  peer& pr = peers_[p];
+  ring_packet c{};
+  c.type = static_cast<std::uint8_t>(device_packet::ring_credit);
+  c.offset = pr.ring_in_tail;
+  // Takes no credit (the sender handles it at once). One the lower endpoint cannot take now
+  // goes at the next poll. The sender must know us to read it: our hello first if it is due.
+  if ((pr.hello_due && (pr.credits == 0 || !core::ok(send_hello(p)))) ||
+      inject(p, to_packet(c)) != core::status::ok) {
+    pr.ring_credit_due = ring_credits_due_ = true;
+    return;
+  }
+  pr.ring_in_told = pr.ring_in_tail;
+  pr.ring_credit_due = false;
+}
+
+void device::send_due_ring_credits() noexcept {
+  ring_credits_due_ = false;
+  for (peer_id p = 0; p < peers_.size(); ++p)
+    if (peers_[p].ring_credit_due && !peers_[p].dead) send_ring_credit(p);
 }
 
 // ---- notification slots ---------------------------------------------------------------------
@@ -848,7 +1067,11 @@ void device::forget_dead_peer(peer_id p) noexcept {
   pr.dead = pr.forgotten = true;
   pr.grants.clear();
   // Packets still queued to it will never be read: drop them (their credits do not matter now).
-  std::erase_if(pending_, [p](const pending_packet& q) { return q.to == p; });
+  std::erase_if(pending_, [this, p](const pending_packet& q) {
+    if (q.to != p) return false;
+    if (q.bounce) free_op(*q.bounce);
+    return true;
+  });
   std::erase_if(answers_due_, [p](const pending_packet& q) { return q.to == p; });
   pr.queued = 0;
   // Packets it sent before it was lost and that wait in held_ are still delivered: it did send

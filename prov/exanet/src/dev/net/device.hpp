@@ -32,9 +32,21 @@
 //    credit), and one that stays silent with a ping unanswered is lost. An endpoint that closes
 //    says bye, and is lost at once.
 //
+//  - A bounce ring (medium messages, inline RMA writes, atomics' operands) is one per sender at
+//    each receiver, in the receiver's memory, credits in bytes as on ExaNeST. The sender copies
+//    the bytes into its mirror of that ring (the same offsets) and sends them from there as one
+//    lower message: a bounce header packet, then the bytes, landing in the receive buffers like
+//    any packet; the receiver copies them to the ring at once. The packet that names them
+//    follows (FIFO per pair), so the bytes are there when it is read, and the sender's
+//    operation needs nothing more from the sender: a send or an inject completes at post, as
+//    over shared memory (a rendezvous would need the sender's progress to answer its CTS). The
+//    receiver gives ring credit back with ring_credit packets, every quarter ring consumed; a
+//    message is at most half a ring and a quarter of a receive buffer, so a drained ring always
+//    has room for the largest, and at most what the lower provider sends whole when posted
+//    (bounce_max).
+//
 // It offers every operation of dev::device (checked below). What ExaNeST has and it does not:
-// bounce rings (medium messages and inline RMA take the DMA path) and reads (a read is a request
-// the target answers with a write). It is not yet the endpoint's backend (dev/backend.hpp) and is
+// reads (a read is a request the target answers with a write). It is not yet the endpoint's backend (dev/backend.hpp) and is
 // exercised by its own tests (prov/exanet/test/dev/net_device_test.cpp), also across network
 // namespaces.
 #pragma once
@@ -68,6 +80,9 @@ enum class device_packet : std::uint8_t {
   record = 0xF9,      // a slot's 16-byte landing record, ahead of the write that notifies it
   event = 0xFA,       // an RMA access event for the owner, behind the write's data
   intake = 0xFB,      // the receiver holds (1) or resumes (0) message packets (no credit)
+  bounce = 0xFC,      // heads a lower message longer than a packet: bytes for the sender's
+                      // bounce ring here (no credit: the ring's own bytes bound them)
+  ring_credit = 0xFD,  // the receiver consumed its sender's ring up to here (no credit)
 };
 
 /// An endpoint of this backend is named by dev::address version 2: the PDID, the host and port
@@ -159,6 +174,7 @@ class device {
       }
     } while (n < budget);
     flush_pending();
+    if (ring_credits_due_) send_due_ring_credits();
     if (!answers_due_.empty()) send_due_answers();
     if (intake_due_) send_intake();
     return n;
@@ -245,14 +261,30 @@ class device {
   const drop_counts& drops() const noexcept { return drops_; }
   const net_drops& net_drop_counts() const noexcept { return drops_; }
 
+  // ---- bounce rings: one per sender at each receiver, carried as lower messages ---------------
+  /// Room for len bytes in our ring at p (false: p is lost, len is above bounce_max(), no
+  /// credit until p consumes, or no lower operation free: the caller takes another protocol).
+  /// The first use of a peer's ring allocates our mirror of it (ring_bytes).
+  bool bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_like,
+                      ring_space& out) noexcept;
+  /// Copies the bytes into the mirror and sends them to p, ahead of the packet that names them.
+  void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
+                    std::size_t len) noexcept;
+  /// Receiver: the bytes `from` sent for [offset, offset + len) of its ring here (ring is
+  /// always 0 over this backend: one ring per sender), or nullptr if it did not send them or
+  /// they were consumed.
+  const std::byte* bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
+                               std::size_t len) const noexcept;
+  void bounce_consume(peer_id from, std::uint32_t ring, std::uint64_t end) noexcept;
+  /// The largest bounce message: half a ring, a quarter of a receive buffer (the lower
+  /// provider's multi-receive must take it whole; FI_OPT_MIN_MULTI_RECV says so), and what the
+  /// lower provider sends in one piece when posted (lower_eager_bytes with our header).
+  std::size_t bounce_max() const noexcept { return bounce_max_; }
+  /// tcp;ofi_rxm sends a message eagerly up to its 16 KiB buffer less its own header; longer
+  /// ones go by segments or its rendezvous, which need the sender's progress.
+  static constexpr std::size_t lower_eager_bytes = 16384 - 256;
+
   // ---- what ExaNeST has and this backend does not (yet) --------------------------------------
-  /// No bounce rings: medium messages and inline RMA take the DMA path.
-  bool bounce_reserve(peer_id, std::size_t, std::uintptr_t, ring_space&) noexcept { return false; }
-  void bounce_write(peer_id, const ring_space&, std::span<const iovec>, std::size_t) noexcept {}
-  const std::byte* bounce_data(peer_id, std::uint32_t, std::uint64_t, std::size_t) const noexcept {
-    return nullptr;
-  }
-  void bounce_consume(std::uint32_t, std::uint64_t) noexcept {}
   /// No reads: a read is a request the target answers with a write, as on ExaNeST.
   bool can_read(peer_id) const noexcept { return false; }
   core::status dma_read(peer_id, std::uint64_t, std::span<const iovec>, std::size_t,
@@ -336,14 +368,25 @@ class device {
     std::uint32_t consumed = 0;   // its packets we consumed and have not given credit for
     bool hello_due = true;        // our hello has not been sent yet
     std::uint32_t queued = 0;     // our packets to it waiting in pending_ (FIFO behind them)
+    // Our bounce ring at it: the mirror we send from (empty until first used), how far we
+    // produced, and how far it told us it consumed.
+    std::vector<std::byte> ring_out;
+    std::uint64_t ring_head = 0, ring_tail = 0;
+    // Its bounce ring here: the bytes it sent, how far they reach, how far we consumed, and
+    // how far we told it.
+    std::vector<std::byte> ring_in;
+    std::uint64_t ring_in_head = 0, ring_in_tail = 0, ring_in_told = 0;
+    bool ring_credit_due = false;  // a ring_credit the lower endpoint did not take yet
   };
   struct held_packet {
     peer_id from = 0;
     packet pk{};
   };
+  struct op_context;
   struct pending_packet {
     peer_id to = 0;
     packet pk{};
+    op_context* bounce = nullptr;  // a bounce message (pk is its header): sent with its bytes
   };
   struct held_event {
     peer_id from = 0;
@@ -364,12 +407,16 @@ class device {
   /// A lower operation in flight; its fi_context2 must come first (FI_CONTEXT2 mode).
   struct op_context {
     fi_context2 ctx{};
-    enum class kind : std::uint8_t { free, receive, write } what = kind::free;
+    enum class kind : std::uint8_t { free, receive, write, bounce } what = kind::free;
     bool done = false;
     bool orphan = false;  // its peer was lost while it was in flight: freed when it completes
     int err = 0;
     std::uint32_t index = 0;
     std::size_t len = 0;  // a write's bytes
+    // A bounce message: its header packet and where its bytes sit in the peer's ring mirror.
+    packet header{};
+    peer_id to = 0;
+    std::uint64_t offset = 0;
   };
 
   bool take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from) noexcept;
@@ -380,6 +427,14 @@ class device {
   void repost(void* ctx) noexcept;
   core::status post_receive(std::uint32_t buffer) noexcept;
   core::status inject(peer_id p, const packet& pk) noexcept;
+  /// Sends a pending packet: an inject, or a bounce message with its bytes.
+  core::status post(const pending_packet& q) noexcept;
+  core::status send_bounce(op_context& op) noexcept;
+  void on_bounce_bytes(const fi_cq_data_entry& e) noexcept;
+  void send_ring_credit(peer_id p) noexcept;
+  void send_due_ring_credits() noexcept;
+  bool ring_credits_due_ = false;
+  std::size_t bounce_max_ = 0;
   core::status send_or_queue(peer_id p, const packet& pk) noexcept;
   void flush_pending() noexcept;
   void push_queued(peer_id p) noexcept;
@@ -410,6 +465,12 @@ class device {
                          std::uint64_t key) noexcept;
   static constexpr std::size_t max_remote_grants = 64;
   op_context* op_acquire() noexcept;
+  void free_op(op_context& op) noexcept {
+    op.what = op_context::kind::free;
+    free_ops_.push_back(op.index);
+  }
+  /// Lower operations bounce messages leave to DMA writes (a write needs one to progress).
+  static constexpr std::size_t bounce_ops_reserved = 32;
   static std::uint64_t window_key(std::uint32_t slot, std::uint32_t gen) noexcept {
     return (std::uint64_t{1} << 63) | (std::uint64_t{gen & 0x7fffffffu} << 32) | slot;
   }
