@@ -767,6 +767,7 @@ class endpoint {
   /// Likewise for eager trains: messages from eager_below_ and shorter than this (the second
   /// class, when it is eager/train; else 0).
   std::array<std::size_t, 2> train_below_{};
+  std::size_t bell_work_ = 0;  // progress_busy: the work its notification bells did (progress.cpp)
   dev::selected_device dev_;  // the backend, through dev::device only (dev/backend.hpp)
   endpoint_sinks sinks_{};
   std::array<match::matcher, 2> matchers_;

@@ -105,7 +105,14 @@ std::size_t endpoint::progress_busy() noexcept {
   });
   // Notifications: only the slots whose bells rang are looked at, so receives waiting for their
   // data cost nothing per progress call and nothing when another one's data lands.
-  const bool rang = dev_.take_notify_bells([this, &n](std::uint32_t slot) { n += on_ri_bell(slot); });
+  // What the bells did is summed in a member, not in n: a lambda holding n's address would keep
+  // n in memory for the whole call (the device's link-model path takes the lambda out of line).
+  const bool rang =
+      dev_.take_notify_bells([this](std::uint32_t slot) { bell_work_ += on_ri_bell(slot); });
+  if (rang) {
+    n += bell_work_;
+    bell_work_ = 0;
+  }
   if (ri_deferred_ && !wait_ri_.empty()) n += poll_ri();  // one waits for an earlier psn
   if (!wait_notify_.empty() && (rang || slot_starved_))
     n += poll_notifications();  // sender-initiated rendezvous data that landed here

@@ -54,8 +54,13 @@ class device {
   core::status mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept;
   void mailbox_publish(const mailbox_reservation& r) noexcept {
     mailbox_slot& s = *static_cast<mailbox_slot*>(r.handle);
-    s.pdid = self_.pdid;
-    s.src_port = self_.port;
+    // pdid and port side by side in both: one 8-byte copy (the compiler merged the two stores
+    // only in some inlining contexts).
+    static_assert(offsetof(mailbox_slot, src_port) == offsetof(mailbox_slot, pdid) + 4 &&
+                  offsetof(address, port) == offsetof(address, pdid) + 4 &&
+                  sizeof s.pdid + sizeof s.src_port == 8);
+    std::memcpy(reinterpret_cast<std::byte*>(&s) + offsetof(mailbox_slot, pdid),
+                reinterpret_cast<const std::byte*>(&self_) + offsetof(address, pdid), 8);
     s.src_node = self_.node;
     s.seq.store(r.position + 1, std::memory_order_release);
     wake_sleepers(*static_cast<segment_header*>(r.owner));
@@ -73,29 +78,17 @@ class device {
   /// protection check). The sender of each packet is connected on first contact; if that fails
   /// the packet is delivered with no_peer.
   template <class F>
-  std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
+  [[gnu::always_inline]] std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
+    // The link model's loop is a function of its own: off, it costs this one untaken branch per
+    // poll, and the loop below stays small enough to be inlined into the caller's progress.
+    if (link_on_) [[unlikely]]
+      return poll_mailbox_modelled(budget, on_packet);
     std::size_t n = 0;
-    std::uint64_t now = 0;  // link model: read once per call, when a packet is there
     const std::uint64_t mask = geo_.mailbox_slots - 1;
     while (n < budget) {
       mailbox_slot& s = local_.mailbox[mb_head_ & mask];
       if (s.seq.load(std::memory_order_acquire) != mb_head_ + 1) break;
-      if (link_on_) [[unlikely]] {
-        // The link model: the head packet is not there before its arrival time, and neither is
-        // anything behind it (FIFO per pair holds; across senders the head blocks the rest).
-        if (now == 0) now = link_now_ns();
-        if (s.arrive_ns > now) break;
-      }
-      const auto type = static_cast<std::uint8_t>(s.data[0]);
-      if (s.pdid != self_.pdid) [[unlikely]] {
-        ++drops_.foreign_pdid;
-      } else if (type >= first_device_packet_type) [[unlikely]] {
-        on_device_packet(s);
-      } else {
-        on_packet(sender_of(s), s.data);
-      }
-      s.seq.store(mb_head_ + geo_.mailbox_slots, std::memory_order_release);
-      ++mb_head_;
+      take_head(s, on_packet);
       ++n;
     }
     return n;
@@ -330,13 +323,49 @@ class device {
   std::uint64_t ring_reserve_failures() const noexcept { return ring_reserve_failures_; }
 
  private:
+  /// Hands the published head slot s to on_packet (or drops or consumes it), then frees it.
+  template <class F>
+  [[gnu::always_inline]] void take_head(mailbox_slot& s, F& on_packet) noexcept {
+    const auto type = static_cast<std::uint8_t>(s.data[0]);
+    if (s.pdid != self_.pdid) [[unlikely]] {
+      ++drops_.foreign_pdid;
+    } else if (type >= first_device_packet_type) [[unlikely]] {
+      on_device_packet(s);
+    } else {
+      on_packet(sender_of(s), s.data);
+    }
+    s.seq.store(mb_head_ + geo_.mailbox_slots, std::memory_order_release);
+    ++mb_head_;
+  }
+  /// poll_mailbox under the link model: the head packet is not there before its arrival time,
+  /// and neither is anything behind it (FIFO per pair holds; across senders the head blocks the
+  /// rest). The clock is read once per call, when a packet is there. The callback comes by value
+  /// (a small closure, copied on this path only): by reference, the caller's closure would have
+  /// to sit in memory on the path without the model too.
+  template <class F>
+  [[gnu::noinline]] std::size_t poll_mailbox_modelled(std::size_t budget, F on_packet) noexcept {
+    std::size_t n = 0;
+    std::uint64_t now = 0;
+    const std::uint64_t mask = geo_.mailbox_slots - 1;
+    while (n < budget) {
+      mailbox_slot& s = local_.mailbox[mb_head_ & mask];
+      if (s.seq.load(std::memory_order_acquire) != mb_head_ + 1) break;
+      if (now == 0) now = link_now_ns();
+      if (s.arrive_ns > now) break;
+      take_head(s, on_packet);
+      ++n;
+    }
+    return n;
+  }
   /// After an arrival made visible at the peer whose header is h (by an atomic read-modify-write:
   /// the claim, a bell, a doorbell): wakes its owner's sleepers, if any (layout.hpp).
   static void wake_sleepers(segment_header& h) noexcept {
     if (h.sleepers.load(std::memory_order_seq_cst) != 0) [[unlikely]] wake_owner(h);
   }
   [[gnu::cold, gnu::noinline]] static void wake_owner(segment_header& h) noexcept;
-  struct peer {
+  // Cache-line aligned: each peer starts a line, and the table's stride (a multiple of 64) is
+  // indexed in two instructions where 352 bytes took three (every send and receive indexes it).
+  struct alignas(64) peer {
     shm_segment seg;
     segment_view view{};
     geometry geo{};
@@ -400,9 +429,9 @@ class device {
            static_cast<std::uint64_t>(ts.tv_nsec);
   }
   /// take_notify_bells under the link model: a slot whose notification is still in flight rings
-  /// again, to be taken by a later call.
+  /// again, to be taken by a later call. The callback by value, as poll_mailbox_modelled's.
   template <class F>
-  [[gnu::noinline]] bool take_notify_bells_linked(std::uint64_t words, F& on_slot) noexcept {
+  [[gnu::noinline]] bool take_notify_bells_linked(std::uint64_t words, F on_slot) noexcept {
     notify_bells& b = *local_.bells;
     const std::uint64_t now = link_now_ns();
     while (words) {
@@ -425,6 +454,8 @@ class device {
     }
     return true;
   }
+  /// Link model: stamps the arrival time of a packet just reserved in s for pr (mailbox_reserve).
+  [[gnu::cold, gnu::noinline]] core::status link_stamp(peer& pr, mailbox_slot& s) noexcept;
   /// Link model: a synchronous read of len bytes from p costs a request there and the data
   /// back; the caller waits for that.
   void link_wait_read(peer& pr, std::size_t len) noexcept;

@@ -67,18 +67,9 @@ class device {
     return rt.remote ? remote_.mailbox_send(rt.inner, pk) : local_.mailbox_send(rt.inner, pk);
   }
   template <class F>
-  std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
+  [[gnu::always_inline]] std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
     if (!net_on_) [[likely]] return local_.poll_mailbox(budget, on_packet);
-    std::size_t n = local_.poll_mailbox(budget, [&](peer_id from, const packet& pk) {
-      on_packet(from == no_peer ? no_peer : of_local(from), pk);
-    });
-    if (n < budget)
-      n += remote_.poll_mailbox(budget - n, [&](peer_id from, const packet& pk) {
-        on_packet(from == no_peer ? no_peer : of_remote(from), pk);
-      });
-    else
-      (void)remote_.poll_mailbox(0, [](peer_id, const packet&) {});  // progress, deliver nothing
-    return n;
+    return poll_mailbox_both(budget, on_packet);
   }
   bool has_arrivals() const noexcept {
     return local_.has_arrivals() || (net_on_ && remote_.has_arrivals());
@@ -271,6 +262,22 @@ class device {
     bool remote = false;
     peer_id inner = no_peer;  // the peer's id on its side
   };
+  /// poll_mailbox with the network on: out of line, so that the network-off path above stays
+  /// small enough to be inlined into the caller's progress (one branch per poll). The callback by
+  /// value (a small closure, copied here only), so the caller's need not sit in memory.
+  template <class F>
+  [[gnu::noinline]] std::size_t poll_mailbox_both(std::size_t budget, F on_packet) noexcept {
+    std::size_t n = local_.poll_mailbox(budget, [&](peer_id from, const packet& pk) {
+      on_packet(from == no_peer ? no_peer : of_local(from), pk);
+    });
+    if (n < budget)
+      n += remote_.poll_mailbox(budget - n, [&](peer_id from, const packet& pk) {
+        on_packet(from == no_peer ? no_peer : of_remote(from), pk);
+      });
+    else
+      (void)remote_.poll_mailbox(0, [](peer_id, const packet&) {});  // progress, deliver nothing
+    return n;
+  }
   /// The hybrid id of a side's peer, given one on first sight (a sender that connected to us).
   peer_id of_local(peer_id inner) noexcept {
     if (inner < by_local_.size() && by_local_[inner] != no_peer) [[likely]] return by_local_[inner];
