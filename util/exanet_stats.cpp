@@ -569,6 +569,44 @@ void usage() {
                "       exanet-stats clean          remove live files of processes that are gone\n");
 }
 
+// The options of the repeating commands: -i SECONDS (0.05 to max_interval), -n COUNT (0: until
+// interrupted) and, for record, one FILE ("-": stdout). False (after saying why) on a bad one.
+struct repeat_options {
+  double interval;
+  double max_interval;
+  long count = 0;
+  const char* path = nullptr;
+};
+
+bool parse_repeat(int argc, char** argv, repeat_options& o, bool wants_path) {
+  for (int i = 2; i < argc; ++i) {
+    char* end = nullptr;
+    if (!std::strcmp(argv[i], "-i") && i + 1 < argc) {
+      o.interval = std::strtod(argv[++i], &end);
+      if (*end || !(o.interval >= 0.05 && o.interval <= o.max_interval)) {
+        std::fprintf(stderr, "exanet-stats: -i wants seconds between 0.05 and %g\n", o.max_interval);
+        return false;
+      }
+    } else if (!std::strcmp(argv[i], "-n") && i + 1 < argc) {
+      o.count = std::strtol(argv[++i], &end, 10);
+      if (*end || o.count < 0) {
+        std::fprintf(stderr, "exanet-stats: -n wants a count (0: until interrupted)\n");
+        return false;
+      }
+    } else if (wants_path && !o.path && argv[i][0] && (argv[i][0] != '-' || !argv[i][1])) {
+      o.path = argv[i];
+    } else {
+      usage();
+      return false;
+    }
+  }
+  if (wants_path && !o.path) {
+    usage();
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -578,59 +616,14 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   if (cmd == "top" || cmd == "--watch") {
-    double interval = 1.0;
-    long count = 0;
-    for (int i = 2; i < argc; ++i) {
-      char* end = nullptr;
-      if (!std::strcmp(argv[i], "-i") && i + 1 < argc) {
-        interval = std::strtod(argv[++i], &end);
-        if (*end || !(interval >= 0.05 && interval <= 3600)) {
-          std::fprintf(stderr, "exanet-stats: -i wants seconds between 0.05 and 3600\n");
-          return 2;
-        }
-      } else if (!std::strcmp(argv[i], "-n") && i + 1 < argc) {
-        count = std::strtol(argv[++i], &end, 10);
-        if (*end || count < 0) {
-          std::fprintf(stderr, "exanet-stats: -n wants a count (0: until interrupted)\n");
-          return 2;
-        }
-      } else {
-        usage();
-        return 2;
-      }
-    }
-    return top(interval, count);
+    repeat_options o{1.0, 3600};
+    if (!parse_repeat(argc, argv, o, false)) return 2;
+    return top(o.interval, o.count);
   }
   if (cmd == "record") {
-    double interval = 10.0;
-    long count = 0;
-    const char* path = nullptr;
-    for (int i = 2; i < argc; ++i) {
-      char* end = nullptr;
-      if (!std::strcmp(argv[i], "-i") && i + 1 < argc) {
-        interval = std::strtod(argv[++i], &end);
-        if (*end || !(interval >= 0.05 && interval <= 86400)) {
-          std::fprintf(stderr, "exanet-stats: -i wants seconds between 0.05 and 86400\n");
-          return 2;
-        }
-      } else if (!std::strcmp(argv[i], "-n") && i + 1 < argc) {
-        count = std::strtol(argv[++i], &end, 10);
-        if (*end || count < 0) {
-          std::fprintf(stderr, "exanet-stats: -n wants a count (0: until interrupted)\n");
-          return 2;
-        }
-      } else if (!path && argv[i][0] && (argv[i][0] != '-' || !argv[i][1])) {
-        path = argv[i];
-      } else {
-        usage();
-        return 2;
-      }
-    }
-    if (!path) {
-      usage();
-      return 2;
-    }
-    return record(path, interval, count);
+    repeat_options o{10.0, 86400};
+    if (!parse_repeat(argc, argv, o, true)) return 2;
+    return record(o.path, o.interval, o.count);
   }
   if (cmd == "--json" || cmd == "--csv") {
     if (argc > 2) {
