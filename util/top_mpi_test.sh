@@ -13,10 +13,20 @@ shift 2
 out=$(mktemp -d)
 job= ranks=
 fail() { echo "FAIL: $*"; exit 1; }
-# Every process below PID (mpirun's ranks, whatever launcher sits between).
+# Every process below PID (mpirun's ranks, whatever launcher sits between), from /proc in bash
+# alone: pgrep hangs with the sanitizer runtimes preloaded (the ASan stage preloads them).
+children() {
+  local st stat rest
+  for st in /proc/[0-9]*/stat; do
+    stat=$(<"$st") 2>/dev/null || continue
+    rest=${stat##*) }  # after the command name, which may hold spaces: state ppid ...
+    rest=${rest#* }
+    [ "${rest%% *}" = "$1" ] && { st=${st#/proc/}; echo "${st%/stat}"; }
+  done
+}
 descendants() {
   local kid
-  for kid in $(pgrep -P "$1"); do echo "$kid"; descendants "$kid"; done
+  for kid in $(children "$1"); do echo "$kid"; descendants "$kid"; done
 }
 cleanup() {
   [ -n "$job" ] && kill -TERM "$job" 2>/dev/null
