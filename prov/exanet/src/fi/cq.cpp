@@ -186,13 +186,7 @@ ssize_t cq_sreadfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src, const v
     if (r != -FI_EAGAIN) return r;
     if (q.signaled.exchange(false, std::memory_order_acq_rel)) return -FI_EAGAIN;
     if (now_ms() >= deadline) return -FI_EAGAIN;
-    wait_idle(q.sources, q.waker, round, deadline, [&q]() noexcept {
-      {
-        core::level_guard g(q.lock);
-        if (q.count > 0) return true;
-      }
-      return q.signaled.load(std::memory_order_seq_cst);
-    });
+    wait_idle(q.sources, q.waker, round, deadline, [&q]() noexcept { return cq_has_entries(q); });
   }
 }
 

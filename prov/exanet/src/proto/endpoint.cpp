@@ -362,6 +362,43 @@ recv_request* endpoint::carve(recv_request& parent, std::size_t msg_len) noexcep
   return c;
 }
 
+// Inlined: complete_recv is on every receive's path.
+[[gnu::always_inline]] inline completion endpoint::recv_success(
+    const recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
+    bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept {
+  completion c;
+  c.context = r.context;
+  c.flags = recv_flags(r.kind, has_cq_data);
+  c.len = delivered;
+  c.data = has_cq_data ? cq_data : 0;
+  c.tag = r.kind == queue_kind::tagged ? tag : 0;
+  c.src = source_of(from);
+  if (delivered < msg_len && !r.discard) {
+    c.err = FI_ETRUNC;
+    c.olen = msg_len - delivered;
+  }
+  return c;
+}
+
+completion endpoint::recv_failure(const recv_request& r, int err) noexcept {
+  completion c;
+  c.context = r.context;
+  c.flags = recv_flags(r.kind, false);
+  c.tag = r.entry.tag;
+  c.src = source_of(r.peer);
+  c.err = err;
+  return c;
+}
+
+// Writes c (a success only if asked for one; errors always), counts it, and frees the request.
+[[gnu::always_inline]] inline void endpoint::finish_recv(recv_request& r,
+                                                         const completion& c) noexcept {
+  if ((r.completion || c.err) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
+  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, c.err != 0);
+  if (r.rtr != rtr_state::none || r.landing) rtr_release(r);  // eager and medium: nothing held
+  recvs_.release(&r);
+}
+
 void endpoint::child_finished(recv_request& child) noexcept {
   child.finished = true;
   if (child.rtr != rtr_state::none || child.landing) rtr_release(child);
@@ -373,26 +410,12 @@ void endpoint::child_finished(recv_request& child) noexcept {
 }
 
 void endpoint::emit_child(recv_request& r) noexcept {
-  completion c;
-  c.context = r.context;
-  c.flags = recv_flags(r.kind, r.has_cq_data && !r.err);
+  completion c =
+      r.err ? recv_failure(r, r.err)
+            : recv_success(r, r.peer, r.tag, r.cq_data, r.has_cq_data, r.msg_len, r.delivered);
   c.buf = r.iov[0].iov_base;  // where in the multi-receive buffer this message starts
   c.flags |= child_done(r);
-  c.src = source_of(r.peer);
-  c.tag = r.kind == queue_kind::tagged ? r.tag : 0;
-  if (r.err) {
-    c.err = r.err;
-  } else {
-    c.len = r.delivered;
-    c.data = r.has_cq_data ? r.cq_data : 0;
-    if (r.delivered < r.msg_len && !r.discard) {
-      c.err = FI_ETRUNC;
-      c.olen = r.msg_len - r.delivered;
-    }
-  }
-  if ((r.completion || c.err) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
-  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, c.err != 0);
-  recvs_.release(&r);
+  finish_recv(r, c);
 }
 
 std::uint64_t endpoint::child_done(recv_request& child) noexcept {
@@ -474,22 +497,7 @@ void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t t
     child_finished(r);
     return;
   }
-  completion c;
-  c.context = r.context;
-  c.flags = recv_flags(r.kind, has_cq_data);
-  c.len = delivered;
-  c.data = has_cq_data ? cq_data : 0;
-  c.tag = r.kind == queue_kind::tagged ? tag : 0;
-  c.src = source_of(from);
-  const bool truncated = delivered < msg_len && !r.discard;
-  if (truncated) {
-    c.err = FI_ETRUNC;
-    c.olen = msg_len - delivered;
-  }
-  if ((r.completion || truncated) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
-  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, truncated);
-  if (r.rtr != rtr_state::none || r.landing) rtr_release(r);  // eager and medium: nothing held
-  recvs_.release(&r);
+  finish_recv(r, recv_success(r, from, tag, cq_data, has_cq_data, msg_len, delivered));
 }
 
 void endpoint::fail_recv(recv_request& r, int err) noexcept {
@@ -498,17 +506,9 @@ void endpoint::fail_recv(recv_request& r, int err) noexcept {
     child_finished(r);
     return;
   }
-  completion c;
-  c.context = r.context;
-  c.flags = recv_flags(r.kind, false);
+  completion c = recv_failure(r, err);
   if (r.multi) c.flags |= FI_MULTI_RECV;  // a cancelled multi-receive buffer is released
-  c.tag = r.entry.tag;
-  c.src = source_of(r.peer);
-  c.err = err;
-  if (sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
-  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, true);
-  rtr_release(r);
-  recvs_.release(&r);
+  finish_recv(r, c);
 }
 
 void endpoint::complete_send(send_request& s) noexcept {

@@ -753,6 +753,11 @@ class endpoint {
   void complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
                      bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept;
   void fail_recv(recv_request& r, int err) noexcept;
+  completion recv_success(const recv_request& r, dev::peer_id from, std::uint64_t tag,
+                          std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len,
+                          std::size_t delivered) noexcept;
+  completion recv_failure(const recv_request& r, int err) noexcept;
+  void finish_recv(recv_request& r, const completion& c) noexcept;
   void complete_send(send_request& s) noexcept;
   /// Eager and medium sends complete as soon as the payload is copied out of the user buffer.
   void complete_buffered_send(const send_args& a, std::size_t len) noexcept;
