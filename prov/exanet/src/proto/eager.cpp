@@ -19,9 +19,8 @@ inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::
                                          std::span<const iovec> iov) noexcept {
   dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(to, slot); !core::ok(s)) return s;
-  // Written in place, and only what the receiver reads: the 28 bytes before the payload, then
-  // len bytes of payload (the slot's tail keeps whatever it held; nobody reads past len).
-  wire::env_data p;
+  // Built here, then copied into the slot whole (wire::write says why).
+  alignas(64) wire::env_data p{};
   p.hdr = wire::make_header(
       wire::pkt_type::env_data,
       (kind == queue_kind::tagged ? wire::flag_tagged : 0) | (has_cq_data ? wire::flag_cq_data : 0),
@@ -29,13 +28,12 @@ inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::
   p.tag = tag;
   p.cq_data = cq_data;
   p.psn = next_psn(to);
-  std::byte* out = slot.data();
-  std::memcpy(out, &p, offsetof(wire::env_data, payload));
   static_assert(wire::eager_payload_max <= 64, "copy_small takes at most 64 bytes");
   if (buf)
-    core::copy_small(out + offsetof(wire::env_data, payload), buf, len);  // len <= 36
+    core::copy_small(p.payload, buf, len);  // len <= 36
   else
-    core::copy_from_iov(out + offsetof(wire::env_data, payload), iov, 0, len);
+    core::copy_from_iov(p.payload, iov, 0, len);
+  wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);
   commit_send(to, kind, tag, false, 0);
   ++stats_.eager_sent;

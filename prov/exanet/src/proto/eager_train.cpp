@@ -50,17 +50,17 @@ core::status endpoint::train_send(const send_args& a, std::size_t len) noexcept 
     // Full in mid-train: nothing is committed, the caller retries the whole send; the receiver
     // replaces the abandoned train with the next one.
     if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
-    wire::eager_data d;
+    alignas(64) wire::eager_data d{};
     d.hdr = wire::make_header(wire::pkt_type::eager_data, 0, static_cast<std::uint32_t>(n));
     d.psn = psn;
     d.offset = static_cast<std::uint32_t>(off);
-    std::memcpy(slot.data(), &d, offsetof(wire::eager_data, payload));
-    fill(slot.data() + offsetof(wire::eager_data, payload), off, n);
+    fill(d.payload, off, n);
+    wire::write(slot.data(), d);
     dev_.mailbox_publish(slot);
   }
   dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
-  wire::env_data p;
+  alignas(64) wire::env_data p{};
   p.hdr = wire::make_header(wire::pkt_type::env_data,
                             wire::flag_train |
                                 (a.kind == queue_kind::tagged ? wire::flag_tagged : 0) |
@@ -69,8 +69,8 @@ core::status endpoint::train_send(const send_args& a, std::size_t len) noexcept 
   p.tag = a.tag;
   p.cq_data = a.cq_data;
   p.psn = psn;
-  std::memcpy(slot.data(), &p, offsetof(wire::env_data, payload));
-  fill(slot.data() + offsetof(wire::env_data, payload), ahead, wire::eager_payload_max);
+  fill(p.payload, ahead, wire::eager_payload_max);
+  wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);
   commit_send(a.peer, a.kind, a.tag, false, 0);
   ++stats_.train_sent;
