@@ -28,7 +28,10 @@
 # bench_locked COMMAND...   runs COMMAND holding the benchmark lock, so that the timing runs of
 #   different people on one machine do not overlap: LOCK (default /tmp/exanet-bench.lock; LOCK=
 #   empty: no lock). bench_lock / bench_unlock hold it around several commands (a server and its
-#   client).
+#   client). RT=1 (root only) also runs COMMAND under SCHED_FIFO (chrt -f 50), so that builds and
+#   tests of other people on the machine cannot preempt the two timed processes; the kernel's
+#   real-time throttling still leaves others 5% of each second. Use it for the libfabric programs
+#   (xfer_bench, core_probe); Open MPI's UCX path hung under it here, so the MPI scripts ignore it.
 #
 # bench_probe LABEL
 #   Measures the machine between the two benchmark cores (core_probe: the round trip of one cache
@@ -124,10 +127,15 @@ bench_env() {
 bench_lock_file=${LOCK-/tmp/exanet-bench.lock}
 
 bench_locked() {
+  local -a rt=()
+  if [[ ${RT:-0} == 1 ]]; then
+    [[ $(id -u) == 0 ]] && command -v chrt >/dev/null || { echo "RT=1 needs root and chrt" >&2; return 1; }
+    rt=(chrt -f 50)
+  fi
   if [[ -n $bench_lock_file ]]; then
-    flock "$bench_lock_file" "$@"
+    flock "$bench_lock_file" "${rt[@]}" "$@"
   else
-    "$@"
+    "${rt[@]}" "$@"
   fi
 }
 

@@ -33,6 +33,8 @@
 #   XFER_ARGS  more xfer_bench options for every run (-P 16:40 for one placement, -T, -A, -d US)
 #   LOCK       flock file every run holds (default /tmp/exanet-bench.lock; empty: none)
 #   BIND=1     pins the two processes of each run to cpus 0 and 1
+#   RT=1       runs them (and the machine probe) under SCHED_FIFO: others cannot preempt them
+#              (lib.sh, bench_locked; root only)
 #   PHASE      near (default): each run waits (up to PHASE_WAIT s, default 60) until the machine
 #              probe (core_probe) shows the two cores sharing a cache, and a run under which that
 #              changed runs again once; any: no waiting. Every probe is in $out/core_probe.csv.
