@@ -158,9 +158,12 @@ inline constexpr param_spec g_params[] = {
      "area and copied out by the target when it progresses, and RMA reads are answered by the "
      "target. 1: writes use process_vm_writev and reads process_vm_readv, which land without "
      "the target's progress.",
-     "On the machines measured staging is 3 to 6 times faster than cross\\-memory attach for "
-     "large transfers; cross\\-memory attach is useful when a target computes for long without "
-     "calling into libfabric.\n"
+     "Which is faster depends on how dear a copy between the two cores is: on one machine "
+     "staging was 3 to 6 times faster than cross\\-memory attach for large transfers; on the "
+     "same machine a day later, with core-to-core copies 3.5 times dearer, cross\\-memory "
+     "attach was faster from 64 KiB (BENCHMARKS.md). Measure both with the application. "
+     "Cross\\-memory attach is also useful when a target computes for long without calling "
+     "into libfabric.\n"
      "exanet falls back to staging by itself, and logs it once, when the kernel refuses "
      "cross\\-memory attach (ptrace restrictions or seccomp)."},
     {param_id::copy, "copy", param_type::string, 0, "auto", 0, 0, "auto|libc|loop",
