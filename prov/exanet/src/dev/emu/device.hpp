@@ -109,6 +109,8 @@ class device {
   /// published). The caller sleeps on word == expected, then calls sleep_end(). Owner only.
   bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
   void sleep_end() noexcept;
+  /// Every arrival here changes the word: nothing else to poll.
+  sleep_descriptor sleep_fd() const noexcept { return {}; }
 
   // ---- bounce rings (medium protocol; provider-owned memory at the receiver) ------------------
   /// Space for len bytes in p's bounce ring for this sender, without committing it. Returns
