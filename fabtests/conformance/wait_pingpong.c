@@ -11,17 +11,21 @@
  *      so the initiator's wait goes to sleep in many rounds (a wait spins a few microseconds
  *      first) and a reply often lands just as it announces its sleep. A wake-up lost there is
  *      caught only by the wait's own bound (20 ms) and shows as a round trip that long; at most
- *      SLOW_SHARE of the rounds may exceed the responder's delay by SLOW_MS. The initiator's CPU
- *      over the run must stay under CPU_SHARE of the wall time (a wait that polls uses it all).
+ *      SLOW_SHARE of the rounds may exceed the responder's delay by SLOW_MS. Time either side
+ *      spent runnable but not running (a loaded machine: /proc/thread-self/schedstat) is not
+ *      counted: the responder sends its own with each reply. The initiator's CPU over the run
+ *      must stay under CPU_SHARE of the wall time (a wait that polls uses it all).
  *   2. FI_PROGRESS_AUTO: the target sleeps (nanosleep, no libfabric call) while the initiator,
  *      every 300 ms, writes 4 KiB into its memory (fi_write) and waits for the completion. The
  *      target's progress thread must serve each write within WRITE_MAX_MS (its idle sleep lasts
- *      up to FI_EXANET_DEAD_PEER_CHECK_MS, set to 2 s here: only a wake on the arrival is that
- *      fast), and the target's process must stay under CPU_SHARE of CPU and WAKEUPS_PER_S
+ *      up to FI_EXANET_DEAD_PEER_CHECK_MS, set to 4 s here: a thread that missed the arrival
+ *      would serve all five that fast with a chance of 1 in 30,000), and the target's process
+ *      must stay under CPU_SHARE of CPU and WAKEUPS_PER_S
  *      voluntary context switches per second meanwhile. The data are checked.
  *
  * Environment: WAIT_PINGPONG_PINGS (default 2000), WAIT_PINGPONG_PARTS (default
- * "pingpong,auto").
+ * "pingpong,auto"), WAIT_PINGPONG_CPU_PERCENT (CPU_SHARE in percent; ThreadSanitizer's
+ * instrumentation multiplies the CPU cost of the rounds that poll before sleeping).
  */
 #include "xt.h"
 
@@ -37,7 +41,7 @@
 #define CPU_SHARE 0.2
 #define WRITES 5
 #define WRITE_GAP_MS 300
-#define WRITE_MAX_MS 100.0
+#define WRITE_MAX_MS 500.0
 #define WRITE_BYTES 4096
 #define WAKEUPS_PER_S 400.0
 
@@ -56,6 +60,19 @@ static struct usage usage_now(void)
 				  r.ru_stime.tv_usec * 1e-6,
 			  r.ru_nvcsw};
 	return u;
+}
+
+/* Milliseconds this thread has spent runnable but not running (0 where the kernel does not
+ * say): a loaded machine's delay, not the provider's. */
+static double run_delay_ms(void)
+{
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (!f)
+		return 0;
+	unsigned long long on_cpu = 0, waited = 0;
+	const int n = fscanf(f, "%llu %llu", &on_cpu, &waited);
+	fclose(f);
+	return n == 2 ? waited / 1e6 : 0;
 }
 
 static void pause_us(unsigned us)
@@ -92,7 +109,13 @@ static void open_ep(struct xt_ep *x, enum fi_progress mode, int rma)
 	XT_RC(fi_getname(&x->ep->fid, x->name, &x->namelen));
 }
 
-static void send_u32(struct xt_ep *x, fi_addr_t to, uint32_t *v)
+/* A ping or pong: the round, and (pong) the responder's run delay in that round, in us. */
+struct ball {
+	uint32_t round;
+	uint32_t delay_us;
+};
+
+static void send_ball(struct xt_ep *x, fi_addr_t to, struct ball *v)
 {
 	ssize_t rc;
 	while ((rc = fi_tinject(x->ep, v, sizeof *v, to, 5)) == -FI_EAGAIN)
@@ -100,12 +123,12 @@ static void send_u32(struct xt_ep *x, fi_addr_t to, uint32_t *v)
 	XT_CHECK(rc == 0, "fi_tinject = %zd", rc);
 }
 
-static uint32_t sread_u32(struct xt_ep *x, uint32_t *buf, const char *who, uint32_t round)
+static struct ball sread_ball(struct xt_ep *x, struct ball *buf, const char *who, uint32_t round)
 {
 	struct fi_cq_tagged_entry e;
 	ssize_t r = fi_cq_sread(x->rxcq, &e, 1, NULL, 5000);
 	XT_CHECK(r == 1 && e.op_context == buf, "%s: round %u: fi_cq_sread = %zd", who, round, r);
-	const uint32_t v = *buf;
+	const struct ball v = *buf;
 	XT_RC(fi_trecv(x->ep, buf, sizeof *buf, NULL, FI_ADDR_UNSPEC, 5, 0, buf));
 	return v;
 }
@@ -115,16 +138,20 @@ static int responder(int index, int sock)
 	(void)index;
 	struct xt_ep x;
 	open_ep(&x, FI_PROGRESS_MANUAL, 0);
-	uint32_t buf;
+	struct ball buf;
 	XT_RC(fi_trecv(x.ep, &buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 5, 0, &buf));
 	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
 	xt_sync(sock);
 	const uint32_t pings = (uint32_t)xt_env_size("WAIT_PINGPONG_PINGS", 2000);
+	double waited = run_delay_ms();
 	for (uint32_t i = 0; i < pings; i++) {
-		uint32_t v = sread_u32(&x, &buf, "responder", i);
-		XT_CHECK(v == i, "responder: round %u got %u", i, v);
+		struct ball v = sread_ball(&x, &buf, "responder", i);
+		XT_CHECK(v.round == i, "responder: round %u got %u", i, v.round);
 		pause_us(delays_us[(i * 2654435761u >> 7) % 4]);
-		send_u32(&x, peer, &v);
+		const double now = run_delay_ms();
+		v.delay_us = (uint32_t)((now - waited) * 1e3);
+		waited = now;
+		send_ball(&x, peer, &v);
 	}
 	xt_sync_progress(sock, x.txcq);
 	xt_close(&x);
@@ -138,7 +165,7 @@ static void pingpong(void)
 	xt_spawn(1, responder, socks, pids);
 	struct xt_ep x;
 	open_ep(&x, FI_PROGRESS_MANUAL, 0);
-	uint32_t buf;
+	struct ball buf;
 	XT_RC(fi_trecv(x.ep, &buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 5, 0, &buf));
 	fi_addr_t peer = xt_exchange(&x, socks[0], 0, NULL);
 	xt_sync(socks[0]);
@@ -146,21 +173,24 @@ static void pingpong(void)
 	/* The first rounds form the lower connections (network backend): not timed. */
 	const uint32_t untimed = pings < 20 ? 0 : 10;
 	unsigned slow = 0;
-	double worst = 0, t_start = 0;
+	double worst = 0, t_start = 0, starved = 0;
 	struct usage u0 = {0, 0};
 	for (uint32_t i = 0; i < pings; i++) {
 		if (i == untimed) {
 			u0 = usage_now();
 			t_start = xt_now_us();
 		}
-		const double t0 = xt_now_us();
-		uint32_t v = i;
-		send_u32(&x, peer, &v);
-		v = sread_u32(&x, &buf, "initiator", i);
-		XT_CHECK(v == i, "initiator: round %u got %u", i, v);
-		const double extra_ms = (xt_now_us() - t0) / 1e3 - delays_us[(i * 2654435761u >> 7) % 4] / 1e3;
+		const double t0 = xt_now_us(), w0 = run_delay_ms();
+		struct ball v = {i, 0};
+		send_ball(&x, peer, &v);
+		v = sread_ball(&x, &buf, "initiator", i);
+		XT_CHECK(v.round == i, "initiator: round %u got %u", i, v.round);
+		const double not_run = run_delay_ms() - w0 + v.delay_us / 1e3;
+		const double extra_ms = (xt_now_us() - t0) / 1e3 - delays_us[(i * 2654435761u >> 7) % 4] / 1e3 -
+					not_run;
 		if (i < untimed)
 			continue;
+		starved += not_run;
 		if (extra_ms > worst)
 			worst = extra_ms;
 		if (extra_ms > SLOW_MS)
@@ -170,11 +200,13 @@ static void pingpong(void)
 	const double wall_s = (xt_now_us() - t_start) / 1e6, share = (u1.cpu_s - u0.cpu_s) / wall_s;
 	const uint32_t timed = pings - untimed;
 	printf("  ping-pong, both in fi_cq_sread: %u rounds in %.2f s, %u over their delay by more than "
-	       "%.0f ms (worst %.2f ms), initiator CPU %.1f%%, %.0f wake-ups/s\n",
-	       timed, wall_s, slow, SLOW_MS, worst, share * 100, (u1.wakeups - u0.wakeups) / wall_s);
+	       "%.0f ms (worst %.2f ms; %.0f ms runnable, not running, left out), initiator CPU %.1f%%, "
+	       "%.0f wake-ups/s\n", timed, wall_s, slow, SLOW_MS, worst, starved, share * 100,
+	       (u1.wakeups - u0.wakeups) / wall_s);
 	XT_CHECK(slow <= timed * SLOW_SHARE, "%u of %u rounds took more than %.0f ms beyond the delay "
 		 "(lost wake-ups end only at the wait's bound)", slow, timed, SLOW_MS);
-	XT_CHECK(share <= CPU_SHARE, "the initiator used %.1f%% CPU while waiting", share * 100);
+	const double cpu_bound = xt_env_size("WAIT_PINGPONG_CPU_PERCENT", (size_t)(CPU_SHARE * 100)) / 100.0;
+	XT_CHECK(share <= cpu_bound, "the initiator used %.1f%% CPU while waiting", share * 100);
 	xt_sync_progress(socks[0], x.txcq);
 	xt_close(&x);
 	xt_reap(1, pids);
@@ -199,6 +231,10 @@ static int auto_target(int index, int sock)
 	const double t0 = xt_now_us();
 	xt_sync(sock); /* the initiator is done */
 	const struct usage u1 = usage_now();
+	/* The progress thread wrote the data under the endpoint's lock; a call that takes it
+	 * orders those writes before the checks below (ThreadSanitizer cannot see the order that
+	 * comes through the initiator). */
+	(void)fi_cq_read(x.rxcq, NULL, 0);
 	const double wall_s = (xt_now_us() - t0) / 1e6, share = (u1.cpu_s - u0.cpu_s) / wall_s,
 		     rate = (u1.wakeups - u0.wakeups) / wall_s;
 	printf("  auto target, idle %.2f s while served %d writes: %.1f%% CPU, %.0f wake-ups/s\n", wall_s,
@@ -261,7 +297,7 @@ int main(void)
 {
 	/* The progress thread's idle sleep ends at least this often (its peer watch): long, so
 	 * that only a wake on the arrival serves a write within WRITE_MAX_MS. */
-	setenv("FI_EXANET_DEAD_PEER_CHECK_MS", "2000", 0);
+	setenv("FI_EXANET_DEAD_PEER_CHECK_MS", "4000", 0);
 	xt_init(240);
 	const char *parts = getenv("WAIT_PINGPONG_PARTS");
 	if (!parts)

@@ -398,8 +398,11 @@ class device {
   /// A registration as the owner granted it (the private copy of its key-table entry).
   struct grant {
     key_grant g{};
-    bool live = false;
+    bool live = false;  // release-stored after g (rma.cpp): read it with grant_live
   };
+  static bool grant_live(const grant& gr) noexcept {
+    return std::atomic_ref<bool>(const_cast<bool&>(gr.live)).load(std::memory_order_acquire);
+  }
 
   /// The sender of a packet: most packets come from the sender of the one before (a ping-pong, a
   /// stream), which costs a compare instead of a hash lookup.

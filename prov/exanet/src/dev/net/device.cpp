@@ -1134,18 +1134,23 @@ core::status device::key_publish_at(const key_grant& g, std::uint32_t free_slot)
     mr = register_lower(g.va, g.len, access, grant_key(free_slot, gen));
     if (!mr) return core::status::io;
   }
-  grants_[free_slot] = {g, gen, mr};
+  // Published by gen: the registering thread holds none of the endpoint's locks, and under
+  // FI_PROGRESS_AUTO the progress thread reads the table (on_key_query, grant_check).
+  grants_[free_slot].g = g;
+  grants_[free_slot].mr = mr;
+  std::atomic_ref<std::uint32_t>(grants_[free_slot].gen).store(gen, std::memory_order_release);
   return core::status::ok;
 }
 
 void device::key_revoke(std::uint32_t slot) noexcept {
   if (slot >= grants_.size()) return;
+  std::atomic_ref<std::uint32_t>(grants_[slot].gen).store(0, std::memory_order_release);
   if (grants_[slot].mr) fi_close(&grants_[slot].mr->fid);
-  grants_[slot] = grant_slot{};
+  grants_[slot].mr = nullptr;
 }
 
 bool device::key_at(std::uint32_t slot, key_grant& out) const noexcept {
-  if (slot >= grants_.size() || grants_[slot].gen == 0) return false;
+  if (slot >= grants_.size() || live_gen(grants_[slot]) == 0) return false;
   out = grants_[slot].g;
   return true;
 }
@@ -1154,7 +1159,7 @@ core::status device::grant_check(std::uint64_t key, std::uint64_t addr, std::uin
                                  std::uint32_t need, rma_target& out) const noexcept {
   for (std::uint32_t i = 0; i < grants_.size(); ++i) {
     const grant_slot& gs = grants_[i];
-    if (gs.gen == 0 || gs.g.key != key) continue;
+    if (live_gen(gs) == 0 || gs.g.key != key) continue;
     if (!grant_admits(gs.g, addr, len, need, out.va)) return core::status::access;
     out.key_slot = i;
     out.events = gs.g.events;
@@ -1219,7 +1224,8 @@ void device::on_key_query(peer_id from, const packet& pk) noexcept {
   a.key = q.key;
   for (std::uint32_t i = 0; i < grants_.size(); ++i) {
     const grant_slot& gs = grants_[i];
-    if (gs.gen == 0 || gs.g.key != q.key) continue;
+    const std::uint32_t gen = live_gen(gs);
+    if (gen == 0 || gs.g.key != q.key) continue;
     a.found = 1;
     a.events = gs.g.events;
     a.access = gs.g.access;
@@ -1227,7 +1233,7 @@ void device::on_key_query(peer_id from, const packet& pk) noexcept {
     a.len = gs.g.len;
     a.addr_base = gs.g.addr_base;
     a.slot = i;
-    a.gen = gs.gen;
+    a.gen = gen;
   }
   answers_due_.push_back({from, to_packet(a)});
   send_due_answers();

@@ -402,9 +402,14 @@ class device {
   };
   struct grant_slot {
     key_grant g{};
-    std::uint32_t gen = 0;  // of the current registration; 0: free
+    std::uint32_t gen = 0;  // of the current registration; 0: free. Release-stored after g:
+                            // the progress thread reads it with live_gen
     fid_mr* mr = nullptr;
   };
+  static std::uint32_t live_gen(const grant_slot& gs) noexcept {
+    return std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(gs.gen))
+        .load(std::memory_order_acquire);
+  }
   struct slot {
     std::uint32_t gen = 0;     // current use, 0: free
     std::uint32_t landed = 0;  // generation whose notification arrived
