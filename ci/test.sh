@@ -30,7 +30,8 @@ ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:ha
 # for uninstrumented ones come with the tests' environment (CMakeLists.txt, fabtests/).
 cmake -S "$root" -B "$root/build-tsan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEXANET_TSAN=ON >/dev/null
 cmake --build "$root/build-tsan" -j"$(nproc)" \
-  --target exanet-fi thread_safe objects_basic wait_threads auto_progress wait_cpu core_test exanet-stats
+  --target exanet-fi thread_safe objects_basic wait_threads auto_progress wait_cpu wait_pingpong core_test \
+  exanet-stats
 ctest --test-dir "$root/build-tsan" --output-on-failure -j2 --timeout 600 -L threads
 
 # The receive path under libFuzzer (clang, ASan, UBSan) for a minute, from the corpus in the

@@ -13,7 +13,15 @@
  *     CQ's wait fd: the progress thread writes the completion and the fd wakes the poll, with
  *     no call into the provider (under manual progress nothing would: fi_exanet(7), PROGRESS);
  *   - fi_cq_sread that blocks before a message comes (sent by a thread 200 ms later) still
- *     returns it (a sleep that missed its wake would time out after 5 s).
+ *     returns it (a sleep that missed its wake would time out after 5 s), within LATE_MAX_MS
+ *     of the send, having used at most LATE_CPU_SHARE of the wait's wall time.
+ *   - fi_cq_sread and fi_cntr_wait are bounded in wake-ups too (WAKEUPS_MAX), and so are the
+ *     idle progress threads (auto).
+ *
+ * Run again as net.wait_cpu with every peer over the network backend (FI_EXANET_NETWORK=
+ * every_peer: the endpoints talk through libfabric's tcp on this host), where a sleep must wake
+ * on the lower provider's fd, which no futex word of ours follows. Both endpoints first trade a
+ * message each way (both progressed), as the lower connections need both ends to form.
  *   - fi_wait on a wait set (b's transmit CQ) and fi_eq_sread on an EQ, 1 s each with nothing
  *     coming, are bounded the same way, and also in wake-ups: at most WAKEUPS_MAX voluntary
  *     context switches for the process (a wait that naps 100 us at a time makes thousands; one
@@ -32,6 +40,15 @@
 
 #define WAIT_CPU_MAX_S 0.25
 #define WAKEUPS_MAX 400
+#define LATE_MAX_MS 100.0
+#define LATE_CPU_SHARE 0.2
+
+static double now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1e3 + t.tv_nsec * 1e-6;
+}
 
 static long wakeups(void)
 {
@@ -54,6 +71,7 @@ struct pair {
 	struct fid_wait *waitset; /* b's transmit CQ */
 	struct fid_eq *eq;
 	fi_addr_t a_to_b, b_to_a;
+	double late_sent_ms; /* when send_later's message went */
 };
 
 static void open_one(struct xt_ep *x, enum fi_progress mode, int with_cntr, struct fid_cntr **cntr,
@@ -106,10 +124,39 @@ static void *send_later(void *arg)
 	struct timespec t = {0, 200 * 1000 * 1000};
 	nanosleep(&t, NULL);
 	ssize_t rc;
+	p->late_sent_ms = now_ms();
 	while ((rc = fi_tinject(p->a.ep, msg, sizeof msg, p->a_to_b, 9)) == -FI_EAGAIN)
 		fi_cq_read(p->a.txcq, NULL, 0);
 	XT_CHECK(rc == 0, "fi_tinject = %zd", rc);
 	return NULL;
+}
+
+/* One message each way, both endpoints progressed: over the network backend the lower
+ * connections form only while both ends are driven (manual progress drives neither otherwise).
+ * Leaves no completion behind. */
+static void warm_up(struct pair *p)
+{
+	char ra[16], rb[16];
+	static const char msg[] = "hi";
+	XT_RC(fi_trecv(p->a.ep, ra, sizeof ra, NULL, FI_ADDR_UNSPEC, 1, 0, ra));
+	XT_RC(fi_trecv(p->b.ep, rb, sizeof rb, NULL, FI_ADDR_UNSPEC, 1, 0, rb));
+	ssize_t rc;
+	while ((rc = fi_tsend(p->a.ep, msg, sizeof msg, NULL, p->a_to_b, 1, NULL)) == -FI_EAGAIN)
+		(void)fi_cq_read(p->b.rxcq, NULL, 0);
+	XT_CHECK(rc == 0, "warm-up fi_tsend a = %zd", rc);
+	while ((rc = fi_tsend(p->b.ep, msg, sizeof msg, NULL, p->b_to_a, 1, NULL)) == -FI_EAGAIN)
+		(void)fi_cq_read(p->a.rxcq, NULL, 0);
+	XT_CHECK(rc == 0, "warm-up fi_tsend b = %zd", rc);
+	int got = 0; /* a's rx, b's rx, a's tx, b's tx */
+	const double end = now_ms() + 20000;
+	struct fi_cq_tagged_entry e;
+	while (got != 15 && now_ms() < end) {
+		if (fi_cq_read(p->a.rxcq, &e, 1) == 1) got |= 1;
+		if (fi_cq_read(p->b.rxcq, &e, 1) == 1) got |= 2;
+		if (fi_cq_read(p->a.txcq, &e, 1) == 1) got |= 4;
+		if (fi_cq_read(p->b.txcq, &e, 1) == 1) got |= 8;
+	}
+	XT_CHECK(got == 15, "warm-up exchange incomplete (%#x)", got);
 }
 
 static void *send_b_later(void *arg)
@@ -144,31 +191,42 @@ static void run(enum fi_progress mode)
 	open_one(&p.b, mode, 1, &p.cntr, &p.waitset);
 	p.a_to_b = xt_insert(&p.a, p.b.name);
 	p.b_to_a = xt_insert(&p.b, p.a.name);
+	warm_up(&p);
+	const uint64_t cntr_base = fi_cntr_read(p.cntr); /* the warm-up's receive counted */
 	char buf[64];
 	XT_RC(fi_trecv(p.b.ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 9, 0, buf));
 
 	struct fi_cq_tagged_entry e;
+	long w0 = wakeups();
 	double c0 = cpu_s();
 	ssize_t r = fi_cq_sread(p.b.rxcq, &e, 1, NULL, 1000);
 	double used = cpu_s() - c0;
+	long woke = wakeups() - w0;
 	XT_CHECK(r == -FI_EAGAIN, "%s: fi_cq_sread with nothing coming = %zd", name, r);
-	printf("  %s: fi_cq_sread 1 s: %.3f s CPU\n", name, used);
-	XT_CHECK(used <= WAIT_CPU_MAX_S, "%s: fi_cq_sread used %.3f s of CPU in 1 s", name, used);
+	printf("  %s: fi_cq_sread 1 s: %.3f s CPU, %ld wake-ups\n", name, used, woke);
+	XT_CHECK(used <= WAIT_CPU_MAX_S && woke <= WAKEUPS_MAX,
+		 "%s: fi_cq_sread used %.3f s of CPU and woke %ld times in 1 s", name, used, woke);
 
+	w0 = wakeups();
 	c0 = cpu_s();
-	int rc = fi_cntr_wait(p.cntr, 1, 1000);
+	int rc = fi_cntr_wait(p.cntr, cntr_base + 1, 1000);
 	used = cpu_s() - c0;
+	woke = wakeups() - w0;
 	XT_CHECK(rc == -FI_ETIMEDOUT, "%s: fi_cntr_wait with nothing coming = %d", name, rc);
-	printf("  %s: fi_cntr_wait 1 s: %.3f s CPU\n", name, used);
-	XT_CHECK(used <= WAIT_CPU_MAX_S, "%s: fi_cntr_wait used %.3f s of CPU in 1 s", name, used);
+	printf("  %s: fi_cntr_wait 1 s: %.3f s CPU, %ld wake-ups\n", name, used, woke);
+	XT_CHECK(used <= WAIT_CPU_MAX_S && woke <= WAKEUPS_MAX,
+		 "%s: fi_cntr_wait used %.3f s of CPU and woke %ld times in 1 s", name, used, woke);
 
 	if (mode == FI_PROGRESS_AUTO) {
+		w0 = wakeups();
 		c0 = cpu_s();
 		struct timespec t = {1, 0};
 		nanosleep(&t, NULL);
 		used = cpu_s() - c0;
-		printf("  auto: idle progress threads, 1 s: %.3f s CPU\n", used);
-		XT_CHECK(used <= WAIT_CPU_MAX_S, "auto: idle progress threads used %.3f s of CPU in 1 s", used);
+		woke = wakeups() - w0;
+		printf("  auto: idle progress threads, 1 s: %.3f s CPU, %ld wake-ups\n", used, woke);
+		XT_CHECK(used <= WAIT_CPU_MAX_S && woke <= WAKEUPS_MAX,
+			 "auto: idle progress threads used %.3f s of CPU and woke %ld times in 1 s", used, woke);
 
 		/* The wait fd under automatic progress: nothing but poll(2) after the send. */
 		int fd = -1;
@@ -186,11 +244,11 @@ static void run(enum fi_progress mode)
 	}
 
 	/* fi_wait on a wait set, and fi_eq_sread: CPU and wake-ups while idle, then woken. */
-	long w0 = wakeups();
+	w0 = wakeups();
 	c0 = cpu_s();
 	rc = fi_wait(p.waitset, 1000);
 	used = cpu_s() - c0;
-	long woke = wakeups() - w0;
+	woke = wakeups() - w0;
 	XT_CHECK(rc == -FI_ETIMEDOUT, "%s: fi_wait with nothing coming = %d", name, rc);
 	printf("  %s: fi_wait 1 s: %.3f s CPU, %ld wake-ups\n", name, used, woke);
 	XT_CHECK(used <= WAIT_CPU_MAX_S && woke <= WAKEUPS_MAX, "%s: fi_wait used %.3f s of CPU and woke %ld times in 1 s",
@@ -223,11 +281,20 @@ static void run(enum fi_progress mode)
 
 	/* A wait that sleeps before the message comes is woken by it. */
 	XT_CHECK(pthread_create(&t, NULL, send_later, &p) == 0, "pthread_create");
+	const double t0 = now_ms();
+	c0 = cpu_s();
 	r = fi_cq_sread(p.b.rxcq, &e, 1, NULL, 5000);
+	const double t1 = now_ms();
+	used = cpu_s() - c0;
 	XT_CHECK(r == 1 && e.op_context == buf && !strcmp(buf, "late"), "%s: fi_cq_sread missed a message (%zd)",
 		 name, r);
 	pthread_join(t, NULL);
-	XT_CHECK(fi_cntr_read(p.cntr) >= 1, "the receive counter");
+	const double late = t1 - p.late_sent_ms, share = used * 1e3 / (t1 - t0);
+	printf("  %s: fi_cq_sread for a message sent 200 ms later: returned %.2f ms after the send, "
+	       "%.1f%% CPU\n", name, late, share * 100);
+	XT_CHECK(late <= LATE_MAX_MS && share <= LATE_CPU_SHARE,
+		 "%s: the late message came %.2f ms after its send, with %.1f%% CPU", name, late, share * 100);
+	XT_CHECK(fi_cntr_read(p.cntr) >= cntr_base + 1, "the receive counter");
 
 	xt_close_ep(&p.a);
 	xt_close_ep(&p.b);

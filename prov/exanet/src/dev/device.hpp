@@ -173,6 +173,15 @@ struct open_params {
   } net{};
 };
 
+/// What a sleeper watches besides sleep_prepare's futex word (sleep_fd): a descriptor that
+/// turns readable (poll(2)) when an arrival comes that does not change the word, such as a
+/// message through a lower network provider, which rings no word of ours.
+struct sleep_descriptor {
+  int fd = -1;               // -1: none; the word alone covers every arrival
+  bool word_in_use = true;   // peers may still change the word: a sleeper that polls fd must
+                             // look at the word too (a futex cannot be polled)
+};
+
 /// A claimed, not yet published packet slot in a peer's mailbox: the protocol writes the packet
 /// in place (no copy through a temporary), then publishes it. Between the two the slot is the
 /// sender's alone; a reservation is published exactly once.
@@ -352,10 +361,16 @@ concept device =
       // sleep_prepare(word, expected): announces a sleeper and gives the futex word (in memory
       // peers write) to sleep on and its value now; false, announcing nothing, if an arrival is
       // pending or on its way, or if the backend cannot wake sleepers (its owner then polls).
+      // It is the device's last look, made after the announcement: the caller need not ask
+      // has_arrivals() first (a network backend can only answer "maybe" there).
       // Peers that make an arrival visible to an announced sleeper change the word and wake it.
-      // sleep_end() withdraws the announcement after the sleep.
+      // sleep_end() withdraws the announcement after the sleep. sleep_fd(), after a
+      // sleep_prepare that said true: a descriptor to poll beside the word for the arrivals
+      // that change no word (a network backend's, readied by its transport: sleep_prepare
+      // asked the transport whether it may block on it), or none.
       { d.sleep_prepare(watch_word, u32out) } noexcept -> std::same_as<bool>;
       { d.sleep_end() } noexcept -> std::same_as<void>;
+      { cd.sleep_fd() } noexcept -> std::same_as<sleep_descriptor>;
     };
 
 /// A backend as protocols hold it: the operations of `device` and nothing else. Private
@@ -420,6 +435,7 @@ class interface_of : private D {
   // sleeping while idle
   using D::sleep_prepare;
   using D::sleep_end;
+  using D::sleep_fd;
 };
 
 }  // namespace exanet::dev

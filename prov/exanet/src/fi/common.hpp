@@ -62,15 +62,24 @@ inline int check_iov(const iovec* iov, std::size_t count, std::size_t limit, std
 /// unless selective completion leaves FI_COMPLETION out.
 enum class call_family { ordinary, inject };
 
+/// What an idle endpoint gives a thread about to sleep on it: the futex word its device's peers
+/// on this host change and the word's value now, and, when its network side is on, the fd that
+/// turns readable on a network arrival (dev::sleep_descriptor).
+struct sleep_target {
+  const std::atomic<std::uint32_t>* word = nullptr;
+  std::uint32_t expected = 0;
+  int fd = -1;
+  bool word_in_use = true;  // with fd: peers may still change the word, which poll(2) cannot see
+};
+
 /// Something a CQ or counter read must progress (an endpoint, under manual progress). The
 /// other three let a blocking wait sleep until the endpoint has something (fi/wait.hpp,
 /// arrival_sleep); entries without progress only hold the object open.
 struct progress_source {
   void* self = nullptr;
   void (*progress)(void* self) noexcept = nullptr;
-  /// True: idle, and a sleeper announced on *word (== *expected); false: progress instead.
-  bool (*sleep_prepare)(void* self, const std::atomic<std::uint32_t>*& word,
-                        std::uint32_t& expected) noexcept = nullptr;
+  /// True: idle, and a sleeper announced (target says on what); false: progress instead.
+  bool (*sleep_prepare)(void* self, sleep_target& target) noexcept = nullptr;
   void (*sleep_end)(void* self) noexcept = nullptr;
   /// The periodic checks an idle progress makes now and then (a sleeper woke up: do them now).
   void (*timers)(void* self) noexcept = nullptr;

@@ -49,8 +49,8 @@ endpoint& ep_of(fid* f) noexcept { return from_fid<endpoint>(f); }
 
 progress_source source_of(endpoint& ep) noexcept {
   return {&ep, [](void* self) noexcept { static_cast<endpoint*>(self)->progress(); },
-          [](void* self, const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept {
-            return static_cast<endpoint*>(self)->sleep_prepare(word, expected);
+          [](void* self, sleep_target& target) noexcept {
+            return static_cast<endpoint*>(self)->sleep_prepare(target);
           },
           [](void* self) noexcept { static_cast<endpoint*>(self)->sleep_end(); },
           [](void* self) noexcept { static_cast<endpoint*>(self)->timers(); }};
@@ -372,10 +372,12 @@ void endpoint::progress() noexcept {
   if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
 }
 
-bool endpoint::sleep_prepare(const std::atomic<std::uint32_t>*& word,
-                             std::uint32_t& expected) noexcept {
+bool endpoint::sleep_prepare(sleep_target& target) noexcept {
   core::level_guard g(lock);
-  if (closing || !proto.sleep_prepare(word, expected)) return false;
+  if (closing || !proto.sleep_prepare(target.word, target.expected)) return false;
+  const dev::sleep_descriptor d = proto.sleep_fd();
+  target.fd = d.fd;
+  target.word_in_use = d.word_in_use;
   sleep_refs.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -85,9 +85,9 @@ class endpoint {
   static constexpr std::size_t held = ~std::size_t{0};
   std::size_t try_progress() noexcept;
   /// Sleeping while idle (fi/wait.hpp, arrival_sleep): true if the endpoint has nothing to do
-  /// and its device announced a sleeper on *word (== expected); the endpoint then stays open
-  /// until sleep_end(). False once it is closing.
-  bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
+  /// and its device announced a sleeper (target: the word, and the network side's fd if on);
+  /// the endpoint then stays open until sleep_end(). False once it is closing.
+  bool sleep_prepare(sleep_target& target) noexcept;
   void sleep_end() noexcept;
   void timers() noexcept;
   std::atomic<int> sleep_refs{0};  // sleepers between sleep_prepare and sleep_end

@@ -43,7 +43,7 @@ int progress_thread::add(endpoint& ep) noexcept {
 
 void progress_thread::kick() noexcept {
   kick_.fetch_add(1, std::memory_order_seq_cst);
-  core::futex_wake_all(kick_);
+  wake_all_sleepers(kick_);  // the futex, or the bell of a sleep that polls a network fd
 }
 
 void progress_thread::remove(endpoint& ep) noexcept {

@@ -3,12 +3,16 @@
 
 #include <rdma/fi_errno.h>
 #include <sched.h>
+#include <poll.h>
 #include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <optional>
 
 #include "fi/cntr.hpp"
 #include "fi/cq.hpp"
@@ -78,12 +82,102 @@ void idle_backoff(unsigned& round) noexcept {
   nanosleep(&nap, nullptr);
 }
 
+namespace {
+
+/// A thread's bell: an eventfd it polls beside the network fds while it sleeps, opened on its
+/// first poll(2) sleep and kept until the thread ends.
+struct thread_bell {
+  int fd = -1;
+  ~thread_bell() {
+    if (fd >= 0) ::close(fd);
+  }
+  int get() noexcept {
+    if (fd < 0) fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    return fd;
+  }
+};
+thread_local thread_bell t_bell;
+
+/// The poll(2) sleepers and the words they wait on, for wake_all_sleepers. Both sides follow
+/// announce-then-look: a sleeper registers (under the lock, then counts itself, seq_cst) and
+/// only then compares its words to their expected values; a waker changes its word (seq_cst)
+/// and only then reads the count. So either the sleeper sees the new value and does not sleep,
+/// or the waker sees a sleeper, takes the lock (after the registration, made under it) and
+/// rings its bell, which poll(2) sees whenever it comes: an eventfd stays readable until read.
+struct bell_registration {
+  const core::futex_watch* words = nullptr;
+  std::size_t count = 0;
+  int bell = -1;
+  bell_registration* next = nullptr;
+};
+struct bell_registry {
+  std::mutex lock;
+  bell_registration* head = nullptr;
+  std::atomic<std::uint32_t> sleepers{0};
+};
+bell_registry g_bells;
+
+class registered_bell {
+ public:
+  registered_bell(const core::futex_watch* words, std::size_t count, int bell) noexcept
+      : me_{words, count, bell, nullptr} {
+    std::lock_guard g(g_bells.lock);
+    me_.next = g_bells.head;
+    g_bells.head = &me_;
+    g_bells.sleepers.fetch_add(1, std::memory_order_seq_cst);
+  }
+  ~registered_bell() {
+    {
+      std::lock_guard g(g_bells.lock);
+      for (bell_registration** at = &g_bells.head; *at; at = &(*at)->next)
+        if (*at == &me_) {
+          *at = me_.next;
+          break;
+        }
+      g_bells.sleepers.fetch_sub(1, std::memory_order_relaxed);
+    }
+    // No waker rings it now (they ring under the lock): what it holds is for this sleep only.
+    std::uint64_t v;
+    [[maybe_unused]] ssize_t r = ::read(me_.bell, &v, sizeof v);
+  }
+  registered_bell(const registered_bell&) = delete;
+  registered_bell& operator=(const registered_bell&) = delete;
+
+ private:
+  bell_registration me_;
+};
+
+[[gnu::cold, gnu::noinline]] void ring_bells(const std::atomic<std::uint32_t>& word) noexcept {
+  std::lock_guard g(g_bells.lock);
+  for (const bell_registration* r = g_bells.head; r; r = r->next)
+    for (std::size_t i = 0; i < r->count; ++i)
+      if (r->words[i].word == &word) {
+        const std::uint64_t one = 1;
+        [[maybe_unused]] ssize_t w = ::write(r->bell, &one, sizeof one);
+        break;
+      }
+}
+
+}  // namespace
+
+void wake_all_sleepers(const std::atomic<std::uint32_t>& word) noexcept {
+  core::futex_wake_all(word);
+  if (g_bells.sleepers.load(std::memory_order_seq_cst) != 0) [[unlikely]] ring_bells(word);
+}
+
 bool arrival_sleep::add(const progress_source& s) noexcept {
   if (!s.sleep_prepare || words_used_ == max_words) return false;
-  core::futex_watch w;
-  if (!s.sleep_prepare(s.self, w.word, w.expected)) return false;
+  sleep_target t;
+  if (!s.sleep_prepare(s.self, t)) return false;
   sources_[sources_used_++] = s;
-  words_[words_used_++] = w;
+  words_[words_used_++] = {t.word, t.expected};
+  if (t.fd < 0) {
+    wordless_sources_ = true;
+  } else {
+    if (t.word_in_use) foreign_words_ = true;
+    if (std::find(fds_.begin(), fds_.begin() + fds_used_, t.fd) == fds_.begin() + fds_used_)
+      fds_[fds_used_++] = t.fd;
+  }
   return true;
 }
 
@@ -94,7 +188,10 @@ bool arrival_sleep::add(core::futex_watch w) noexcept {
 }
 
 void arrival_sleep::sleep(unsigned timeout_ms) noexcept {
-  core::futex_wait_any({words_.data(), words_used_}, timeout_ms);
+  if (fds_used_ == 0) [[likely]]
+    core::futex_wait_any({words_.data(), words_used_}, timeout_ms);
+  else
+    poll_sleep(timeout_ms);
   // A sleep skipped the checks idle progress makes now and then (lost peers, rendezvous
   // probes; each runs at most once per its period anyway). Before release: the sources are
   // still held open.
@@ -103,14 +200,50 @@ void arrival_sleep::sleep(unsigned timeout_ms) noexcept {
   release();
 }
 
+bool arrival_sleep::words_changed() const noexcept {
+  for (std::size_t i = 0; i < words_used_; ++i)
+    if (words_[i].word->load(std::memory_order_seq_cst) != words_[i].expected) return true;
+  return false;
+}
+
+void arrival_sleep::poll_sleep(unsigned timeout_ms) noexcept {
+  // Each fd is armed already: its source's sleep_prepare called fi_trywait, and any arrival
+  // since makes it readable. The words of this process ring the bell once it is registered;
+  // then the look at every word, and only then the sleep.
+  const int bell = t_bell.get();
+  std::array<pollfd, max_words + 1> polled{};
+  for (std::size_t i = 0; i < fds_used_; ++i) polled[i] = {fds_[i], POLLIN, 0};
+  std::size_t n = fds_used_;
+  // Without a bell (no eventfd to be had) every word is looked at, as a foreign one.
+  const bool look_often = foreign_words_ || wordless_sources_ || bell < 0;
+  std::optional<registered_bell> reg;
+  if (bell >= 0) {
+    reg.emplace(words_.data(), words_used_, bell);
+    polled[n++] = {bell, POLLIN, 0};
+  }
+  if (words_changed()) return;
+  const std::uint64_t deadline = now_ms() + timeout_ms;
+  for (;;) {
+    const std::uint64_t now = now_ms();
+    if (now >= deadline) return;
+    const std::uint64_t left = deadline - now;
+    const int slice = static_cast<int>(look_often ? std::min<std::uint64_t>(left, foreign_word_look_ms)
+                                                  : left);
+    // Readable, or interrupted: the caller looks again either way.
+    if (::poll(polled.data(), n, slice) != 0) return;
+    if (look_often && words_changed()) return;
+  }
+}
+
 void arrival_sleep::release() noexcept {
   for (std::size_t i = 0; i < sources_used_; ++i) sources_[i].sleep_end(sources_[i].self);
-  sources_used_ = words_used_ = 0;
+  sources_used_ = words_used_ = fds_used_ = 0;
+  foreign_words_ = wordless_sources_ = false;
 }
 
 void wake_word::wake_now() noexcept {
   word_.fetch_add(1, std::memory_order_seq_cst);
-  core::futex_wake_all(word_);
+  wake_all_sleepers(word_);
 }
 
 int trywait_one(fid* f) noexcept {

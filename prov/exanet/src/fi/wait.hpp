@@ -40,6 +40,15 @@ class wait_fd {
 /// something (dev: sleep_prepare), another word it watches changes, or a timeout. The one
 /// sleeping mechanism of exanet: the FI_PROGRESS_AUTO thread and blocking waits (fi_cq_sread,
 /// fi_cntr_wait) both use it. Sources stay referenced (endpoint::sleep_refs) until release().
+///
+/// Two ways to sleep. Peers on this host only (the network off, the default): futex_wait_any on
+/// every word, as ever. An endpoint with its network side on also gives an fd (the lower
+/// provider's CQ wait object, after fi_trywait); a futex cannot be polled, so the sleep is then
+/// poll(2) on those fds and this thread's bell, an eventfd that wake_all_sleepers() rings for a
+/// thread that registered it on the word being woken: the words of this process (a CQ's or
+/// counter's wake word, the progress thread's kick) are rung that way. A word only another
+/// process changes (the emulation's, with same-host peers beside the network) rings no bell:
+/// it is looked at every foreign_word_look_ms instead (fi_exanet(7), PROGRESS).
 class arrival_sleep {
  public:
   arrival_sleep() = default;
@@ -48,18 +57,33 @@ class arrival_sleep {
   ~arrival_sleep() { release(); }
   /// False if the source has work now, cannot sleep, or there are too many: do not sleep.
   bool add(const progress_source& s) noexcept;
-  /// Another word to wake on (a CQ's or counter's, the progress thread's kick).
+  /// Another word to wake on (a CQ's or counter's, the progress thread's kick): one of this
+  /// process, whose wakers call wake_all_sleepers().
   bool add(core::futex_watch w) noexcept;
   /// Sleeps at most timeout_ms, then withdraws every announcement and runs the sources' timers.
   void sleep(unsigned timeout_ms) noexcept;
   void release() noexcept;
 
+  /// How often a poll(2) sleep looks at words another process changes (see above).
+  static constexpr unsigned foreign_word_look_ms = 1;
+
  private:
+  [[gnu::cold, gnu::noinline]] void poll_sleep(unsigned timeout_ms) noexcept;
+  bool words_changed() const noexcept;
   static constexpr std::size_t max_words = 16;
   std::array<core::futex_watch, max_words> words_{};
   std::array<progress_source, max_words> sources_{};
-  std::size_t words_used_ = 0, sources_used_ = 0;
+  std::array<int, max_words> fds_{};
+  std::size_t words_used_ = 0, sources_used_ = 0, fds_used_ = 0;
+  bool foreign_words_ = false;  // a source's word that another process changes and that
+                                // matters beside an fd (see above)
+  bool wordless_sources_ = false;  // a source without fd: its word is another process's
 };
+
+/// Wakes every thread asleep on word, a word of this process that the caller has just changed
+/// with a sequentially consistent operation: its futex sleepers, and the bells of poll(2)
+/// sleepers that registered on it (arrival_sleep). Cold: call it only when someone sleeps.
+void wake_all_sleepers(const std::atomic<std::uint32_t>& word) noexcept;
 
 /// A word a sleeping wait is woken through when its object changes without an arrival at an
 /// endpoint (fi_cq_signal, fi_cntr_add, a completion another thread wrote). The writer makes the

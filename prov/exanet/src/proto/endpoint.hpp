@@ -404,6 +404,8 @@ class endpoint {
     return open_ && (quiet() || only_replies_due()) && dev_.sleep_prepare(word, expected);
   }
   void sleep_end() noexcept { dev_.sleep_end(); }
+  /// After sleep_prepare said true: what to poll beside the word (a network backend's fd).
+  dev::sleep_descriptor sleep_fd() const noexcept { return dev_.sleep_fd(); }
   /// What an idle progress() does every watch_every calls, now: for a caller that slept
   /// (lost peers, rendezvous probes; each still at most once per its period).
   void progress_timers() noexcept {
@@ -668,7 +670,8 @@ class endpoint {
   }
   std::size_t progress_busy() noexcept;
   /// quiet() but for RMA reads and atomics that only wait for their replies: each reply lands as
-  /// a notification, whose bell wakes a sleeper, so the owner may sleep (progress.cpp).
+  /// a notification, whose bell wakes a sleeper, so the owner may sleep (progress.cpp). The
+  /// device's arrivals are left to dev_.sleep_prepare's own last look.
   bool only_replies_due() noexcept;
   std::size_t progress_mailbox() noexcept;
   std::size_t drain_mailbox() noexcept;  // progress_mailbox's body (progress.cpp)

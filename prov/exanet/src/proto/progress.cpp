@@ -131,7 +131,9 @@ std::size_t endpoint::progress_busy() noexcept {
 }
 
 bool endpoint::only_replies_due() noexcept {
-  if (held_count_ != 0 || dev_.has_arrivals() || ri_deferred_ || slot_starved_ || lift_due_ ||
+  // Not dev_.has_arrivals(): a network backend says "maybe" there for ever; the device's
+  // sleep_prepare, called next, looks at its arrivals after announcing the sleeper.
+  if (held_count_ != 0 || ri_deferred_ || slot_starved_ || lift_due_ ||
       !dma_backlog_.empty() || !backlog_.empty() || atomic_unsent_ != 0)
     return false;
   bool replies_only = true;

@@ -526,7 +526,7 @@ bool device::local_write_admitted(const staging_packet& sp) const noexcept {
   if (sp.key_slot != no_key_slot) {
     if (sp.key_slot >= grants_.size()) return false;
     const grant& gr = grants_[sp.key_slot];
-    return gr.live && (gr.g.access & rma_access::remote_write) &&
+    return grant_live(gr) && (gr.g.access & rma_access::remote_write) &&
            range_within(sp.dst_addr, sp.len, gr.g.va, gr.g.len);
   }
   if (sp.notify_slot >= windows_.size()) return false;

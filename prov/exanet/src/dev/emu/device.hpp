@@ -109,6 +109,8 @@ class device {
   /// published). The caller sleeps on word == expected, then calls sleep_end(). Owner only.
   bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
   void sleep_end() noexcept;
+  /// Every arrival here changes the word: nothing else to poll.
+  sleep_descriptor sleep_fd() const noexcept { return {}; }
 
   // ---- bounce rings (medium protocol; provider-owned memory at the receiver) ------------------
   /// Space for len bytes in p's bounce ring for this sender, without committing it. Returns
@@ -396,8 +398,11 @@ class device {
   /// A registration as the owner granted it (the private copy of its key-table entry).
   struct grant {
     key_grant g{};
-    bool live = false;
+    bool live = false;  // release-stored after g (rma.cpp): read it with grant_live
   };
+  static bool grant_live(const grant& gr) noexcept {
+    return std::atomic_ref<bool>(const_cast<bool&>(gr.live)).load(std::memory_order_acquire);
+  }
 
   /// The sender of a packet: most packets come from the sender of the one before (a ping-pong, a
   /// stream), which costs a compare instead of a hash lookup.

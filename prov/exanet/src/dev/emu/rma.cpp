@@ -18,18 +18,22 @@ core::status device::key_publish(const key_grant& g, std::uint32_t& slot) noexce
     return core::status::exists;
   slot = key_table::publish(local_.keys, geo_.key_slots, g);
   if (slot == key_table::no_slot) return core::status::no_memory;
-  grants_[slot] = {g, true};  // the owner's own copy decides; the table is for initiators
+  // The owner's own copy decides; the table is for initiators. Published by the flag: under
+  // FI_PROGRESS_AUTO the progress thread reads it (key_at) without the registering thread's
+  // locks, the ordering reaching it only through the peer that learned the key (TSan, issue 13).
+  grants_[slot].g = g;
+  std::atomic_ref<bool>(grants_[slot].live).store(true, std::memory_order_release);
   return core::status::ok;
 }
 
 void device::key_revoke(std::uint32_t slot) noexcept {
   if (slot >= geo_.key_slots) return;
-  grants_[slot] = {};
+  std::atomic_ref<bool>(grants_[slot].live).store(false, std::memory_order_release);
   key_table::revoke(local_.keys, slot);
 }
 
 bool device::key_at(std::uint32_t slot, key_grant& out) const noexcept {
-  if (slot >= grants_.size() || !grants_[slot].live) return false;
+  if (slot >= grants_.size() || !grant_live(grants_[slot])) return false;
   out = grants_[slot].g;
   return true;
 }

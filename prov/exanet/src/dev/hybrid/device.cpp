@@ -114,6 +114,18 @@ core::status device::key_publish(const key_grant& g, std::uint32_t& slot) noexce
   return core::status::ok;
 }
 
+bool device::sleep_prepare_both(const std::atomic<std::uint32_t>*& word,
+                                std::uint32_t& expected) noexcept {
+  if (!local_.sleep_prepare(word, expected)) return false;
+  const std::atomic<std::uint32_t>* unused_word = nullptr;
+  std::uint32_t unused_value = 0;
+  if (!remote_.sleep_prepare(unused_word, unused_value)) {
+    local_.sleep_end();
+    return false;
+  }
+  return true;
+}
+
 const drop_counts& device::drops() const noexcept {
   if (!net_on_) return local_.drops();
   const drop_counts& a = local_.drops();

@@ -244,13 +244,26 @@ class device {
   /// Both sides' refusals, summed.
   const drop_counts& drops() const noexcept;
 
-  // ---- sleeping while idle: the emulation's word; with the network on, no sleep (it cannot
-  // wake a sleeper yet), so waits keep polling
+  // ---- sleeping while idle: the emulation's word, and with the network on the network
+  // side's fd beside it (each side announces, then makes its own last look: the emulation its
+  // mailbox and bells, the network side fi_trywait). Out of line with the network on: the
+  // network-off sleep stays what it was.
   bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept {
-    return !net_on_ && local_.sleep_prepare(word, expected);
+    if (!net_on_) [[likely]] return local_.sleep_prepare(word, expected);
+    return sleep_prepare_both(word, expected);
   }
   void sleep_end() noexcept {
-    if (!net_on_) local_.sleep_end();
+    local_.sleep_end();
+    if (net_on_) remote_.sleep_end();
+  }
+  /// With every peer over the network no peer rings the emulation's word (every process of a
+  /// job reaches its peers the same way), nor while the emulation has no peer: the fd alone
+  /// wakes the sleeper. (A peer of this host that was not connected and sends first is seen
+  /// at the end of the sleep's bound, and from then on the word is looked at too.)
+  sleep_descriptor sleep_fd() const noexcept {
+    if (!net_on_) return {};
+    return {remote_.sleep_fd().fd,
+            reach_ != open_params::network::use::every_peer && local_.peer_count() != 0};
   }
 
   /// The sides, for tests and tools (the protocols see only dev::device's operations).
@@ -288,6 +301,8 @@ class device {
     return adopt(true, inner);
   }
   peer_id adopt(bool remote, peer_id inner) noexcept;
+  [[gnu::cold]] bool sleep_prepare_both(const std::atomic<std::uint32_t>*& word,
+                                        std::uint32_t& expected) noexcept;
   /// A name as the address vector holds it: version 2, with the host it lives on.
   address full_name(const address& a) const noexcept;
 

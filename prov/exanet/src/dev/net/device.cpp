@@ -178,8 +178,19 @@ core::status device::open(const open_params& p) noexcept {
   fi_cq_attr cqa{};
   cqa.format = FI_CQ_FORMAT_DATA;
   cqa.size = 4096;
-  cqa.wait_obj = FI_WAIT_NONE;
-  if (int e = fi_cq_open(domain_, &cqa, &cq_, nullptr)) return fail("fi_cq_open", e);
+  // An fd to sleep on (sleep_prepare): a lower provider without one is polled, as before.
+  cqa.wait_obj = FI_WAIT_FD;
+  cqa.wait_cond = FI_CQ_COND_NONE;
+  if (fi_cq_open(domain_, &cqa, &cq_, nullptr) == 0) {
+    if (fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
+  } else {
+    cq_ = nullptr;
+    cqa.wait_obj = FI_WAIT_NONE;
+    if (int e = fi_cq_open(domain_, &cqa, &cq_, nullptr)) return fail("fi_cq_open", e);
+  }
+  if (wait_fd_ < 0)
+    EXANET_LOG(info, core, "network backend: %s's CQ has no wait fd; waits poll it",
+               lower_name_.c_str());
   fi_av_attr ava{};
   ava.type = info_->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE
                                                          : info_->domain_attr->av_type;
@@ -271,7 +282,8 @@ void device::close() noexcept {
   answers_due_.clear();
   if (ep_) fi_close(&ep_->fid);
   if (av_) fi_close(&av_->fid);
-  if (cq_) fi_close(&cq_->fid);
+  if (cq_) fi_close(&cq_->fid);  // closes wait_fd_ with it
+  wait_fd_ = -1;
   if (domain_) fi_close(&domain_->fid);
   if (fabric_) fi_close(&fabric_->fid);
   if (info_) fi_freeinfo(info_);
@@ -648,6 +660,25 @@ void device::on_tx_done(void* ctx, int err) noexcept {
   }
   op->done = true;
   op->err = err;
+}
+
+bool device::sleep_prepare(const std::atomic<std::uint32_t>*& word,
+                           std::uint32_t& expected) noexcept {
+  if (wait_fd_ < 0 || !cq_) return false;
+  if (!held_.empty() || !events_.empty() || !bells_.empty() || !pending_.empty() ||
+      !answers_due_.empty() || intake_due_ || ring_credits_due_)
+    return false;  // handed over or sent by the next poll, not by an arrival
+  for (const op_context& op : ops_)  // cold: a few hundred entries, once per sleep
+    if ((op.what == op_context::kind::write && !op.done && !op.orphan) ||
+        op.what == op_context::kind::bounce)
+      return false;  // the lower provider may need our progress to send it
+  // The transport's own announce-then-look: 0 only if nothing is queued in the lower CQ and
+  // the fd will turn readable on the next arrival (fi_poll(3), fi_trywait).
+  fid* f = &cq_->fid;
+  if (fi_trywait(fabric_, &f, 1) != 0) return false;
+  word = &no_word_;
+  expected = no_word_.load(std::memory_order_relaxed);
+  return true;
 }
 
 device::op_context* device::op_acquire() noexcept {
@@ -1103,18 +1134,23 @@ core::status device::key_publish_at(const key_grant& g, std::uint32_t free_slot)
     mr = register_lower(g.va, g.len, access, grant_key(free_slot, gen));
     if (!mr) return core::status::io;
   }
-  grants_[free_slot] = {g, gen, mr};
+  // Published by gen: the registering thread holds none of the endpoint's locks, and under
+  // FI_PROGRESS_AUTO the progress thread reads the table (on_key_query, grant_check).
+  grants_[free_slot].g = g;
+  grants_[free_slot].mr = mr;
+  std::atomic_ref<std::uint32_t>(grants_[free_slot].gen).store(gen, std::memory_order_release);
   return core::status::ok;
 }
 
 void device::key_revoke(std::uint32_t slot) noexcept {
   if (slot >= grants_.size()) return;
+  std::atomic_ref<std::uint32_t>(grants_[slot].gen).store(0, std::memory_order_release);
   if (grants_[slot].mr) fi_close(&grants_[slot].mr->fid);
-  grants_[slot] = grant_slot{};
+  grants_[slot].mr = nullptr;
 }
 
 bool device::key_at(std::uint32_t slot, key_grant& out) const noexcept {
-  if (slot >= grants_.size() || grants_[slot].gen == 0) return false;
+  if (slot >= grants_.size() || live_gen(grants_[slot]) == 0) return false;
   out = grants_[slot].g;
   return true;
 }
@@ -1123,7 +1159,7 @@ core::status device::grant_check(std::uint64_t key, std::uint64_t addr, std::uin
                                  std::uint32_t need, rma_target& out) const noexcept {
   for (std::uint32_t i = 0; i < grants_.size(); ++i) {
     const grant_slot& gs = grants_[i];
-    if (gs.gen == 0 || gs.g.key != key) continue;
+    if (live_gen(gs) == 0 || gs.g.key != key) continue;
     if (!grant_admits(gs.g, addr, len, need, out.va)) return core::status::access;
     out.key_slot = i;
     out.events = gs.g.events;
@@ -1188,7 +1224,8 @@ void device::on_key_query(peer_id from, const packet& pk) noexcept {
   a.key = q.key;
   for (std::uint32_t i = 0; i < grants_.size(); ++i) {
     const grant_slot& gs = grants_[i];
-    if (gs.gen == 0 || gs.g.key != q.key) continue;
+    const std::uint32_t gen = live_gen(gs);
+    if (gen == 0 || gs.g.key != q.key) continue;
     a.found = 1;
     a.events = gs.g.events;
     a.access = gs.g.access;
@@ -1196,7 +1233,7 @@ void device::on_key_query(peer_id from, const packet& pk) noexcept {
     a.len = gs.g.len;
     a.addr_base = gs.g.addr_base;
     a.slot = i;
-    a.gen = gs.gen;
+    a.gen = gen;
   }
   answers_due_.push_back({from, to_packet(a)});
   send_due_answers();

@@ -45,6 +45,8 @@
 //    has room for the largest, and at most what the lower provider sends whole when posted
 //    (bounce_max).
 //
+//  - Sleeping (sleep_prepare, sleep_fd): the lower CQ's fd wait object, after fi_trywait.
+//
 // It offers every operation of dev::device (checked below). What ExaNeST has and it does not:
 // reads (a read is a request the target answers with a write). It is not yet the endpoint's backend (dev/backend.hpp) and is
 // exercised by its own tests (prov/exanet/test/dev/net_device_test.cpp), also across network
@@ -299,10 +301,16 @@ class device {
   bool has_arrivals() const noexcept { return true; }
   /// Nothing can be claimed and left unpublished in a lower provider's receive buffer.
   bool mailbox_unstick() noexcept { return false; }
-  /// No sleeping on arrivals yet (the lower provider's wait object is not wired): false, so a
-  /// waiting owner keeps polling.
-  bool sleep_prepare(const std::atomic<std::uint32_t>*&, std::uint32_t&) noexcept { return false; }
+  /// Sleeping on arrivals: the lower CQ is opened with an fd wait object where the lower
+  /// provider has one (tcp;ofi_rxm does), and a sleeper polls that fd (sleep_fd). True if
+  /// nothing waits here (packets, events or bells not handed over, queued sends, key answers)
+  /// or in the lower provider (no write or bounce message in flight, which may need our
+  /// progress to go out), and fi_trywait on the lower CQ says the fd may be waited on: from
+  /// then on, any arrival makes it readable. No fd: false, and the owner polls. The word is one
+  /// nothing changes (this backend has no futex word); the fd is the whole signal.
+  bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
   void sleep_end() noexcept {}
+  sleep_descriptor sleep_fd() const noexcept { return {wait_fd_, false}; }
 
   // ---- landing records, bells, access events, intake ---------------------------------------
   /// Calls on_slot for each slot whose notification landed since the last call; false if none.
@@ -394,9 +402,14 @@ class device {
   };
   struct grant_slot {
     key_grant g{};
-    std::uint32_t gen = 0;  // of the current registration; 0: free
+    std::uint32_t gen = 0;  // of the current registration; 0: free. Release-stored after g:
+                            // the progress thread reads it with live_gen
     fid_mr* mr = nullptr;
   };
+  static std::uint32_t live_gen(const grant_slot& gs) noexcept {
+    return std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(gs.gen))
+        .load(std::memory_order_acquire);
+  }
   struct slot {
     std::uint32_t gen = 0;     // current use, 0: free
     std::uint32_t landed = 0;  // generation whose notification arrived
@@ -486,6 +499,8 @@ class device {
   fid_domain* domain_ = nullptr;
   fid_ep* ep_ = nullptr;
   fid_cq* cq_ = nullptr;
+  int wait_fd_ = -1;  // the lower CQ's wait fd (FI_GETWAIT); -1: it has none, never sleep
+  std::atomic<std::uint32_t> no_word_{0};  // sleep_prepare's word: never changes
   fid_av* av_ = nullptr;
   address self_{};
   // A deque: a packet sent from inside a send drives the lower provider (push_queued), whose

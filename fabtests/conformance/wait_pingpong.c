@@ -1,0 +1,310 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * No lost wake-up, and sleeping that wakes on arrivals, between two real processes: the waits
+ * of fi_cq_sread (manual progress) and the FI_PROGRESS_AUTO thread sleep until the peer's
+ * message or write arrives, never until a timeout. Run as conformance.wait_pingpong (shared
+ * memory) and as net.wait_pingpong (FI_EXANET_NETWORK=every_peer: through libfabric's tcp, where
+ * the sleep must wake on the lower provider's fd).
+ *
+ *   1. Ping-pong, both sides blocked in fi_cq_sread (5 s bound) for every message, PINGS round
+ *      trips. Before answering, the responder waits a varying delay (none, 50 us, 500 us, 3 ms),
+ *      so the initiator's wait goes to sleep in many rounds (a wait spins a few microseconds
+ *      first) and a reply often lands just as it announces its sleep. A wake-up lost there is
+ *      caught only by the wait's own bound (20 ms) and shows as a round trip that long; at most
+ *      SLOW_SHARE of the rounds may exceed the responder's delay by SLOW_MS. Time either side
+ *      spent runnable but not running (a loaded machine: /proc/thread-self/schedstat) is not
+ *      counted: the responder sends its own with each reply. The initiator's CPU over the run
+ *      must stay under CPU_SHARE of the wall time (a wait that polls uses it all).
+ *   2. FI_PROGRESS_AUTO: the target sleeps (nanosleep, no libfabric call) while the initiator,
+ *      every 300 ms, writes 4 KiB into its memory (fi_write) and waits for the completion. The
+ *      target's progress thread must serve each write within WRITE_MAX_MS (its idle sleep lasts
+ *      up to FI_EXANET_DEAD_PEER_CHECK_MS, set to 4 s here: a thread that missed the arrival
+ *      would serve all five that fast with a chance of 1 in 30,000), and the target's process
+ *      must stay under CPU_SHARE of CPU and WAKEUPS_PER_S
+ *      voluntary context switches per second meanwhile. The data are checked.
+ *
+ * Environment: WAIT_PINGPONG_PINGS (default 2000), WAIT_PINGPONG_PARTS (default
+ * "pingpong,auto"), WAIT_PINGPONG_CPU_PERCENT (CPU_SHARE in percent; ThreadSanitizer's
+ * instrumentation multiplies the CPU cost of the rounds that poll before sleeping).
+ */
+#include "xt.h"
+
+#include <rdma/fi_rma.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOW_MS 10.0
+#define SLOW_SHARE 0.01
+#define CPU_SHARE 0.2
+#define WRITES 5
+#define WRITE_GAP_MS 300
+#define WRITE_MAX_MS 500.0
+#define WRITE_BYTES 4096
+#define WAKEUPS_PER_S 400.0
+
+static const unsigned delays_us[4] = {0, 50, 500, 3000};
+
+struct usage {
+	double cpu_s;
+	long wakeups;
+};
+
+static struct usage usage_now(void)
+{
+	struct rusage r;
+	getrusage(RUSAGE_SELF, &r);
+	struct usage u = {(double)r.ru_utime.tv_sec + r.ru_utime.tv_usec * 1e-6 + (double)r.ru_stime.tv_sec +
+				  r.ru_stime.tv_usec * 1e-6,
+			  r.ru_nvcsw};
+	return u;
+}
+
+/* Milliseconds this thread has spent runnable but not running (0 where the kernel does not
+ * say): a loaded machine's delay, not the provider's. */
+static double run_delay_ms(void)
+{
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (!f)
+		return 0;
+	unsigned long long on_cpu = 0, waited = 0;
+	const int n = fscanf(f, "%llu %llu", &on_cpu, &waited);
+	fclose(f);
+	return n == 2 ? waited / 1e6 : 0;
+}
+
+static void pause_us(unsigned us)
+{
+	if (!us)
+		return;
+	struct timespec t = {0, (long)us * 1000};
+	nanosleep(&t, NULL);
+}
+
+static void open_ep(struct xt_ep *x, enum fi_progress mode, int rma)
+{
+	struct fi_info *h = xt_hints();
+	h->domain_attr->data_progress = mode;
+	if (rma) {
+		h->caps |= FI_RMA | FI_WRITE | FI_REMOTE_WRITE;
+		h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	}
+	xt_open(x, h, 0);
+	fi_freeinfo(h);
+	XT_CHECK(x->info->domain_attr->data_progress == mode, "data_progress %d granted as %d", mode,
+		 x->info->domain_attr->data_progress);
+	/* Both CQs sleep in fi_cq_sread: they need a wait object. xt_open's have none. */
+	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC, .size = 64};
+	XT_RC(fi_close(&x->ep->fid));
+	XT_RC(fi_close(&x->rxcq->fid));
+	XT_RC(fi_cq_open(x->domain, &ca, &x->rxcq, NULL));
+	XT_RC(fi_endpoint(x->domain, x->info, &x->ep, NULL));
+	XT_RC(fi_ep_bind(x->ep, &x->av->fid, 0));
+	XT_RC(fi_ep_bind(x->ep, &x->txcq->fid, FI_TRANSMIT));
+	XT_RC(fi_ep_bind(x->ep, &x->rxcq->fid, FI_RECV));
+	XT_RC(fi_enable(x->ep));
+	x->namelen = sizeof x->name;
+	XT_RC(fi_getname(&x->ep->fid, x->name, &x->namelen));
+}
+
+/* A ping or pong: the round, and (pong) the responder's run delay in that round, in us. */
+struct ball {
+	uint32_t round;
+	uint32_t delay_us;
+};
+
+static void send_ball(struct xt_ep *x, fi_addr_t to, struct ball *v)
+{
+	ssize_t rc;
+	while ((rc = fi_tinject(x->ep, v, sizeof *v, to, 5)) == -FI_EAGAIN)
+		(void)fi_cq_read(x->rxcq, NULL, 0);
+	XT_CHECK(rc == 0, "fi_tinject = %zd", rc);
+}
+
+static struct ball sread_ball(struct xt_ep *x, struct ball *buf, const char *who, uint32_t round)
+{
+	struct fi_cq_tagged_entry e;
+	ssize_t r = fi_cq_sread(x->rxcq, &e, 1, NULL, 5000);
+	XT_CHECK(r == 1 && e.op_context == buf, "%s: round %u: fi_cq_sread = %zd", who, round, r);
+	const struct ball v = *buf;
+	XT_RC(fi_trecv(x->ep, buf, sizeof *buf, NULL, FI_ADDR_UNSPEC, 5, 0, buf));
+	return v;
+}
+
+static int responder(int index, int sock)
+{
+	(void)index;
+	struct xt_ep x;
+	open_ep(&x, FI_PROGRESS_MANUAL, 0);
+	struct ball buf;
+	XT_RC(fi_trecv(x.ep, &buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 5, 0, &buf));
+	fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
+	xt_sync(sock);
+	const uint32_t pings = (uint32_t)xt_env_size("WAIT_PINGPONG_PINGS", 2000);
+	double waited = run_delay_ms();
+	for (uint32_t i = 0; i < pings; i++) {
+		struct ball v = sread_ball(&x, &buf, "responder", i);
+		XT_CHECK(v.round == i, "responder: round %u got %u", i, v.round);
+		pause_us(delays_us[(i * 2654435761u >> 7) % 4]);
+		const double now = run_delay_ms();
+		v.delay_us = (uint32_t)((now - waited) * 1e3);
+		waited = now;
+		send_ball(&x, peer, &v);
+	}
+	xt_sync_progress(sock, x.txcq);
+	xt_close(&x);
+	return 0;
+}
+
+static void pingpong(void)
+{
+	int socks[1];
+	pid_t pids[1];
+	xt_spawn(1, responder, socks, pids);
+	struct xt_ep x;
+	open_ep(&x, FI_PROGRESS_MANUAL, 0);
+	struct ball buf;
+	XT_RC(fi_trecv(x.ep, &buf, sizeof buf, NULL, FI_ADDR_UNSPEC, 5, 0, &buf));
+	fi_addr_t peer = xt_exchange(&x, socks[0], 0, NULL);
+	xt_sync(socks[0]);
+	const uint32_t pings = (uint32_t)xt_env_size("WAIT_PINGPONG_PINGS", 2000);
+	/* The first rounds form the lower connections (network backend): not timed. */
+	const uint32_t untimed = pings < 20 ? 0 : 10;
+	unsigned slow = 0;
+	double worst = 0, t_start = 0, starved = 0;
+	struct usage u0 = {0, 0};
+	for (uint32_t i = 0; i < pings; i++) {
+		if (i == untimed) {
+			u0 = usage_now();
+			t_start = xt_now_us();
+		}
+		const double t0 = xt_now_us(), w0 = run_delay_ms();
+		struct ball v = {i, 0};
+		send_ball(&x, peer, &v);
+		v = sread_ball(&x, &buf, "initiator", i);
+		XT_CHECK(v.round == i, "initiator: round %u got %u", i, v.round);
+		const double not_run = run_delay_ms() - w0 + v.delay_us / 1e3;
+		const double extra_ms = (xt_now_us() - t0) / 1e3 - delays_us[(i * 2654435761u >> 7) % 4] / 1e3 -
+					not_run;
+		if (i < untimed)
+			continue;
+		starved += not_run;
+		if (extra_ms > worst)
+			worst = extra_ms;
+		if (extra_ms > SLOW_MS)
+			slow++;
+	}
+	const struct usage u1 = usage_now();
+	const double wall_s = (xt_now_us() - t_start) / 1e6, share = (u1.cpu_s - u0.cpu_s) / wall_s;
+	const uint32_t timed = pings - untimed;
+	printf("  ping-pong, both in fi_cq_sread: %u rounds in %.2f s, %u over their delay by more than "
+	       "%.0f ms (worst %.2f ms; %.0f ms runnable, not running, left out), initiator CPU %.1f%%, "
+	       "%.0f wake-ups/s\n", timed, wall_s, slow, SLOW_MS, worst, starved, share * 100,
+	       (u1.wakeups - u0.wakeups) / wall_s);
+	XT_CHECK(slow <= timed * SLOW_SHARE, "%u of %u rounds took more than %.0f ms beyond the delay "
+		 "(lost wake-ups end only at the wait's bound)", slow, timed, SLOW_MS);
+	const double cpu_bound = xt_env_size("WAIT_PINGPONG_CPU_PERCENT", (size_t)(CPU_SHARE * 100)) / 100.0;
+	XT_CHECK(share <= cpu_bound, "the initiator used %.1f%% CPU while waiting", share * 100);
+	xt_sync_progress(socks[0], x.txcq);
+	xt_close(&x);
+	xt_reap(1, pids);
+	xt_pass("ping-pong in fi_cq_sread: no lost wake-up, little CPU");
+}
+
+static int auto_target(int index, int sock)
+{
+	(void)index;
+	struct xt_ep x;
+	open_ep(&x, FI_PROGRESS_AUTO, 1);
+	unsigned char *region = aligned_alloc(4096, WRITES * WRITE_BYTES);
+	XT_CHECK(region, "malloc");
+	memset(region, 0, WRITES * WRITE_BYTES);
+	struct fid_mr *mr = xt_mr_reg_bound(&x, region, WRITES * WRITE_BYTES, 7);
+	(void)xt_exchange(&x, sock, 1, NULL);
+	uint64_t peer_addr, peer_key;
+	xt_exchange_region(&x, sock, region, mr, &peer_addr, &peer_key);
+	xt_sync(sock);
+	/* Asleep, no libfabric call, while the writes come: the progress thread serves them. */
+	const struct usage u0 = usage_now();
+	const double t0 = xt_now_us();
+	xt_sync(sock); /* the initiator is done */
+	const struct usage u1 = usage_now();
+	/* The progress thread wrote the data under the endpoint's lock; a call that takes it
+	 * orders those writes before the checks below (ThreadSanitizer cannot see the order that
+	 * comes through the initiator). */
+	(void)fi_cq_read(x.rxcq, NULL, 0);
+	const double wall_s = (xt_now_us() - t0) / 1e6, share = (u1.cpu_s - u0.cpu_s) / wall_s,
+		     rate = (u1.wakeups - u0.wakeups) / wall_s;
+	printf("  auto target, idle %.2f s while served %d writes: %.1f%% CPU, %.0f wake-ups/s\n", wall_s,
+	       WRITES, share * 100, rate);
+	XT_CHECK(share <= CPU_SHARE && rate <= WAKEUPS_PER_S,
+		 "the idle target used %.1f%% CPU and woke %.0f times a second", share * 100, rate);
+	for (int i = 0; i < WRITES; i++)
+		XT_CHECK(xt_verify(region + i * WRITE_BYTES, WRITE_BYTES, 40 + i), "write %d's data", i);
+	xt_sync(sock);
+	XT_RC(fi_close(&mr->fid));
+	xt_close(&x);
+	free(region);
+	return 0;
+}
+
+static void auto_progress_writes(void)
+{
+	int socks[1];
+	pid_t pids[1];
+	xt_spawn(1, auto_target, socks, pids);
+	struct xt_ep x;
+	open_ep(&x, FI_PROGRESS_MANUAL, 1);
+	unsigned char *src = aligned_alloc(4096, WRITE_BYTES);
+	XT_CHECK(src, "malloc");
+	struct fid_mr *mr = xt_mr_reg_bound(&x, src, WRITE_BYTES, 8);
+	fi_addr_t peer = xt_exchange(&x, socks[0], 0, NULL);
+	uint64_t peer_addr, peer_key;
+	xt_exchange_region(&x, socks[0], src, mr, &peer_addr, &peer_key);
+	xt_sync(socks[0]);
+	double worst = 0;
+	for (int i = 0; i < WRITES; i++) {
+		pause_us(WRITE_GAP_MS * 1000); /* the target's thread is asleep by now */
+		xt_fill(src, WRITE_BYTES, 40 + i);
+		const double t0 = xt_now_us();
+		ssize_t rc;
+		while ((rc = fi_write(x.ep, src, WRITE_BYTES, fi_mr_desc(mr), peer,
+				      peer_addr + (uint64_t)i * WRITE_BYTES, peer_key, src)) == -FI_EAGAIN)
+			(void)fi_cq_read(x.txcq, NULL, 0);
+		XT_CHECK(rc == 0, "fi_write = %zd", rc);
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err;
+		XT_CHECK(xt_wait(x.txcq, &e, &err, 30) == 1, "write %d failed: %s", i, fi_strerror(err.err));
+		const double ms = (xt_now_us() - t0) / 1e3;
+		printf("  write %d to the sleeping target: completed in %.2f ms\n", i, ms);
+		if (ms > worst)
+			worst = ms;
+	}
+	xt_sync(socks[0]);
+	xt_sync(socks[0]);
+	XT_CHECK(worst <= WRITE_MAX_MS, "a write to the idle target took %.2f ms: its progress thread "
+		 "woke on its period, not on the arrival", worst);
+	XT_RC(fi_close(&mr->fid));
+	xt_close(&x);
+	free(src);
+	xt_reap(1, pids);
+	xt_pass("FI_PROGRESS_AUTO: the sleeping progress thread wakes on each write");
+}
+
+int main(void)
+{
+	/* The progress thread's idle sleep ends at least this often (its peer watch): long, so
+	 * that only a wake on the arrival serves a write within WRITE_MAX_MS. */
+	setenv("FI_EXANET_DEAD_PEER_CHECK_MS", "4000", 0);
+	xt_init(240);
+	const char *parts = getenv("WAIT_PINGPONG_PARTS");
+	if (!parts)
+		parts = "pingpong,auto";
+	if (strstr(parts, "pingpong"))
+		pingpong();
+	if (strstr(parts, "auto"))
+		auto_progress_writes();
+	return 0;
+}
