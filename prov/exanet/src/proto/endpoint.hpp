@@ -186,6 +186,8 @@ struct send_request {
   bool data_sent = false;   // read variant: the last segment is written, the ack is due
   bool psn_in_note = false; // a receiver-initiated write: its notification carries its psn, so
                             // the receiver parks what follows until it lands (psn_window_open)
+  bool record_due = false;  // a receiver-initiated write whose landing record met back-pressure
+                            // (the network's credits): rndv_send_segment puts it first
 };
 
 /// Where a receive stands in the receiver-initiated rendezvous (rndv_rtr.cpp).

@@ -279,13 +279,7 @@ core::status endpoint::ri_send(const send_args& a, std::size_t len, stored_rtr& 
 void endpoint::ri_write(send_request& s, const wire::rtr& m, bool rtr_first) noexcept {
   s.cts_seen = true;
   s.psn_in_note = true;
-  const wire::ri_record rec{s.tag, s.len};
-  dev::notification raw;
-  std::memcpy(raw.data(), &rec, sizeof rec);
-  if (core::status st = dev_.notify_record_put(s.peer, m.notify_slot, raw); !core::ok(st)) {
-    fail_send(s, st == core::status::peer_dead ? FI_ECONNRESET : FI_EIO);
-    return;
-  }
+  s.record_due = true;  // rndv_send_segment puts the landing record before the write
   s.dma = {};
   s.dma.peer = s.peer;
   s.dma.src = {s.iov.data(), s.iov_count};

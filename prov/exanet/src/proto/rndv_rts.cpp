@@ -263,6 +263,24 @@ void endpoint::on_cts(dev::peer_id from, const dev::packet& pkt) noexcept {
 }
 
 bool endpoint::rndv_send_segment(send_request& s) noexcept {
+  if (s.record_due) {
+    // A receiver-initiated write's landing record goes ahead of it. Back-pressure (again: the
+    // network side is out of credits for this peer; the emulation never is) waits in the DMA
+    // backlog like a busy engine, in order, and retry_dma puts the record again.
+    const wire::ri_record rec{s.tag, s.len};
+    dev::notification raw;
+    std::memcpy(raw.data(), &rec, sizeof rec);
+    const core::status rs = dev_.notify_record_put(s.peer, s.dma.notify_slot, raw);
+    if (rs == core::status::again) {
+      dma_backlog_.push_back(s);
+      return false;
+    }
+    if (!core::ok(rs)) {
+      fail_send(s, rs == core::status::peer_dead ? FI_ECONNRESET : FI_EIO);
+      return true;
+    }
+    s.record_due = false;
+  }
   const core::status st = dev_.dma_post(s.dma, s.dma_state);
   if (st == core::status::again) {
     dma_backlog_.push_back(s);

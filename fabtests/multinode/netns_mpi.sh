@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-2-Clause
+# An Open MPI job across two "hosts" (netns_lib.sh: two network namespaces, each with a private
+# /dev/shm), launched as on a cluster: mpirun runs on host A, reads a hostfile naming both hosts
+# (2 slots each) and starts its daemon on host B through its rsh launcher, with
+# netns_rsh_agent.sh in place of ssh. exanet runs with FI_EXANET_NETWORK=other_hosts over tcp.
+#  1. all_pairs --paths, 4 ranks by slot (0 and 1 on A, 2 and 3 on B): every pair exchanges
+#     messages of every protocol size, data checked, plus collectives; each rank then checks from
+#     the kernel's counts that its other-host peers' bytes came over TCP and its same-host
+#     peers' did not (and that it maps their segments), and here each rank's exanet counters
+#     (FI_EXANET_STATS, written when its endpoint closes) must show at least its payload sent.
+#  2. p2p, 4 ranks by node (0 and 2 on A, 1 and 3 on B), so its pairs (0-1, 2-3) span the hosts:
+#     both orders of arrival, probes, cancel, 4000 outstanding requests, persistent requests.
+# Every mpirun is bounded by a timeout; the namespaces, their links, the processes in them and
+# their /dev/shm (segments included) are removed on every exit path, and checked gone at the end.
+# Needs root (exit 77 without it).
+#   fabtests/multinode/netns_mpi.sh PROVIDER-DIR MPIRUN ALL_PAIRS P2P
+# EXANET_NETNS_MPI_NETWORK overrides FI_EXANET_NETWORK (every_peer or off must make it fail).
+set -euo pipefail
+provider_dir=${1:?usage: $0 PROVIDER-DIR MPIRUN ALL_PAIRS P2P}
+mpirun=${2:?} all_pairs=${3:?} p2p=${4:?}
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+source "$here/netns_lib.sh"
+netns_require netns_mpi
+command -v "$mpirun" >/dev/null || { echo "netns_mpi: $mpirun missing; skipped"; exit 77; }
+netns_up
+
+# mpirun's remote daemon and its ranks are none of netns_start's: whatever still runs in either
+# namespace is killed before the namespaces go.
+kill_hosts() {
+  local ns pids
+  for ns in "$ns_a" "$ns_b"; do
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
+  done
+}
+trap 'kill_hosts; netns_cleanup' EXIT INT TERM
+
+# One interface name on both hosts, as a cluster's nodes have, so that one setting names it for
+# every process (FI_TCP_IFACE for exanet's tcp, oob_tcp_if_include for Open MPI's own).
+iface=exanet0
+for end in a b; do
+  ns=${ns_a%a}$end
+  ip -n "$ns" link set "${ns_a%a}v$end" down
+  ip -n "$ns" link set "${ns_a%a}v$end" name "$iface"
+  ip -n "$ns" link set "$iface" up
+done
+
+export EXANET_NETNS_HOSTS="$addr_a=$ns_a $addr_b=$ns_b"
+printf '%s slots=2\n%s slots=2\n' "$addr_a" "$addr_b" >"$work/hostfile"
+unset FI_PROVIDER  # it would hide tcp from exanet: Open MPI selects exanet by name instead
+export FI_PROVIDER_PATH=$provider_dir FI_EXANET_NETWORK=${EXANET_NETNS_MPI_NETWORK:-other_hosts}
+export FI_TCP_NODELAY=1 FI_TCP_IFACE=$iface FI_EXANET_STATS=$work/stats
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+echo "netns_mpi: host A $ns_a ($addr_a, runs mpirun), host B $ns_b ($addr_b), FI_EXANET_NETWORK=$FI_EXANET_NETWORK"
+
+run_job() {  # NAME MAPPING PROGRAM [ARGS...]: one mpirun on host A, its output in $work/NAME
+  local name=$1 mapping=$2
+  shift 2
+  local rc=0 job
+  # In the background, waited for: a signal to this script runs its trap at once (bash defers
+  # traps until a foreground command ends), which ends the job's processes on both hosts.
+  on_host "$ns_a" timeout 120 "$mpirun" --allow-run-as-root --hostfile "$work/hostfile" -np 4 \
+    --map-by "$mapping" --mca plm_rsh_agent "$here/netns_rsh_agent.sh" \
+    --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include "$iface" \
+    --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl self \
+    -x FI_PROVIDER_PATH -x FI_EXANET_NETWORK -x FI_TCP_NODELAY -x FI_TCP_IFACE \
+    -x FI_EXANET_STATS \
+    "$@" >"$work/$name" 2>&1 &
+  job=$!
+  wait "$job" || rc=$?
+  if [[ $rc -ne 0 ]] || ! grep -q "^PASS: " "$work/$name"; then
+    echo "netns_mpi: FAIL: $name (mpirun exit $rc$([[ $rc -eq 124 ]] && echo ", timed out"))"
+    grep -v "^ *$" "$work/$name" | tail -25
+    exit 1
+  fi
+}
+
+field() { [[ " $2 " =~ \ $1=([0-9]+)\  ]] && echo "${BASH_REMATCH[1]}"; }  # NAME LINE
+
+start=$SECONDS
+run_job all_pairs slot "$all_pairs" --paths
+ranks=0
+while read -r line; do
+  echo "  $line"
+  rank=$(field rank "$line") pid=$(field pid "$line")
+  payload=$(( $(field payload_here "$line") + $(field payload_other "$line") ))
+  # The provider's own count, from the line it wrote when the rank's endpoint closed.
+  sent=$(grep "^exanet-stats pid=$pid " "$work/stats" | head -1)
+  sent=$(field bytes_sent "$sent" || true)
+  if [[ -z $sent || $sent -lt $payload ]]; then
+    echo "netns_mpi: FAIL: rank $rank (pid $pid): exanet counted ${sent:-no} bytes sent, below its payload $payload"
+    exit 1
+  fi
+  ranks=$((ranks + 1))
+done < <(grep "^rank=" "$work/all_pairs" | sort)
+[[ $ranks -eq 4 ]] || { echo "netns_mpi: FAIL: $ranks ranks reported their paths, not 4"; exit 1; }
+echo "netns_mpi: each rank's exanet bytes_sent covers its payload"
+grep "^PASS" "$work/all_pairs"
+
+run_job p2p node "$p2p"
+grep "^PASS" "$work/p2p"
+
+# What the trap removes must be gone: the processes in either namespace (mpirun's daemon, any
+# rank), then the namespaces, which take the veth pair along; the /dev/shm of each host (its
+# segments) was a tmpfs of a mount namespace that ended with its last process.
+kill_hosts
+sleep 0.2
+for ns in "$ns_a" "$ns_b"; do
+  [[ -z $(ip netns pids "$ns") ]] || { echo "netns_mpi: FAIL: processes outlived the job in $ns"; exit 1; }
+done
+for pid in $(grep -o "^rank=[0-9]* pid=[0-9]*" "$work/all_pairs" | cut -d= -f3); do
+  [[ ! -e /proc/$pid ]] || { echo "netns_mpi: FAIL: rank process $pid outlived the job"; exit 1; }
+done
+netns_cleanup
+trap - EXIT INT TERM
+if ip netns list | grep -Eq "^($ns_a|$ns_b)( |$)"; then
+  echo "netns_mpi: FAIL: a namespace outlived the test"
+  exit 1
+fi
+echo "netns_mpi: PASS: Open MPI across two hosts over exanet (tcp between hosts, shared memory within), $((SECONDS - start)) s"
