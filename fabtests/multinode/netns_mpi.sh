@@ -86,16 +86,30 @@ while read -r line; do
   rank=$(field rank "$line") pid=$(field pid "$line")
   payload=$(( $(field payload_here "$line") + $(field payload_other "$line") ))
   # The provider's own count, from the line it wrote when the rank's endpoint closed.
-  sent=$(grep "^exanet-stats pid=$pid " "$work/stats" | head -1)
-  sent=$(field bytes_sent "$sent" || true)
+  report=$(grep "^exanet-stats pid=$pid " "$work/stats" | head -1)
+  sent=$(field bytes_sent "$report" || true)
   if [[ -z $sent || $sent -lt $payload ]]; then
     echo "netns_mpi: FAIL: rank $rank (pid $pid): exanet counted ${sent:-no} bytes sent, below its payload $payload"
     exit 1
   fi
+  # Which path exanet says it took: the two ranks of the other host over the network, at least
+  # the one of this host through shared memory (a rank's messages to itself count there too),
+  # and network bytes that cover what went to the other host.
+  shm_peers=$(field peers_shared_memory "$report" || true)
+  net_peers=$(field peers_network "$report" || true)
+  net_bytes=$(field network_bytes_sent "$report" || true)
+  other=$(field payload_other "$line")
+  if [[ ${net_peers:-x} != 2 || ${shm_peers:-0} -lt 1 || ${net_bytes:-0} -lt $other ]]; then
+    echo "netns_mpi: FAIL: rank $rank (pid $pid): exanet counted peers_network=${net_peers:-none}" \
+         "(want 2), peers_shared_memory=${shm_peers:-none} (want 1 or more)," \
+         "network_bytes_sent=${net_bytes:-none} (want at least the $other bytes sent to the other host)"
+    exit 1
+  fi
+  echo "    exanet: peers_shared_memory=$shm_peers peers_network=$net_peers network_bytes_sent=$net_bytes" 
   ranks=$((ranks + 1))
 done < <(grep "^rank=" "$work/all_pairs" | sort)
 [[ $ranks -eq 4 ]] || { echo "netns_mpi: FAIL: $ranks ranks reported their paths, not 4"; exit 1; }
-echo "netns_mpi: each rank's exanet bytes_sent covers its payload"
+echo "netns_mpi: each rank's exanet bytes_sent covers its payload, and its path counters agree"
 grep "^PASS" "$work/all_pairs"
 
 run_job p2p node "$p2p"

@@ -118,6 +118,13 @@ struct fi_exanet_counters {
 	 * a receive when it completes (the bytes delivered, after truncation). */
 	uint64_t bytes_sent;
 	uint64_t bytes_recv;
+	/* Which path the endpoint's peers take (FI_EXANET_NETWORK): the peers it connected
+	 * through this host's shared memory and over the network backend, and the bytes it
+	 * handed to the network's lower provider (packets, bounce-ring data and DMA writes, every
+	 * peer; 0 with the network off). */
+	uint64_t peers_shared_memory;
+	uint64_t peers_network;
+	uint64_t network_bytes_sent;
 };
 
 struct fid_ep;

@@ -120,6 +120,15 @@ struct drop_counts {
   std::uint64_t notify_refused = 0;  // a notification for a slot not armed with that generation
 };
 
+/// Which way a device reaches its peers (dev/hybrid chooses per peer at connect), for the
+/// counters that show it: how many peers each path serves, and the bytes the network carried.
+struct route_counts {
+  std::uint64_t peers_shared_memory = 0;  // peers connected through this host's shared memory
+  std::uint64_t peers_network = 0;        // peers connected over the network backend
+  std::uint64_t network_bytes_sent = 0;   // handed to the lower provider: packets, ring data,
+                                          // DMA writes (after its acceptance)
+};
+
 /// Progress of one DMA write; a backend that stages data may need several calls.
 struct dma_state {
   std::size_t done = 0;  // bytes of the payload handed to the engine
@@ -357,6 +366,7 @@ concept device =
       { d.forget_dead_peer(p) } noexcept -> std::same_as<void>;
       // ---- what the target's checks refused, by reason -----------------------------------------
       { cd.drops() } noexcept -> std::same_as<const drop_counts&>;
+      { cd.routes() } noexcept -> std::same_as<route_counts>;
       // ---- sleeping while idle (FI_PROGRESS_AUTO's thread, blocking waits) ---------------------
       // sleep_prepare(word, expected): announces a sleeper and gives the futex word (in memory
       // peers write) to sleep on and its value now; false, announcing nothing, if an arrival is
@@ -432,6 +442,7 @@ class interface_of : private D {
   using D::forget_dead_peer;
   // drops
   using D::drops;
+  using D::routes;
   // sleeping while idle
   using D::sleep_prepare;
   using D::sleep_end;

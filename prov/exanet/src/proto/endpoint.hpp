@@ -424,6 +424,10 @@ class endpoint {
     s.drop_bad_field += d.bad_field;
     s.drop_dma_refused += d.dma_refused;
     s.drop_notify_refused = d.notify_refused;
+    const dev::route_counts r = dev_.routes();
+    s.peers_shared_memory = r.peers_shared_memory;
+    s.peers_network = r.peers_network;
+    s.network_bytes_sent = r.network_bytes_sent;
     return s;
   }
   /// What peers' packets make this endpoint hold now (intake.cpp; tests and exanet-stats).

@@ -300,6 +300,7 @@ class device {
   }
 
   const drop_counts& drops() const noexcept { return drops_; }
+  route_counts routes() const noexcept { return {.peers_shared_memory = peers_.size()}; }
   /// Link model: whether it is on for this endpoint, where the endpoint sits, and the timing of
   /// the path to p (for tests and tools).
   bool link_model_on() const noexcept { return link_on_; }

@@ -137,4 +137,12 @@ const drop_counts& device::drops() const noexcept {
   return drops_sum_;
 }
 
+route_counts device::routes() const noexcept {
+  if (!net_on_) return local_.routes();
+  const route_counts near = local_.routes(), far = remote_.routes();
+  return {.peers_shared_memory = near.peers_shared_memory,
+          .peers_network = far.peers_network,
+          .network_bytes_sent = far.network_bytes_sent};
+}
+
 }  // namespace exanet::dev::hybrid

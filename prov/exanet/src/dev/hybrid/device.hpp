@@ -243,6 +243,7 @@ class device {
 
   /// Both sides' refusals, summed.
   const drop_counts& drops() const noexcept;
+  route_counts routes() const noexcept;
 
   // ---- sleeping while idle: the emulation's word, and with the network on the network
   // side's fd beside it (each side announces, then makes its own last look: the emulation its

@@ -355,7 +355,9 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
 
 core::status device::inject(peer_id p, const packet& pk) noexcept {
   const ssize_t rc = fi_injectdata(ep_, pk.data(), pk.size(), self_.incarnation, peers_[p].fa);
-  return rc == 0 ? core::status::ok : from_fi(static_cast<int>(rc));
+  if (rc != 0) return from_fi(static_cast<int>(rc));
+  bytes_sent_ += pk.size();
+  return core::status::ok;
 }
 
 core::status device::post(const pending_packet& q) noexcept {
@@ -374,7 +376,9 @@ core::status device::send_bounce(op_context& op) noexcept {
   m.context = &op;
   m.data = self_.incarnation;
   const ssize_t rc = fi_sendmsg(ep_, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA);
-  return rc == 0 ? core::status::ok : from_fi(static_cast<int>(rc));
+  if (rc != 0) return from_fi(static_cast<int>(rc));
+  bytes_sent_ += packet_bytes + op.len;
+  return core::status::ok;
 }
 
 core::status device::send_hello(peer_id p) noexcept {
@@ -963,6 +967,7 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
       op->done = false;
       st.in_flight = op;
       op->len = len;
+      bytes_sent_ += len;
       return core::status::again;
     }
     auto* op = static_cast<op_context*>(st.in_flight);

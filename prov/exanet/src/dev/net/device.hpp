@@ -261,6 +261,9 @@ class device {
   void forget_dead_peer(peer_id p) noexcept;
 
   const drop_counts& drops() const noexcept { return drops_; }
+  route_counts routes() const noexcept {
+    return {.peers_network = peers_.size(), .network_bytes_sent = bytes_sent_};
+  }
   const net_drops& net_drop_counts() const noexcept { return drops_; }
 
   // ---- bounce rings: one per sender at each receiver, carried as lower messages ---------------
@@ -531,6 +534,7 @@ class device {
   std::size_t iov_limit_ = 1;
   bool offset_addressing_ = false;  // the lower provider names remote memory by offset
   net_drops drops_{};
+  std::uint64_t bytes_sent_ = 0;  // routes(): what the lower provider accepted to send
 };
 static_assert(dev::device<device>, "the network backend offers every operation of dev::device");
 
