@@ -16,7 +16,7 @@
 # Each run is one xfer_bench follower (-S PORT) in the second namespace and its leader (-c) in
 # the first, every size in one run, at placement 0:0 (the placement sweep is a shared-memory
 # question; PLACEMENTS="0:0,16:40" runs more). The three series take turns, REPEAT times (default
-# 3), rotating the order; a size's value is the median over repeats. One line per size as it
+# 5), rotating the order; a size's value is the median over repeats. One line per size as it
 # goes, then the tables, $out/net_*.csv, .samples and .png, and the programs' output in
 # $out/net_raw/. Ratios: exanet/tcp (latency below 1 and bandwidth above 1 favour exanet) and
 # exanet/exanet_read (write over read).
@@ -26,15 +26,17 @@
 # (FI_EXANET_NETWORK_NODE) with FI_EXANET_NETWORK=every_peer (across namespaces the same as
 # other_hosts). NET_ENV adds more variables to every run of both (e.g. FI_OFI_RXM_USE_RNDV_WRITE=1).
 #
+# PHASE (lib.sh: near, the default, waits up to PHASE_WAIT seconds, default 5 here, before each
+# run for the two vCPUs to share a cache; any: no waiting; every probe is in $out/core_probe.csv).
 # NET_PROBE=1 (default) also runs net_probe (dev/net's mailbox ping-pong alone, no protocol
 # above it) over the same tcp: the floor under exanet's small messages.
 # Environment: SIZES (default 8 64 1K 8K 64K 1M 4M), RATE_SIZES (default 8), MODES (default
-# "tagged_lat bw rate"), SERIES (default "exanet exanet_read tcp"), REPEAT (3), CELL_MS (15),
+# "tagged_lat bw rate"), SERIES (default "exanet exanet_read tcp"), REPEAT (5), CELL_MS (30),
 # PLACEMENTS (0:0), RUN_TIMEOUT (seconds per program run, default 120), BIND (default 1: pins
 # the two processes to cpus 0 and 1), RT (default 1: both under SCHED_FIFO, chrt -f 50, as
 # lib.sh's RT=1; RT=0 runs them as ordinary processes), LOCK (lib.sh's benchmark lock).
-# Duration: about 3 minutes on a quiet 2-cpu machine with the defaults; at most
-# 3 modes x 3 series x REPEAT x RUN_TIMEOUT.
+# Duration: about 2 minutes with the defaults (a loaded 2-cpu machine); bounded by
+# 3 modes x 3 series x REPEAT x RUN_TIMEOUT plus net_probe's RUN_TIMEOUT.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -42,6 +44,7 @@ source "$here/lib.sh"
 # shellcheck source=../multinode/netns_lib.sh
 source "$here/../multinode/netns_lib.sh"
 netns_require net_compare
+REPEAT=${REPEAT:-5}
 bench_init xfer_bench net "$@"
 modes=${MODES:-"tagged_lat bw rate"}
 read -r -a series <<<"${SERIES:-exanet exanet_read tcp}"
@@ -49,7 +52,7 @@ read -r -a series <<<"${SERIES:-exanet exanet_read tcp}"
 sizes=$(bench_bytes ${SIZES:-8 64 1K 8K 64K 1M 4M})
 # shellcheck disable=SC2086
 rate_sizes=$(bench_bytes ${RATE_SIZES:-8})
-cell_ms=${CELL_MS:-15}
+cell_ms=${CELL_MS:-30}
 placements=${PLACEMENTS:-0:0}
 run_timeout=${RUN_TIMEOUT:-120}
 worst=noworst
@@ -97,6 +100,10 @@ run_one() {
   shift 3
   local log="$out/net_raw/${mode}_${s//;/+}_r$rep" rc=0 src=0 follower
   port=$((port + 1))
+  # The machine's phase (lib.sh): its two vCPUs sharing a cache or not moves every number here
+  # by tens of percent (64 KiB: 47 against 107 us for the same series); wait up to PHASE_WAIT
+  # seconds (default 5 here) for the near phase, and record it.
+  PHASE_WAIT=${PHASE_WAIT:-5} bench_wait_near "$mode $s r$rep before"
   bench_lock
   series_env "$s" "$addr_b" "$iface_b"
   netns_start "$ns_b" env "${senv[@]}" timeout "$run_timeout" "${rt[@]}" "$bench" -m "$mode" -t "$cell_ms" \
@@ -107,6 +114,7 @@ run_one() {
     -P "$placements" -c "$addr_b:$port" "$@" >"$log.out" 2>"$log.err" || rc=$?
   wait "$follower" || src=$?
   bench_unlock
+  bench_probe "$mode $s r$rep after"
   if ((rc == 0 && src == 0)); then
     awk -v p="$s" '!/^#/ && NF >= 6 { print p, $1, $3, $2, $6 }' "$log.out" >"$raw.run"
   else
@@ -176,10 +184,12 @@ echo
 echo "== RTR share (% of data messages written straight into a buffer its RTR announced; NA: no counters)"
 for mode in $modes; do
   [[ -s $out/net_${mode}_rtr.samples ]] || continue
-  awk -v mode="$mode" -f "$here/stats.awk" -f /dev/stdin "$out/net_${mode}_rtr.samples" <<'AWK'
-    $1 ~ /^exanet/ && $3 != "NA" { v[$1 " " $2] = v[$1 " " $2] " " $3; if (!($1 in seen)) { seen[$1]; ser[++ns] = $1 }
+  awk -v mode="$mode" -v series="${series[*]}" -f "$here/stats.awk" -f /dev/stdin "$out/net_${mode}_rtr.samples" <<'AWK'
+    $1 ~ /^exanet/ && $3 != "NA" { v[$1 " " $2] = v[$1 " " $2] " " $3; seen[$1]
                                    if (!($2 in sz)) { sz[$2]; sizes[++nz] = $2 } }
     END {
+      n = split(series, S, " "); ns = 0
+      for (j = 1; j <= n; j++) if (S[j] in seen) ser[++ns] = S[j]
       line = sprintf("%-11s", mode); for (j = 1; j <= ns; j++) line = line sprintf(" %12s", ser[j]); print line
       for (i = 1; i <= nz; i++) {
         line = sprintf("%-11s", human(sizes[i]))
@@ -250,4 +260,5 @@ AWK
 fi
 echo
 echo "CSV, samples and plots: $out/net_*.{csv,samples,png}; program output: $out/net_raw/"
+bench_phase_summary
 echo "took $(($(date +%s) - start)) s"
