@@ -153,6 +153,7 @@ struct shared {
 };
 static struct shared *shr;
 static double g_iter_us; /* the leader's median iteration time in the last cell */
+static double g_rtr_pct; /* the last cell's RTR share (two hosts; -1: none) */
 
 /* Everything of one process. */
 struct side {
@@ -668,8 +669,6 @@ static int receives_data(const struct side *d)
  * fails). Returns the leader's value: the median over the timed iterations, in the mode's unit.
  * *fast_pct: the share of receives that found their message already waiting, from exanet's
  * counters of both sides (-1 where there are none). */
-static double g_rtr_pct; /* the last cell's RTR share (two hosts), -1: none */
-
 static double cell(struct side *d, size_t size, int s, int r, size_t warm, size_t n, int probe, double *fast_pct)
 {
 	d->cyc_n = cycle_count(size);
