@@ -80,16 +80,33 @@
  * Environment: FI_PROVIDER (default exanet), BIND=1 pins the processes to cpus 0 and 1,
  * XFER_TIMEOUT (seconds for the whole run, default 3600), XFER_DEBUG=1 prints the first samples
  * of every cell on stderr.
+ *
+ * Two hosts: by default the program forks its second side here and the two share memory (the
+ * unexpected modes' flags, the one-sided modes' stop signal). -S PORT instead runs only the
+ * follower, which listens on TCP PORT (every address) for one leader; -c HOST:PORT runs only the
+ * leader, which connects to it, times and prints. The two may then run on different hosts (or
+ * network namespaces, fabtests/bench/net_compare.sh): the TCP connection carries what the
+ * socketpair carried (endpoint names, the barriers, the counters). Only the modes that need no
+ * shared memory run so: tagged_lat, msg_lat, bw, bibw, rate, rma_write_lat; the others are
+ * refused with an error. Both sides need the same mode, options and sizes. In this form each line
+ * has a sixth column RTR_PCT: exanet's share of data messages written straight into a receive
+ * buffer its RTR announced (counter ri_recv, both sides; receiver-initiated rendezvous), NA
+ * elsewhere.
  */
 #define _GNU_SOURCE
 #include "xt.h"
 
+#include <errno.h>
 #include <getopt.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <rdma/fi_ext_exanet.h>
 #include <rdma/fi_rma.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -122,6 +139,7 @@ static struct {
 	size_t min_iters, window, window_bytes;
 	size_t max_size;
 	size_t cycle_bytes; /* -C: the bandwidth modes' buffers cycle through this much memory */
+	const char *serve_port, *connect_to; /* -S, -c: one side of two hosts */
 } opt = {.mode = -1, .full_max = 1u << 20, .cell_ms = 15, .delay_us = 10, .min_iters = 5,
 	 .window = 64, .window_bytes = 64u << 20};
 
@@ -135,6 +153,7 @@ struct shared {
 };
 static struct shared *shr;
 static double g_iter_us; /* the leader's median iteration time in the last cell */
+static double g_rtr_pct; /* the last cell's RTR share (two hosts; -1: none) */
 
 /* Everything of one process. */
 struct side {
@@ -369,14 +388,37 @@ static unsigned char *next_recv_buf(struct side *d, int r)
 	return d->last_rbuf = next_buf(d, d->rbase, r, &d->recv_slot);
 }
 
-/* Receives that found their receive posted (exanet's counters; 0 elsewhere). */
-static uint64_t fast_recvs(struct side *d)
+/* exanet's counters of this endpoint (all 0 elsewhere). */
+static struct fi_exanet_counters counters(struct side *d)
 {
 	struct fi_exanet_counters c;
 	memset(&c, 0, sizeof c);
-	if (!d->cops || d->cops->read(d->x.ep, &c, sizeof c))
-		return 0;
-	return c.fast_recv;
+	if (d->cops && d->cops->read(d->x.ep, &c, sizeof c))
+		memset(&c, 0, sizeof c);
+	return c;
+}
+
+/* Receives that found their receive posted (exanet's counters; 0 elsewhere). */
+static uint64_t fast_recvs(struct side *d)
+{
+	return counters(d).fast_recv;
+}
+
+static int two_hosts(void)
+{
+	return opt.serve_port || opt.connect_to;
+}
+
+/* Data messages both sides receive in a cell of `all` iterations (acknowledgements left out):
+ * the denominator of the RTR share. */
+static double data_messages(size_t size, size_t all)
+{
+	switch (opt.mode) {
+	case TAGGED_LAT: case MSG_LAT: return 2.0 * (double)all;
+	case BW: case RATE: return (double)window_of(size) * (double)all;
+	case BIBW: return 2.0 * (double)window_of(size) * (double)all;
+	default: return 0;
+	}
 }
 
 static void open_side(struct side *d)
@@ -637,6 +679,7 @@ static double cell(struct side *d, size_t size, int s, int r, size_t warm, size_
 		fill(d->sbase + k * d->cyc_stride + s, size, seed_of(size, s, r, d->me, probe));
 	const uint64_t gen = __atomic_load_n(&shr->stop_gen, __ATOMIC_ACQUIRE);
 	const uint64_t fast0 = fast_recvs(d);
+	const uint64_t ri0 = counters(d).ri_recv;
 	const size_t all = warm + n;
 	switch (opt.mode) {
 	case TAGGED_LAT: case MSG_LAT: post_recv(d, d->rbase + r, size, TAG_DATA); break;
@@ -673,6 +716,13 @@ static double cell(struct side *d, size_t size, int s, int r, size_t warm, size_
 		xt_send_all(d->sock, &mine, sizeof mine);
 		xt_recv_all(d->sock, &theirs, sizeof theirs);
 		*fast_pct = 100.0 * (double)(mine + theirs) / (2 * posted);
+	}
+	g_rtr_pct = -1;
+	if (two_hosts() && d->cops && data_messages(size, all) > 0) {
+		uint64_t mine = counters(d).ri_recv - ri0, theirs = 0;
+		xt_send_all(d->sock, &mine, sizeof mine);
+		xt_recv_all(d->sock, &theirs, sizeof theirs);
+		g_rtr_pct = 100.0 * (double)(mine + theirs) / data_messages(size, all);
 	}
 	if (!d->first)
 		return 0;
@@ -742,10 +792,17 @@ static void run(struct side *d)
 		printf("# xfer_bench mode %s provider %s unit %s%s%s\n", mode_names[opt.mode],
 		       d->x.info->fabric_attr->prov_name, mode_units[opt.mode], d->tagged ? " tagged" : " untagged",
 		       opt.any_source ? " any-source" : "");
-		printf("# size placement value iters fast_pct\n");
+		printf("# size placement value iters fast_pct%s\n", two_hosts() ? " rtr_pct" : "");
 	}
 	static int pl[MAX_PLACEMENTS][2];
 	static double val[MAX_PLACEMENTS];
+	if (two_hosts() && opt.nsizes > 0) {
+		/* Over a network the first transfer to a peer sets up its connection (milliseconds): a
+		 * probe that included it would cut the first size to the minimum of iterations. */
+		double fast;
+		placements_of(opt.sizes[0], pl);
+		cell(d, opt.sizes[0], pl[0][0], pl[0][1], 1, 1, 1, &fast);
+	}
 	for (size_t k = 0; k < opt.nsizes; k++) {
 		const size_t size = opt.sizes[k];
 		const size_t np = placements_of(size, pl);
@@ -786,7 +843,15 @@ static void run(struct side *d)
 				char f[16] = "NA";
 				if (fast >= 0)
 					snprintf(f, sizeof f, "%.0f", fast);
-				printf("%zu %d:%d %.4g %zu %s\n", size, pl[p][0], pl[p][1], val[p], (size_t)iters, f);
+				if (two_hosts()) {
+					char rp[16] = "NA";
+					if (g_rtr_pct >= 0)
+						snprintf(rp, sizeof rp, "%.0f", g_rtr_pct);
+					printf("%zu %d:%d %.4g %zu %s %s\n", size, pl[p][0], pl[p][1], val[p], (size_t)iters,
+					       f, rp);
+				} else {
+					printf("%zu %d:%d %.4g %zu %s\n", size, pl[p][0], pl[p][1], val[p], (size_t)iters, f);
+				}
 			}
 		}
 		if (d->first) {
@@ -813,6 +878,56 @@ static int child(int index, int sock)
 	return 0;
 }
 
+/* The out-of-band connection of two hosts: small messages both ways (barriers), so no Nagle. */
+static int oob_ready(int fd)
+{
+	const int one = 1;
+	XT_CHECK(setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one) == 0, "TCP_NODELAY");
+	return fd;
+}
+
+/* -S PORT: waits (within XFER_TIMEOUT) for the one leader. */
+static int accept_leader(const char *port)
+{
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE}, *ai;
+	int rc = getaddrinfo(NULL, port, &hints, &ai);
+	XT_CHECK(rc == 0, "-S %s: %s", port, gai_strerror(rc));
+	int ls = socket(ai->ai_family, ai->ai_socktype, 0);
+	const int one = 1;
+	XT_CHECK(ls >= 0 && setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0, "socket");
+	XT_CHECK(bind(ls, ai->ai_addr, ai->ai_addrlen) == 0, "-S %s: bind: %s", port, strerror(errno));
+	XT_CHECK(listen(ls, 1) == 0, "listen");
+	freeaddrinfo(ai);
+	int fd = accept(ls, NULL, NULL);
+	XT_CHECK(fd >= 0, "accept: %s", strerror(errno));
+	close(ls);
+	return oob_ready(fd);
+}
+
+/* -c HOST:PORT: connects to the follower, retrying for ten seconds while it starts. */
+static int connect_leader(const char *host_port)
+{
+	char host[256];
+	snprintf(host, sizeof host, "%s", host_port);
+	char *colon = strrchr(host, ':');
+	XT_CHECK(colon && colon[1], "-c %s: HOST:PORT", host_port);
+	*colon = 0;
+	struct addrinfo hints = {.ai_family = AF_INET, .ai_socktype = SOCK_STREAM}, *ai;
+	int rc = getaddrinfo(host, colon + 1, &hints, &ai);
+	XT_CHECK(rc == 0, "-c %s: %s", host_port, gai_strerror(rc));
+	for (int attempt = 0;; attempt++) {
+		int fd = socket(ai->ai_family, ai->ai_socktype, 0);
+		XT_CHECK(fd >= 0, "socket");
+		if (connect(fd, ai->ai_addr, ai->ai_addrlen) == 0) {
+			freeaddrinfo(ai);
+			return oob_ready(fd);
+		}
+		XT_CHECK(attempt < 100, "-c %s: connect: %s", host_port, strerror(errno));
+		close(fd);
+		usleep(100000);
+	}
+}
+
 static size_t parse_size(const char *a)
 {
 	char *end;
@@ -832,7 +947,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: xfer_bench -m MODE [-P S:R,...] [-o OFFSETS] [-F BYTES] [-t MS] [-n N] [-w N] [-W BYTES]\n"
-		"                  [-d US] [-C BYTES] [-M] [-A] [-T] [sizes...]\n"
+		"                  [-d US] [-C BYTES] [-M] [-A] [-T] [-S PORT | -c HOST:PORT] [sizes...]\n"
 		"modes: tagged_lat tagged_unexp msg_lat msg_unexp bw bibw rate rma_write_lat rma_read_lat\n"
 		"       rma_write_bw rma_read_bw   (see the comment at the top of xfer_bench.c)\n");
 	exit(2);
@@ -842,7 +957,7 @@ int main(int argc, char **argv)
 {
 	int c;
 	const char *offsets = "0,8,16,24,40,63";
-	while ((c = getopt(argc, argv, "m:P:o:F:t:n:w:W:d:C:MATh")) != -1) {
+	while ((c = getopt(argc, argv, "m:P:o:F:t:n:w:W:d:C:MATS:c:h")) != -1) {
 		switch (c) {
 		case 'm':
 			for (int i = 0; i < NMODES; i++)
@@ -870,6 +985,8 @@ int main(int argc, char **argv)
 		case 'A': opt.any_source = 1; break;
 		case 'T': opt.transmit_complete = 1; break;
 		case 'C': opt.cycle_bytes = parse_size(optarg); break;
+		case 'S': opt.serve_port = optarg; break;
+		case 'c': opt.connect_to = optarg; break;
 		default: usage();
 		}
 	}
@@ -907,6 +1024,19 @@ int main(int argc, char **argv)
 	shr = mmap(NULL, sizeof *shr, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	XT_CHECK(shr != MAP_FAILED, "mmap of the shared flags");
 	xt_init(getenv("XFER_TIMEOUT") ? atoi(getenv("XFER_TIMEOUT")) : 3600);
+	if (two_hosts()) {
+		XT_CHECK(!(opt.serve_port && opt.connect_to), "-S and -c: one side each");
+		XT_CHECK(opt.mode == TAGGED_LAT || opt.mode == MSG_LAT || opt.mode == BW || opt.mode == BIBW ||
+				 opt.mode == RATE || opt.mode == RMA_WRITE_LAT,
+			 "-m %s needs both sides on one host (shared memory); with -S/-c: tagged_lat, msg_lat, "
+			 "bw, bibw, rate, rma_write_lat",
+			 mode_names[opt.mode]);
+		struct side d = {.first = opt.connect_to != NULL, .me = opt.connect_to ? 0 : 1,
+				 .sock = opt.connect_to ? connect_leader(opt.connect_to) : accept_leader(opt.serve_port)};
+		run(&d);
+		close(d.sock);
+		return 0;
+	}
 	int sock;
 	pid_t pid;
 	xt_spawn(1, child, &sock, &pid);
