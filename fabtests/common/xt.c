@@ -278,6 +278,15 @@ fi_addr_t xt_exchange(struct xt_ep *x, int sock, int send_first, char *name)
 	return xt_insert(x, peer);
 }
 
+struct fi_exanet_counters xt_counters(struct fid_ep *ep)
+{
+	struct fi_exanet_counters_ops *ops;
+	XT_RC(fi_open_ops(&ep->fid, FI_EXANET_COUNTERS_OPS, 0, (void **)&ops, NULL));
+	struct fi_exanet_counters c;
+	XT_RC(ops->read(ep, &c, sizeof c));
+	return c;
+}
+
 void xt_open_default(struct xt_ep *x, uint64_t cq_flags)
 {
 	struct fi_info *h = xt_hints();

@@ -14,6 +14,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_ext_exanet.h>
 #include <rdma/fi_tagged.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -96,6 +97,8 @@ void xt_recv_name(int sock, char name[64]);
 fi_addr_t xt_exchange(struct xt_ep *x, int sock, int send_first, char *name);
 /* xt_open with xt_hints() as they are. */
 void xt_open_default(struct xt_ep *x, uint64_t cq_flags);
+/* exanet's protocol counters of ep now (FI_EXANET_COUNTERS_OPS); fails the test without them. */
+struct fi_exanet_counters xt_counters(struct fid_ep *ep);
 
 /* A one-byte barrier over a socket (both sides call it). */
 void xt_sync(int sock);

@@ -21,26 +21,17 @@ struct side {
 	struct fi_exanet_counters base;
 };
 
-static struct fi_exanet_counters counters(struct side *s)
-{
-	struct fi_exanet_counters_ops *ops;
-	XT_RC(fi_open_ops(&s->x.ep->fid, FI_EXANET_COUNTERS_OPS, 0, (void **)&ops, NULL));
-	struct fi_exanet_counters c;
-	XT_RC(ops->read(s->x.ep, &c, sizeof c));
-	return c;
-}
-
 static void open_side(struct side *s, int sock, int first)
 {
 	xt_open_default(&s->x, 0);
 	s->sock = sock;
 	s->peer = xt_exchange(&s->x, sock, first, NULL);
 	XT_RC(fi_open_ops(&s->x.ep->fid, FI_EXANET_TESTING_OPS, 0, (void **)&s->t, NULL));
-	s->base = counters(s);
+	s->base = xt_counters(s->x.ep);
 }
 
 /* Counter growth since open_side, by field name. */
-#define DELTA(s, field) (counters(s).field - (s)->base.field)
+#define DELTA(s, field) (xt_counters((s)->x.ep).field - (s)->base.field)
 
 static void hold(struct side *s, int on) { XT_RC(s->t->hold_mailbox(s->x.ep, on)); }
 

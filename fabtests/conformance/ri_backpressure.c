@@ -27,24 +27,15 @@ struct side {
 	struct fi_exanet_counters base;
 };
 
-static struct fi_exanet_counters counters(struct side *s)
-{
-	struct fi_exanet_counters_ops *ops;
-	XT_RC(fi_open_ops(&s->x.ep->fid, FI_EXANET_COUNTERS_OPS, 0, (void **)&ops, NULL));
-	struct fi_exanet_counters c;
-	XT_RC(ops->read(s->x.ep, &c, sizeof c));
-	return c;
-}
-
 static void open_side(struct side *s, int sock, int first)
 {
 	xt_open_default(&s->x, 0);
 	s->sock = sock;
 	s->peer = xt_exchange(&s->x, sock, first, NULL);
-	s->base = counters(s);
+	s->base = xt_counters(s->x.ep);
 }
 
-#define DELTA(s, field) (counters(s).field - (s)->base.field)
+#define DELTA(s, field) (xt_counters((s)->x.ep).field - (s)->base.field)
 
 /* One small message each way: afterwards the lower provider's connection is up, and packets
  * leave when sent, whether or not their sender progresses. */
@@ -116,7 +107,7 @@ int main(void)
 	struct side s;
 	open_side(&s, sock, 0);
 	warm_up(&s, 0);
-	s.base = counters(&s);
+	s.base = xt_counters(s.x.ep);
 	unsigned char *b = calloc(N, BIG);
 	XT_CHECK(b, "out of memory");
 	struct fi_cq_tagged_entry e;
