@@ -323,9 +323,10 @@ P read(const dev::packet& raw) noexcept {
 /// Writes a packet into a mailbox slot (or any line the peer reads) whole: one 64-byte copy of a
 /// packet built in local memory. Writing the fields into the remote line one by one, and only
 /// the bytes the receiver reads, saved instructions but cost 25-40 ns of 8-32 B ping-pong
-/// latency here (0.175 against 0.21 us): a line the sender fills piecemeal stays longer in
-/// flight between the cores than one it overwrites at once. Build packets zeroed (P p{}), so
-/// no stale bytes of the sender's stack travel.
+/// latency here (0.175 against 0.21 us; BENCHMARKS.md, 2026-11-25). Why, this virtual machine
+/// cannot say (no performance counters); a plausible reading is that a remote line written in
+/// several stores changes hands between the cores more than once. Build packets zeroed (P p{}),
+/// so no stale bytes of the sender's stack travel.
 template <class P>
 void write(std::byte* slot, const P& p) noexcept {
   static_assert(is_packet<P>);
