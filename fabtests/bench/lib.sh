@@ -19,7 +19,8 @@
 # bench_env SERIES
 #   Fills the array `benv` with the environment that selects SERIES for a libfabric program:
 #     exanet               FI_PROVIDER=exanet FI_PROVIDER_PATH=$build/lib
-#     exanet_cma           the same with FI_EXANET_USE_CMA=1
+#     exanet_cma           the same with FI_EXANET_DMA_ENGINE=cma (exanet_staged: =staged;
+#                          plain exanet: auto, each write the engine measured cheaper)
 #     exanet_write|_read|_optimistic   the same with FI_EXANET_PROTOCOL=write|read|optimistic
 #     tcp                  FI_PROVIDER=tcp (libfabric 1.17 serves RDM as "tcp;ofi_rxm")
 #     anything else        FI_PROVIDER=SERIES (shm, "tcp;ofi_rxm", sockets, ...)
@@ -117,7 +118,8 @@ bench_env() {
   local series=$1
   case $series in
     exanet) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib") ;;
-    exanet_cma) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_USE_CMA=1) ;;
+    exanet_cma) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_DMA_ENGINE=cma) ;;
+    exanet_staged) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_DMA_ENGINE=staged) ;;
     exanet_write | exanet_read | exanet_optimistic)
       benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_PROTOCOL="${series#exanet_}") ;;
     *) benv=(FI_PROVIDER="$series") ;;

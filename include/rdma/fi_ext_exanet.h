@@ -125,6 +125,11 @@ struct fi_exanet_counters {
 	uint64_t peers_shared_memory;
 	uint64_t peers_network;
 	uint64_t network_bytes_sent;
+	/* The emulated DMA engine's writes (FI_EXANET_DMA_ENGINE; messages, RMA and read answers
+	 * to peers of this host): landed by cross-memory attach, and staged through the target's
+	 * segment. */
+	uint64_t dma_writes_direct;
+	uint64_t dma_writes_staged;
 };
 
 struct fid_ep;

@@ -127,12 +127,20 @@ struct route_counts {
   std::uint64_t peers_network = 0;        // peers connected over the network backend
   std::uint64_t network_bytes_sent = 0;   // handed to the lower provider: packets, ring data,
                                           // DMA writes (after its acceptance)
+  // The emulated engine: DMA writes by cross-memory attach and through the staging area.
+  std::uint64_t dma_writes_direct = 0;
+  std::uint64_t dma_writes_staged = 0;
 };
 
 /// Progress of one DMA write; a backend that stages data may need several calls.
 struct dma_state {
   std::size_t done = 0;  // bytes of the payload handed to the engine
   bool notified = false;
+  // Set by the engine when the whole write was in the target's memory as dma_post returned
+  // (cross-memory attach): RMA events may then overtake the mailbox (proto/rma.cpp). A staged
+  // write lands when the target copies it out, behind the packets that announce it.
+  bool landed_at_post = false;
+  std::uint8_t engine = 0;    // the backend's: which of its engines took this write (0: not yet)
   void* in_flight = nullptr;  // the backend's: a lower operation this write waits for (dev/net)
 };
 
@@ -152,12 +160,24 @@ struct geometry {
   std::uint32_t event_ring_entries = 256;  // power of two
 };
 
+/// FI_EXANET_DMA_ENGINE: the emulated engine's way of moving a write. automatic: each write the
+/// way measured cheaper now, per size class (dev/emu/dma_engine_choice.hpp).
+enum class dma_engine_mode : std::uint8_t { automatic, staged, cross_memory_attach };
+/// The parameter's words for each mode.
+constexpr const char* dma_engine_name(dma_engine_mode m) noexcept {
+  return m == dma_engine_mode::automatic ? "auto"
+         : m == dma_engine_mode::staged  ? "staged"
+                                         : "cma";
+}
+
 /// What device::open needs.
 struct open_params {
   address self{};       // port 0: choose a free automatic port
   geometry geo{};
-  bool use_cma = true;  // false: never write user memory directly, always stage (tests the
-                        // fallback; also for hosts where the kernel refuses cross-memory attach)
+  // How the emulated engine moves each DMA write (FI_EXANET_DMA_ENGINE); other backends have
+  // one engine and ignore it. staged: never write user memory directly (also for hosts where
+  // the kernel refuses cross-memory attach).
+  dma_engine_mode dma_engine = dma_engine_mode::cross_memory_attach;
   // A backend that learns of lost peers only by asking about each (the emulation: the process
   // and the endpoint's closed flag) asks at most this often, however often take_lost_peers is
   // called; one whose transport reports lost peers (a connection error) ignores it.
@@ -322,10 +342,9 @@ concept device =
       { d.notify_record_put(p, u32, nin) } noexcept -> std::same_as<core::status>;
       // ---- DMA engine: write local data to a remote address, then notify ---------------------
       // post(write, state): again = partly done (state says how far), call again; access: the
-      // target refused the range; peer_dead.
+      // target refused the range; peer_dead. state.landed_at_post says whether the write had
+      // landed when post returned ok (else only when the peer polls).
       { d.dma_post(w, st) } noexcept -> std::same_as<core::status>;
-      // Whether a write to the peer has landed when post returns (else only when the peer polls).
-      { cd.writes_land_at_post(p) } noexcept -> std::same_as<bool>;
       // Reads, where the backend can (ExaNeST cannot): can_read(peer), read(peer, va, dst iovecs,
       // dst offset, len); permission: refused, and the peer counts as unreadable from then on.
       { cd.can_read(p) } noexcept -> std::same_as<bool>;
@@ -424,7 +443,6 @@ class interface_of : private D {
   using D::notify_record_put;
   // DMA engine
   using D::dma_post;
-  using D::writes_land_at_post;
   using D::can_read;
   using D::dma_read;
   // RMA

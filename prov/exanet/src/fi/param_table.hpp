@@ -39,6 +39,7 @@ enum class param_id : std::uint8_t {
   pdid,
   node,
   use_cma,
+  dma_engine,
   copy,
   dead_peer_check_ms,
   rndv_timeout_ms,
@@ -154,16 +155,31 @@ inline constexpr param_spec g_params[] = {
     {param_id::node, "node", param_type::integer, 0, "", 0, 65535, "",
      "Node id of this host.", ""},
     {param_id::use_cma, "use_cma", param_type::boolean, 0, "", 0, 1, "",
-     "The emulated DMA engine. 0: every write is pipelined through the target's shared staging "
-     "area and copied out by the target when it progresses, and RMA reads are answered by the "
-     "target. 1: writes use process_vm_writev and reads process_vm_readv, which land without "
-     "the target's progress.",
-     "Which is faster depends on how dear a copy between the two cores is: on one machine "
-     "staging was 3 to 6 times faster than cross\\-memory attach for large transfers; on the "
-     "same machine a day later, with core-to-core copies 3.5 times dearer, cross\\-memory "
-     "attach was faster from 64 KiB (BENCHMARKS.md). Measure both with the application. "
+     "The older form of FI_EXANET_DMA_ENGINE, which it overrides when set: 1 is cma, 0 is "
+     "staged. Unset: FI_EXANET_DMA_ENGINE decides.",
+     ""},
+    {param_id::dma_engine, "dma_engine", param_type::string, 0, "auto", 0, 0, "auto|staged|cma",
+     "How the emulated DMA engine moves a write. staged: pipelined through the target's shared "
+     "staging area and copied out by the target when it progresses; RMA reads are answered by "
+     "the target. cma: process_vm_writev, and reads by process_vm_readv, which land without the "
+     "target's progress. auto: each write the way measured cheaper now for its size; reads as "
+     "staged.",
+     "Which engine is faster depends on how dear a copy between two cores is, and that changes "
+     "with the machine's state: on one VM staging was 3 to 6 times faster than cross\\-memory "
+     "attach for large transfers; on the same VM a day later, with core\\-to\\-core copies 3.5 "
+     "times dearer, cross\\-memory attach was 1.5 times faster from 64 KiB and staging still "
+     "won at 16 KiB (BENCHMARKS.md).\n"
+     "\\fIauto\\fR times both engines on the endpoint's own writes, per size class (powers of "
+     "two from 4 KiB): a cross\\-memory attach write from its post until the system call "
+     "returns; a staged write that found the staging area free, from its first piece until "
+     "the target has copied its last piece out. After two samples of each, every write takes "
+     "the cheaper; one write in 16 of each class (one in 64 when the other was found 1.5 "
+     "times dearer) takes the other, to notice a change. The counters \\fIdma_writes_direct\\fR "
+     "and \\fIdma_writes_staged\\fR show the split. "
      "Cross\\-memory attach is also useful when a target computes for long without calling "
-     "into libfabric.\n"
+     "into libfabric; \\fIauto\\fR sees that as a slow staged write. Under the link model "
+     "(\\fBFI_EXANET_LINK_MODEL\\fR) \\fIauto\\fR stages every write: the model, not "
+     "the copy, times them there.\n"
      "exanet falls back to staging by itself, and logs it once, when the kernel refuses "
      "cross\\-memory attach (ptrace restrictions or seccomp)."},
     {param_id::copy, "copy", param_type::string, 0, "auto", 0, 0, "auto|libc|loop",

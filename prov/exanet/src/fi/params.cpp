@@ -49,7 +49,8 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::iov_limit: return static_cast<std::int64_t>(c.iov_limit);
     case param_id::pdid: return c.pdid;
     case param_id::node: return c.node;
-    case param_id::use_cma: return c.use_cma ? 1 : 0;
+    // Its default (0) is what the automatic mode reports: the older switch is read only when set.
+    case param_id::use_cma: return c.dma_engine == dev::dma_engine_mode::cross_memory_attach ? 1 : 0;
     case param_id::dead_peer_check_ms: return c.dead_peer_check_ms;
     case param_id::rndv_timeout_ms: return c.rndv_timeout_ms;
     case param_id::rndv_deadline_ms: return c.rndv_deadline_ms;
@@ -65,6 +66,7 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::link_placement:
     case param_id::link_position:
     case param_id::copy:
+    case param_id::dma_engine:
     case param_id::stats:
     case param_id::progress:
     case param_id::protocol:
@@ -98,7 +100,9 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::iov_limit: c.iov_limit = z; break;
     case param_id::pdid: c.pdid = static_cast<std::uint32_t>(v); break;
     case param_id::node: c.node = static_cast<std::uint16_t>(v); break;
-    case param_id::use_cma: c.use_cma = v != 0; break;
+    case param_id::use_cma:
+      c.dma_engine = v != 0 ? dev::dma_engine_mode::cross_memory_attach : dev::dma_engine_mode::staged;
+      break;
     case param_id::dead_peer_check_ms: c.dead_peer_check_ms = static_cast<unsigned>(v); break;
     case param_id::rndv_timeout_ms: c.rndv_timeout_ms = static_cast<unsigned>(v); break;
     case param_id::rndv_deadline_ms: c.rndv_deadline_ms = static_cast<unsigned>(v); break;
@@ -113,6 +117,7 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::link_placement:
     case param_id::link_position: break;  // read by params_link
     case param_id::copy:
+    case param_id::dma_engine:
     case param_id::stats:
     case param_id::progress:
     case param_id::protocol:
@@ -130,7 +135,8 @@ constexpr bool defaults_agree() noexcept {
   const proto::config c{};
   for (const param_spec& p : g_params)
     if (p.type != param_type::string && field(c, p.id) != p.default_value) return false;
-  return c.copy == core::copy_policy::automatic && c.protocol == proto::protocol_family::write;
+  return c.copy == core::copy_policy::automatic && c.protocol == proto::protocol_family::write &&
+         c.dma_engine == dev::dma_engine_mode::automatic;
 }
 static_assert(defaults_agree(), "fi/param_table.hpp and proto::config disagree on a default");
 static_assert(param(param_id::tx_size).max == max_queue_size &&
@@ -291,7 +297,7 @@ void log_config(const proto::config& c) noexcept {
                 "ms, deadline %u ms (0: none)",
                 FI_EXANET_VERSION_STRING, family_name(c.protocol), c.eager_max, c.medium_max,
                 c.inject_size,
-                c.rma_inline_max, c.use_cma ? "cross-memory attach" : "staging", c.pdid, c.node,
+                c.rma_inline_max, dev::dma_engine_name(c.dma_engine), c.pdid, c.node,
                 c.dead_peer_check_ms, c.rndv_timeout_ms, c.rndv_deadline_ms);
   std::snprintf(resources, sizeof resources,
                 "configuration in force (2/2): segment: mailbox %zu slots (%zu KiB), %zu "
@@ -515,6 +521,20 @@ const char* params_stats_destination() noexcept {
 
 bool params_live_stats() noexcept { return read_bool(param(param_id::live_stats)).value_or(true); }
 
+/// FI_EXANET_DMA_ENGINE, unless the older FI_EXANET_USE_CMA was set (params_read stored it).
+void read_dma_engine(proto::config& c) noexcept {
+  if (read_bool(param(param_id::use_cma)).has_value()) return;
+  const char* v = read_string(param_id::dma_engine);
+  if (!v || std::strcmp(v, "auto") == 0) return;
+  if (std::strcmp(v, "staged") == 0)
+    c.dma_engine = dev::dma_engine_mode::staged;
+  else if (std::strcmp(v, "cma") == 0)
+    c.dma_engine = dev::dma_engine_mode::cross_memory_attach;
+  else
+    warn_param(param_id::dma_engine, warning::value, v,
+               "FI_EXANET_DMA_ENGINE=%s is not one of auto, staged, cma; using auto", v);
+}
+
 /// FI_EXANET_NETWORK, _PROVIDER and _NODE into the configuration; a name too long for the
 /// configuration's room is refused with a warning (the default stays).
 void read_network(proto::config& c) noexcept {
@@ -569,6 +589,7 @@ proto::config params_read() noexcept {
       warn_param(param_id::copy, warning::value, copy,
                  "FI_EXANET_COPY=%s is not one of auto, libc, loop; using auto", copy);
   }
+  read_dma_engine(c);
   read_network(c);
   // Keep the sizes consistent: a medium message and an inline RMA write fit half a ring, and an
   // inject fits the buffered paths (so it never needs the rendezvous).

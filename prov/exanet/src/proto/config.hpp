@@ -47,11 +47,9 @@ struct config {
   std::uint32_t pdid = 1;                  // protection domain of this job
   std::uint16_t node = 0;                  // node id of this host
   protocol_family protocol = protocol_family::write;
-  bool use_cma = false;                    // DMA engine emulation: false pipelines each write through
-                                           // the target's staging chunks (3-6x faster than
-                                           // process_vm_writev here, issue 3 note); true writes
-                                           // with cross-memory attach, which lands without the
-                                           // target's progress
+  // FI_EXANET_DMA_ENGINE (or the older FI_EXANET_USE_CMA): how the emulated engine moves a
+  // write; automatic measures both engines per size class (dev/emu/dma_engine_choice.hpp).
+  dev::dma_engine_mode dma_engine = dev::dma_engine_mode::automatic;
   core::copy_policy copy = core::copy_policy::automatic;  // FI_EXANET_COPY: misaligned copies
   unsigned dead_peer_check_ms = 200;       // period of the watch over peers waited on (lost
                                            // peers, rendezvous timeouts); the device polls

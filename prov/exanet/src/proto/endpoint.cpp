@@ -64,7 +64,7 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
   p.geo.bounce_ring_bytes = next_pow2(cfg.bounce_ring_bytes);
   p.geo.key_slots = next_pow2(cfg.mr_keys);
   p.geo.event_rings = static_cast<std::uint32_t>(cfg.event_rings);
-  p.use_cma = cfg.use_cma;
+  p.dma_engine = cfg.dma_engine;
   p.liveness_period_ms = cfg.dead_peer_check_ms;
   p.net.reach = cfg.network;
   try {

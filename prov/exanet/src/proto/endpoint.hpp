@@ -100,6 +100,7 @@ struct rma_request {
   std::size_t seg_offset = 0;  // local byte offset where that range starts
   std::size_t seg_done = 0;    // read by request: bytes of the range already landed
   dev::dma_state dma{};
+  bool staged_any = false;  // a write of this request had not landed when dma_post returned
   std::uint64_t cq_data = 0;
   bool has_cq_data = false, completion = true, delivery_complete = false;
   std::byte* owned = nullptr;  // inject that could not finish at post: the copied payload
@@ -428,6 +429,8 @@ class endpoint {
     s.peers_shared_memory = r.peers_shared_memory;
     s.peers_network = r.peers_network;
     s.network_bytes_sent = r.network_bytes_sent;
+    s.dma_writes_direct = r.dma_writes_direct;
+    s.dma_writes_staged = r.dma_writes_staged;
     return s;
   }
   /// What peers' packets make this endpoint hold now (intake.cpp; tests and exanet-stats).
@@ -618,6 +621,12 @@ class endpoint {
   rma_step rma_read_data(rma_request& r) noexcept;
   rma_step rma_post_events(rma_request& r) noexcept;
   core::status rma_post_event(rma_request& r, std::size_t seg, bool last) noexcept;
+  /// Whether r's data may still be on its way when its events are posted: a write the engine
+  /// staged (it lands when the target polls, behind its packets), or a read the target answers.
+  /// Events then go by packet, in order behind the data.
+  bool landed_late(const rma_request& r) const noexcept {
+    return r.what == rma_request::role::write ? r.staged_any : !read_direct(r.peer);
+  }
   bool rma_answer_read(rma_request& r) noexcept;
   /// The answer to a peer's request (read, atomic): the bytes, if any, into the window it armed,
   /// then an rma_reply notification with status and length. again: call again.

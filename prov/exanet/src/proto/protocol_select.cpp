@@ -142,7 +142,7 @@ selection_inputs selection_inputs::from(const config& c, std::size_t ring_bytes)
   in.inject_size = c.inject_size;
   in.rma_inline_max = c.rma_inline_max;
   in.family = c.protocol;
-  in.use_cma = c.use_cma;
+  in.dma_engine = c.dma_engine;
   return in;
 }
 
@@ -249,10 +249,10 @@ std::string protocol_table::format(std::string_view header) const noexcept try {
   s += '\n';
   std::snprintf(line, sizeof line,
                 "  family %.*s; eager packet %zu, eager_max %zu, medium_max %zu, inject_size %zu, "
-                "rma_inline_max %zu, bounce ring %zu, use_cma %d\n",
+                "rma_inline_max %zu, bounce ring %zu, DMA engine %s\n",
                 static_cast<int>(family_name(in_.family).size()), family_name(in_.family).data(),
                 in_.eager_max, train_max_, medium_max_, in_.inject_size, in_.rma_inline_max, in_.ring_bytes,
-                in_.use_cma ? 1 : 0);
+                dev::dma_engine_name(in_.dma_engine));
   s += line;
   s += "  (bytes: the message or RMA length; for recv, the buffer's capacity)\n";
   std::snprintf(line, sizeof line, "  %-10s %-24s %-22s %s\n", "operation", "situation", "bytes",

@@ -95,7 +95,7 @@ struct selection_inputs {
   std::size_t inject_size = 0;     // fi_inject limit
   std::size_t rma_inline_max = 0;  // largest RMA write through the ring
   protocol_family family = protocol_family::write;
-  bool use_cma = false;            // the device starts every peer readable (it may refuse later)
+  dev::dma_engine_mode dma_engine = dev::dma_engine_mode::automatic;  // FI_EXANET_DMA_ENGINE
   /// From a config, and the bounce ring size the device uses.
   static selection_inputs from(const config& c, std::size_t ring_bytes) noexcept;
 };

@@ -181,6 +181,7 @@ endpoint::rma_step endpoint::rma_write_data(rma_request& r) noexcept {
       rma_finish(r, -core::to_int(s));
       return rma_step::released;
     }
+    r.staged_any = r.staged_any || !r.dma.landed_at_post;
     r.seg_offset += w.len;
     ++r.seg;
     r.dma = {};
@@ -260,7 +261,7 @@ endpoint::rma_step endpoint::rma_read_data(rma_request& r) noexcept {
 // Events after the data: one per range the target counts, the CQ data with the last, and for a
 // delivery-complete write whose data is staged, an ack request that also proves it landed.
 endpoint::rma_step endpoint::rma_post_events(rma_request& r) noexcept {
-  const bool staged = !dev_.writes_land_at_post(r.peer);
+  const bool staged = landed_late(r);
   const bool want_ack =
       r.what == rma_request::role::write && r.delivery_complete && staged;
   while (r.seg < r.remote_count) {
@@ -284,9 +285,9 @@ endpoint::rma_step endpoint::rma_post_events(rma_request& r) noexcept {
 
 core::status endpoint::rma_post_event(rma_request& r, std::size_t seg, bool last) noexcept {
   const bool with_data = last && r.has_cq_data;
-  const bool ack = last && r.what == rma_request::role::write && r.delivery_complete &&
-                   !dev_.writes_land_at_post(r.peer);
-  if (!ack && dev_.writes_land_at_post(r.peer)) {
+  const bool late = landed_late(r);
+  const bool ack = last && r.what == rma_request::role::write && r.delivery_complete && late;
+  if (!ack && !late) {
     const wire::rma_event e = pack_event(r, seg, with_data);
     dev::notification n;
     std::memcpy(n.data(), &e, sizeof e);

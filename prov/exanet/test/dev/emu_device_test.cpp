@@ -340,7 +340,7 @@ TEST(emu_device, notification_generations_never_alias) {
 // and the child checks data, the bytes around it, then notification order.
 void dma_into_other_process(bool cma, std::size_t len, std::uint32_t salt, std::size_t dst_skew = 0) {
   params pp = make_params(test_pdid(salt));
-  pp.use_cma = cma;
+  pp.dma_engine = cma ? dma_engine_mode::cross_memory_attach : dma_engine_mode::staged;
   int to_child[2], to_parent[2];
   ASSERT_EQ(pipe(to_child), 0);
   ASSERT_EQ(pipe(to_parent), 0);
@@ -655,7 +655,7 @@ alignas(64) std::byte g_unposted[256];  // a global nobody armed: a forged write
 
 TEST(emu_device, dma_writes_land_only_where_the_target_armed_them) {
   params pp = make_params(test_pdid(15));
-  pp.use_cma = false;
+  pp.dma_engine = dma_engine_mode::staged;
   device t, ini;
   ASSERT_EQ(t.open(pp), core::status::ok);
   ASSERT_EQ(ini.open(pp), core::status::ok);
@@ -803,7 +803,7 @@ TEST(emu_device, a_ring_write_through_the_interface_lands_placed_and_whole) {
 // takes whole chunks. Either way the bytes land exactly and the notification comes with the last.
 TEST(emu_device, a_lone_staged_write_is_pipelined_in_pieces_and_a_streamed_one_is_not) {
   params pp = make_params(test_pdid(16));
-  pp.use_cma = false;
+  pp.dma_engine = dma_engine_mode::staged;
   pp.geo.staging_chunks = 8;
   pp.geo.staging_chunk_bytes = 65536;
   device t, ini;

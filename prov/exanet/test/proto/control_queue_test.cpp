@@ -24,6 +24,9 @@ class control_queue_test : public ::testing::Test, protected testing_pair::endpo
     cfg.mailbox_slots = 64;
     cfg.notify_slots = 64;
     cfg.tx_size = 64;
+    // Answers stay in progress only while they wait for the forger's staging area, which it
+    // never drains: cross-memory attach would land them whether it polls or not.
+    cfg.dma_engine = dev::dma_engine_mode::staged;
     open_pair();
     f.open(cfg.pdid, b.address());  // its mailbox has 64 slots
   }

@@ -26,11 +26,11 @@ std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
   return v;
 }
 
-class pair_test : public ::testing::TestWithParam<bool>, protected testing_pair::endpoint_pair {
+class pair_test : public ::testing::TestWithParam<dev::dma_engine_mode>, protected testing_pair::endpoint_pair {
  protected:
   void SetUp() override {
     cfg.pdid = 900 + static_cast<std::uint32_t>(getpid() % 1000);
-    cfg.use_cma = GetParam();
+    cfg.dma_engine = GetParam();
     open_pair();
   }
   core::status send(std::span<const std::byte> data, std::uint64_t tag, void* ctx,
@@ -290,8 +290,11 @@ TEST_P(pair_test, peek_claim_and_discard_answer_through_the_cq) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(dma, pair_test, ::testing::Values(true, false),
-                         [](const auto& info) { return info.param ? "cma" : "staged"; });
+INSTANTIATE_TEST_SUITE_P(dma, pair_test,
+                         ::testing::Values(dev::dma_engine_mode::cross_memory_attach,
+                                           dev::dma_engine_mode::staged,
+                                           dev::dma_engine_mode::automatic),
+                         [](const auto& info) { return dev::dma_engine_name(info.param); });
 
 }  // namespace
 }  // namespace exanet::proto

@@ -45,7 +45,9 @@ core::status device::open(const params& p) noexcept {
   }
   geo_ = p.geo;
   self_ = p.self;
-  use_cma_ = p.use_cma;
+  engine_mode_ = p.dma_engine;
+  engine_choice_ = {};
+  probe_ = {};
   liveness_period_ms_ = p.liveness_period_ms;
   liveness_checked_ms_ = 0;
   death_since_check_ = false;
@@ -167,6 +169,7 @@ core::status device::open(const params& p) noexcept {
 }
 
 void device::close() noexcept {
+  if (local_.header && engine_mode_ == dma_engine_mode::automatic) log_engine_choice();
   // Tell peers that still map this segment that nothing will be read from it any more.
   if (local_.header) local_.header->closed.store(1, std::memory_order_release);
   // Give back the bounce rings this endpoint holds at live peers so other senders can use them.
@@ -226,7 +229,7 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
   }
   peer pr;
   pr.addr = a;
-  pr.cma = use_cma_;
+  pr.cma = engine_mode_ != dma_engine_mode::staged;
   if (a.port == self_.port) {
     // Loopback: map our own segment a second time so peer code needs no special case.
     if (core::status s = shm_segment::open(seg_.name(), pr.seg); !core::ok(s)) return s;
@@ -585,6 +588,9 @@ void device::sleep_end() noexcept {
 }
 
 core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
+  // A stream posts more often than it polls: each post also looks at the timed staged write.
+  if (probe_.landing) [[unlikely]]
+    staged_probe_check();
   peer& pr = peers_[w.peer];
   // A closed endpoint's buffers belong to its application again: nothing may land in them.
   if (pr.dead || pr.view.header->closed.load(std::memory_order_acquire)) {
@@ -600,18 +606,91 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
                     static_cast<unsigned long long>(w.dst_addr), pr.addr.port);
     return core::status::access;
   }
-  if (pr.cma) {
+  // The engine is chosen when the write starts and kept for its pieces (dma_state::engine).
+  if (st.engine == 0) st.engine = 1 + static_cast<std::uint8_t>(engine_for(pr, w));
+  if (st.engine == 1 + static_cast<std::uint8_t>(dma_engine::cross_memory_attach)) {
     core::status s = dma_cma(pr, w, st);
     if (s != core::status::permission) return s;
     pr.cma = false;  // refused by the kernel (ptrace policy, seccomp): stage from now on
+    st.engine = 1 + static_cast<std::uint8_t>(dma_engine::staged);
     EXANET_LOG(warn, core, "process_vm_writev refused for pid %d; copying through shared memory",
                pr.pid);
   }
   return dma_staged(pr, w, st);
 }
 
+void device::staged_probe_start(const peer& pr, const dma_write& w, const dma_state& st,
+                                std::uint64_t free_mask) noexcept {
+  if (probe_.owner == &st) return;  // timed since its first try: the waits are its cost
+  const std::uint64_t now = link_now_ns();
+  // A write abandoned while timed (its request failed) would hold the probe for ever.
+  constexpr std::uint64_t abandoned_ns = 100'000'000;
+  if (probe_.owner && now - probe_.start_ns < abandoned_ns) return;
+  probe_.owner = nullptr;
+  // Alone in the target's staging area: a write behind others would count their copies too.
+  const std::uint32_t chunks = pr.geo.staging_chunks;
+  const std::uint64_t all = chunks >= 64 ? ~0ull : (1ull << chunks) - 1;
+  if ((free_mask & all) != all) return;
+  probe_.owner = &st;
+  probe_.peer = static_cast<peer_id>(&pr - peers_.data());
+  probe_.len = w.len;
+  probe_.start_ns = now;
+}
+
+// What the automatic mode measured, at FI_LOG_LEVEL=info: one line per size class it wrote.
+void device::log_engine_choice() const noexcept {
+  if (!core::log_enabled(core::log_level::info, core::log_subsys::core)) return;
+  for (std::size_t k = 0; k < dma_engine_choice::classes; ++k) {
+    const std::size_t len = k == 0 ? 0 : dma_engine_choice::smallest_class_bytes << (k - 1);
+    const std::uint32_t ns = engine_choice_.samples(dma_engine::staged, len);
+    const std::uint32_t nc = engine_choice_.samples(dma_engine::cross_memory_attach, len);
+    if (ns + nc == 0) continue;
+    EXANET_LOG(info, core,
+               "DMA engine, writes of %zu B and more: staged %.1f ps/B (%u samples), cross-memory "
+               "attach %.1f ps/B (%u samples): %s",
+               len, engine_choice_.estimate(dma_engine::staged, len), ns,
+               engine_choice_.estimate(dma_engine::cross_memory_attach, len), nc,
+               engine_choice_.preferred_for(len) == dma_engine::staged ? "staged" : "cma");
+  }
+}
+
+dma_engine device::engine_for(const peer& pr, const dma_write& w) noexcept {
+  if (!pr.cma) return dma_engine::staged;
+  if (engine_mode_ == dma_engine_mode::automatic) [[likely]] {
+    // Timing needs a clock read per write and a look per poll while a staged write lands: the
+    // link model's writes are timed by the model, not by their cost here, so it keeps staging.
+    if (link_on_) [[unlikely]] return dma_engine::staged;
+    return engine_choice_.choose(w.len);
+  }
+  return dma_engine::cross_memory_attach;
+}
+
+void device::staged_probe_check() noexcept {
+  const std::uint64_t now = link_now_ns();
+  peer& pr = peers_[probe_.peer];
+  const std::uint64_t elapsed = now - probe_.start_ns;
+  const bool freed = (pr.view.staging_ctl->free_mask.load(std::memory_order_acquire) >>
+                      probe_.chunk) & 1;
+  // Seen free: kept when this look came soon after the last one (an endpoint that did not poll
+  // for a while cannot tell when the chunk came back). A target that leaves it for 100 ms does
+  // not progress: staging is slow to this sender now, and the sample says so (it is clamped).
+  constexpr std::uint64_t given_up_ns = 100'000'000;
+  // A late look still counts while the class has too few samples: the warm-up waits for them.
+  if (freed || elapsed > given_up_ns) {
+    if (!freed || now - probe_.checked_ns <= std::max<std::uint64_t>(2000, elapsed / 8) ||
+        engine_choice_.samples(dma_engine::staged, probe_.len) < dma_engine_choice::warmup_samples)
+      engine_choice_.record(dma_engine::staged, probe_.len, elapsed);
+    probe_.landing = false;
+  } else if (pr.dead) {
+    probe_.landing = false;
+  }
+  probe_.checked_ns = now;
+}
+
 core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexcept {
   constexpr std::size_t max_iov = 64;
+  const bool timed = engine_mode_ == dma_engine_mode::automatic && st.done == 0 && w.len > 0;
+  const std::uint64_t start = timed ? link_now_ns() : 0;
   while (st.done < w.len) {
     iovec local[max_iov];
     const std::size_t n = core::slice_iov(w.src, w.src_offset + st.done, w.len - st.done, local, max_iov);
@@ -630,6 +709,9 @@ core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexce
     if (r == 0) return core::status::io;
     st.done += static_cast<std::size_t>(r);
   }
+  if (timed) engine_choice_.record(dma_engine::cross_memory_attach, w.len, link_now_ns() - start);
+  if (!st.landed_at_post) ++dma_writes_direct_;
+  st.landed_at_post = true;
   if (w.notify && !st.notified) {
     // Link model: the data crossed the link, then the 16-byte notification; the receiver sees
     // the write complete at the notification's arrival (the bytes land at once, but nothing
@@ -676,6 +758,9 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
   while (st.done < w.len || (w.notify && !st.notified)) {
     auto& mask = pr.view.staging_ctl->free_mask;
     std::uint64_t m = mask.load(std::memory_order_acquire);
+    if (st.done == 0 && engine_mode_ == dma_engine_mode::automatic && w.len > 0 &&
+        !probe_.landing)
+      staged_probe_start(pr, w, st, m);
     const std::size_t n = std::min(
         staged_piece_bytes(w.len, st.done, pr.geo.staging_chunk_bytes, m, pr.geo.staging_chunks),
         w.len - st.done);
@@ -720,6 +805,13 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
     if (link_on_ && !sp.notify) [[unlikely]]
       static_cast<mailbox_slot*>(r.handle)->arrive_ns = 0;
     mailbox_publish(r);
+    if (st.done == 0) ++dma_writes_staged_;
+    if (last && probe_.owner == &st) [[unlikely]] {
+      probe_.owner = nullptr;
+      probe_.landing = n > 0;
+      probe_.chunk = chunk;
+      probe_.checked_ns = link_now_ns();
+    }
     st.done += n;
     if (last && w.notify) st.notified = true;
     if (last && !w.notify) break;

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // The emulated ExaNeST device: one host is one node; each endpoint owns a shared segment
-// (layout.hpp). Packets go through a multi-producer ring; DMA writes into user memory use
-// cross-memory attach (process_vm_writev), or, when the kernel refuses it, stage chunks through
-// the target's segment, which the target copies out when it polls (still FIFO with packets).
+// (layout.hpp). Packets go through a multi-producer ring. A DMA write into user memory takes one
+// of two engines: cross-memory attach (process_vm_writev), or staging chunks through the
+// target's segment, which the target copies out when it polls (still FIFO with packets). By
+// default each write takes the one measured cheaper for its size (dma_engine_choice.hpp);
+// staging alone when the kernel refuses cross-memory attach.
 #pragma once
 #include <sys/types.h>
 #include <time.h>
@@ -15,6 +17,7 @@
 #include "core/iov.hpp"
 #include "core/status.hpp"
 #include "dev/device.hpp"
+#include "dev/emu/dma_engine_choice.hpp"
 #include "dev/emu/layout.hpp"
 #include "dev/emu/segment.hpp"
 #include "dev/link_model.hpp"
@@ -41,7 +44,9 @@ class device {
   void close() noexcept;
 
   const address& local_address() const noexcept { return self_; }
-  caps capabilities() const noexcept { return {.dma_read = false, .direct_user_write = use_cma_}; }
+  caps capabilities() const noexcept {
+    return {.dma_read = false, .direct_user_write = engine_mode_ != dma_engine_mode::staged};
+  }
 
   /// Finds or maps the peer endpoint at a; status::unreachable if it does not exist,
   /// status::access if it belongs to another PDID.
@@ -81,6 +86,8 @@ class device {
   [[gnu::always_inline]] std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
     // The link model's loop is a function of its own: off, it costs this one untaken branch per
     // poll, and the loop below stays small enough to be inlined into the caller's progress.
+    if (probe_.landing) [[unlikely]]
+      staged_probe_check();
     if (link_on_) [[unlikely]]
       return poll_mailbox_modelled(budget, on_packet);
     std::size_t n = 0;
@@ -98,9 +105,11 @@ class device {
   /// an operation found a peer dead: relaxed loads (the poll that follows acquires).
   bool has_arrivals() const noexcept {
     const mailbox_slot& s = local_.mailbox[mb_head_ & (geo_.mailbox_slots - 1)];
+    // A staged write being timed counts too: its end is seen by polling (staged_probe_check).
     return s.seq.load(std::memory_order_relaxed) == mb_head_ + 1 ||
            local_.doorbell->rings.load(std::memory_order_relaxed) != 0 ||
-           local_.bells->summary.load(std::memory_order_relaxed) != 0 || dead_found_;
+           local_.bells->summary.load(std::memory_order_relaxed) != 0 || dead_found_ ||
+           probe_.landing;
   }
 
   // ---- sleeping while idle (layout.hpp: sleepers, wake_seq) ----------------------------------
@@ -239,11 +248,12 @@ class device {
   /// Owner: the same check for an access a peer asked this endpoint to carry out.
   core::status grant_check(std::uint64_t key, std::uint64_t addr, std::uint64_t len,
                            std::uint32_t need, rma_target& out) const noexcept;
-  /// True when p's memory can be read directly (CMA); otherwise ask p to write the data back.
-  bool can_read(peer_id p) const noexcept { return peers_[p].cma; }
-  /// True when a write to p has landed once dma_post returns ok, so an event posted next cannot
-  /// overtake it (the staged copy lands only when p polls its mailbox).
-  bool writes_land_at_post(peer_id p) const noexcept { return peers_[p].cma; }
+  /// True when p's memory is read directly (CMA); otherwise p is asked to write the data back.
+  /// Only when cross-memory attach was asked for: a read by request keeps the default mode's
+  /// reads as they were (its answer is a write, which takes the measured engine).
+  bool can_read(peer_id p) const noexcept {
+    return peers_[p].cma && engine_mode_ == dma_engine_mode::cross_memory_attach;
+  }
   /// Reads len bytes at va in p into dst from dst_offset. status::permission: the kernel refused
   /// (the peer now counts as unreadable).
   core::status dma_read(peer_id p, std::uint64_t va, std::span<const iovec> dst,
@@ -300,7 +310,13 @@ class device {
   }
 
   const drop_counts& drops() const noexcept { return drops_; }
-  route_counts routes() const noexcept { return {.peers_shared_memory = peers_.size()}; }
+  route_counts routes() const noexcept {
+    return {.peers_shared_memory = peers_.size(),
+            .dma_writes_direct = dma_writes_direct_,
+            .dma_writes_staged = dma_writes_staged_};
+  }
+  /// The automatic mode's measurements (tests and tools).
+  const dma_engine_choice& engine_choice() const noexcept { return engine_choice_; }
   /// Link model: whether it is on for this endpoint, where the endpoint sits, and the timing of
   /// the path to p (for tests and tools).
   bool link_model_on() const noexcept { return link_on_; }
@@ -381,7 +397,7 @@ class device {
     std::uint32_t event_ring = ~0u;   // RMA event ring claimed at this peer; ~0u none yet
     bool event_none = false;          // the peer had no free event ring
     std::uint64_t event_head = 0;
-    bool cma = true;
+    bool cma = true;  // cross-memory attach may be used (the mode allows it, the kernel did)
     bool dead = false;
     bool forgotten = false;
     bool lost_reported = false;  // take_lost_peers handed it up
@@ -425,6 +441,24 @@ class device {
   [[gnu::cold, gnu::noinline]] bool claim_bounce_ring(peer& pr) noexcept;
   core::status dma_cma(peer& pr, const dma_write& w, dma_state& st) noexcept;
   core::status dma_staged(peer& pr, const dma_write& w, dma_state& st) noexcept;
+  dma_engine engine_for(const peer& pr, const dma_write& w) noexcept;
+  void log_engine_choice() const noexcept;
+  /// One staged write at a time is timed, from its first piece until the target frees the
+  /// chunk of its last (it copies pieces out in order), for the automatic mode.
+  struct staged_probe {
+    bool landing = false;      // the last piece is out; its chunk not seen free yet
+    const dma_state* owner = nullptr;  // the write being timed, while its pieces go out
+    peer_id peer = no_peer;
+    std::uint32_t chunk = 0;
+    std::size_t len = 0;
+    std::uint64_t start_ns = 0;
+    std::uint64_t checked_ns = 0;  // the last look: a sample is kept only if the end was seen
+                                   // soon after it happened
+  };
+  void staged_probe_start(const peer& pr, const dma_write& w, const dma_state& st,
+                          std::uint64_t free_mask) noexcept;
+  /// Polls the timed write's last chunk (poll_mailbox); records the sample once it is free.
+  [[gnu::cold, gnu::noinline]] void staged_probe_check() noexcept;
   static void notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen,
                            const notification& data, std::uint64_t arrive_ns = 0) noexcept;
   /// The link model's clock: CLOCK_MONOTONIC, one clock for every process of the host.
@@ -474,7 +508,11 @@ class device {
   std::uint64_t mb_head_ = 0;  // consumer position: private to this endpoint
   std::uint64_t stuck_head_ = ~0ull;  // mailbox_unstick: the head position seen unpublished
   std::uint64_t stuck_skipped_ = 0;
-  bool use_cma_ = true;
+  dma_engine_mode engine_mode_ = dma_engine_mode::cross_memory_attach;
+  dma_engine_choice engine_choice_;
+  staged_probe probe_;
+  std::uint64_t dma_writes_direct_ = 0;
+  std::uint64_t dma_writes_staged_ = 0;
   std::vector<peer> peers_;
   std::unordered_map<std::uint64_t, peer_id> peer_index_;  // entries live until close
   bool dead_found_ = false;  // take_dead_found

@@ -142,7 +142,9 @@ route_counts device::routes() const noexcept {
   const route_counts near = local_.routes(), far = remote_.routes();
   return {.peers_shared_memory = near.peers_shared_memory,
           .peers_network = far.peers_network,
-          .network_bytes_sent = far.network_bytes_sent};
+          .network_bytes_sent = far.network_bytes_sent,
+          .dma_writes_direct = near.dma_writes_direct,
+          .dma_writes_staged = near.dma_writes_staged};
 }
 
 }  // namespace exanet::dev::hybrid

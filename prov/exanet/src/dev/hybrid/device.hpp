@@ -164,11 +164,6 @@ class device {
     inner.peer = rt.inner;
     return rt.remote ? remote_.dma_post(inner, st) : local_.dma_post(inner, st);
   }
-  bool writes_land_at_post(peer_id p) const noexcept {
-    if (!net_on_) [[likely]] return local_.writes_land_at_post(p);
-    const route& rt = routes_[p];
-    return rt.remote ? remote_.writes_land_at_post(rt.inner) : local_.writes_land_at_post(rt.inner);
-  }
   bool can_read(peer_id p) const noexcept {
     if (!net_on_) [[likely]] return local_.can_read(p);
     const route& rt = routes_[p];

@@ -296,9 +296,6 @@ class device {
                         std::size_t) noexcept {
     return core::status::not_supported;
   }
-  /// Written data is visible at the target before the notification or event that follows it
-  /// (FI_ORDER_SAW), not when dma_post returns.
-  bool writes_land_at_post(peer_id) const noexcept { return false; }
   /// Whether a poll may find something. Packets wait in the lower provider's CQ, which only a
   /// read can see: always true, so every progress call polls (the emulation answers in loads).
   bool has_arrivals() const noexcept { return true; }
