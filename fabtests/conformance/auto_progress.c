@@ -193,6 +193,10 @@ static void run(enum fi_progress mode)
 int main(void)
 {
 	xt_init(240);
+	/* The staged engine, which needs the target's progress: cross-memory attach (which the
+	 * default engine choice may take for any write) lands without it, and the manual half
+	 * would prove nothing. */
+	setenv("FI_EXANET_DMA_ENGINE", "staged", 0);
 	g_sh = mmap(NULL, sizeof *g_sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	XT_CHECK(g_sh != MAP_FAILED, "mmap");
 	const char *modes = getenv("AUTO_PROGRESS_MODES");

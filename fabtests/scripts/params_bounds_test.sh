@@ -13,11 +13,14 @@ fail() { echo "FAIL: $*"; exit 1; }
 export FI_LOG_LEVEL=warn FI_LOG_PROV=exanet
 
 # fi_info: the clamped and the default values are what the application is told.
-FI_EXANET_IOV_LIMIT=100 FI_EXANET_TX_SIZE=12abc timeout 60 fi_info -p exanet -v >"$out/info" 2>&1 ||
+FI_EXANET_IOV_LIMIT=100 FI_EXANET_TX_SIZE=12abc FI_EXANET_DMA_ENGINE=fastest \
+  timeout 60 fi_info -p exanet -v >"$out/info" 2>&1 ||
   { cat "$out/info"; fail "fi_info -p exanet"; }
 grep -a 'exanet' "$out/info" | grep -a '<warn>' | sed 's/^/    /'
 grep -aq 'FI_EXANET_IOV_LIMIT=100 is out of bounds \[1, 8\]; using 8' "$out/info" ||
   fail "no warning for FI_EXANET_IOV_LIMIT=100"
+grep -aq 'FI_EXANET_DMA_ENGINE=fastest is not one of auto, staged, cma; using auto' "$out/info" ||
+  fail "no warning for FI_EXANET_DMA_ENGINE=fastest"
 grep -aq 'FI_EXANET_TX_SIZE=12abc is not a number' "$out/info" ||
   fail "no warning for FI_EXANET_TX_SIZE=12abc"
 grep -aEq '^ +iov_limit: 8$' "$out/info" || fail "iov_limit is not clamped to 8"
@@ -34,7 +37,7 @@ config=$(grep -a 'configuration in force' "$out/info_log")
 grep -a 'configuration in force' "$out/info_log" | cut -c1-240 | sed 's/$/.../; s/^/    /'
 n=$(grep -ac 'configuration in force' "$out/info_log")
 ((n == 2)) || fail "the configuration was logged in $n lines, not once (2 lines)"
-for want in 'protocol family read' 'mailbox 128 slots (8 KiB)' 'iov_limit 8' 'DMA engine staging' \
+for want in 'protocol family read' 'mailbox 128 slots (8 KiB)' 'iov_limit 8' 'DMA engine auto' \
             'bounce rings 64 x 256 KiB (16 MiB' 'rendezvous timeout 30000 ms'; do
   grep -aqF "$want" <<<"$config" || fail "the configuration does not say \"$want\""
 done

@@ -45,9 +45,10 @@ class dma_engine_choice {
   static constexpr std::uint32_t explore_period = 16;
   static constexpr std::uint32_t explore_period_long = 64;
   static constexpr double much_dearer = 1.5;
-  /// A sample counts at most this many times the estimate it updates: one write that waited on
-  /// a preempted target must not decide the next thousands.
-  static constexpr double sample_clamp = 4.0;
+  /// An engine's cost is the least of its last few samples: what disturbs a write here (a
+  /// preempted target, the page faults of a buffer's first use, a neighbour's copies) only
+  /// makes it slower, and a change of the machine's state shows after this many samples.
+  static constexpr std::size_t recent_samples = 4;
 
   static std::size_t class_of(std::size_t len) noexcept {
     if (len < smallest_class_bytes) return 0;
@@ -90,14 +91,11 @@ class dma_engine_choice {
   void record(dma_engine e, std::size_t len, std::uint64_t ns) noexcept {
     if (len == 0) return;
     engine_cost& c = classes_[class_of(len)].cost[index(e)];
-    double v = static_cast<double>(ns) * 1000.0 / static_cast<double>(len);
-    if (c.samples == 0) {
-      c.ps_per_byte = std::max(v, 1e-3);
-    } else {
-      v = std::min(v, c.ps_per_byte * sample_clamp);
-      c.ps_per_byte += (v - c.ps_per_byte) / 2;  // recent writes weigh most
-    }
+    c.recent[c.samples % recent_samples] =
+        static_cast<float>(static_cast<double>(ns) * 1000.0 / static_cast<double>(len));
     ++c.samples;
+    const std::size_t n = std::min<std::size_t>(c.samples, recent_samples);
+    c.ps_per_byte = *std::min_element(c.recent.begin(), c.recent.begin() + static_cast<std::ptrdiff_t>(n));
   }
 
   /// Picoseconds per byte now estimated for e at len's class (0: not measured yet).
@@ -111,7 +109,8 @@ class dma_engine_choice {
 
  private:
   struct engine_cost {
-    double ps_per_byte = 0;
+    double ps_per_byte = 0;  // the estimate: least of recent
+    std::array<float, recent_samples> recent{};
     std::uint32_t samples = 0;
   };
   struct size_class {
