@@ -141,6 +141,7 @@ struct dma_state {
   // write lands when the target copies it out, behind the packets that announce it.
   bool landed_at_post = false;
   std::uint8_t engine = 0;    // the backend's: which of its engines took this write (0: not yet)
+  std::uint64_t started_ns = 0;  // the backend's: when the write started (timing its engine)
   void* in_flight = nullptr;  // the backend's: a lower operation this write waits for (dev/net)
 };
 

@@ -40,7 +40,7 @@ struct simulated {
     cma = 0;
     for (std::size_t i = 0; i < writes; ++i) {
       const dma_engine e = c.choose(len);
-      c.record(e, len, e == dma_engine::staged ? staged_ns : cma_ns);
+      c.record(e, dma_use::alone, len, e == dma_engine::staged ? staged_ns : cma_ns);
       if (i >= writes - tail && e == dma_engine::cross_memory_attach) ++cma;
     }
   }
@@ -52,7 +52,7 @@ TEST(dma_engine_choice, both_engines_are_measured_before_either_is_preferred) {
   for (int i = 0; i < 4; ++i) {
     const dma_engine e = c.choose(64 * kib);
     first.push_back(e);
-    c.record(e, 64 * kib, e == dma_engine::staged ? 50'000 : 10'000);
+    c.record(e, dma_use::alone, 64 * kib, e == dma_engine::staged ? 50'000 : 10'000);
   }
   EXPECT_EQ(c.samples(dma_engine::staged, 64 * kib), 2u);
   EXPECT_EQ(c.samples(dma_engine::cross_memory_attach, 64 * kib), 2u);
@@ -101,7 +101,7 @@ TEST(dma_engine_choice, an_engine_never_measured_does_not_hold_the_warm_up) {
   for (int i = 0; i < 320; ++i) {
     const dma_engine e = c.choose(64 * kib);
     if (e == dma_engine::cross_memory_attach)
-      c.record(e, 64 * kib, 10'000);
+      c.record(e, dma_use::alone, 64 * kib, 10'000);
     else
       ++staged;
   }
@@ -111,16 +111,43 @@ TEST(dma_engine_choice, an_engine_never_measured_does_not_hold_the_warm_up) {
 
 TEST(dma_engine_choice, slow_outliers_do_not_move_the_estimate_but_a_lasting_change_does) {
   dma_engine_choice c;
-  for (int i = 0; i < 8; ++i) c.record(dma_engine::staged, 64 * kib, 20'000);
+  for (int i = 0; i < 8; ++i) c.record(dma_engine::staged, dma_use::alone, 64 * kib, 20'000);
   const double before = c.estimate(dma_engine::staged, 64 * kib);
-  c.record(dma_engine::staged, 64 * kib, 20'000'000);  // a preempted target: 1000x
-  c.record(dma_engine::staged, 64 * kib, 400'000);     // a first use's page faults
+  c.record(dma_engine::staged, dma_use::alone, 64 * kib, 20'000'000);  // a preempted target: 1000x
+  c.record(dma_engine::staged, dma_use::alone, 64 * kib, 400'000);     // a first use's page faults
   EXPECT_DOUBLE_EQ(c.estimate(dma_engine::staged, 64 * kib), before);
   for (std::size_t i = 0; i < dma_engine_choice::recent_samples; ++i)
-    c.record(dma_engine::staged, 64 * kib, 60'000);  // the machine now copies 3x slower
+    c.record(dma_engine::staged, dma_use::alone, 64 * kib, 60'000);  // the machine now copies 3x slower
   EXPECT_NEAR(c.estimate(dma_engine::staged, 64 * kib), 3 * before, before * 1e-3);
-  c.record(dma_engine::staged, 64 * kib, 10'000);  // faster: at once
+  c.record(dma_engine::staged, dma_use::alone, 64 * kib, 10'000);  // faster: at once
   EXPECT_NEAR(c.estimate(dma_engine::staged, 64 * kib), before / 2, before * 1e-3);
+}
+
+// A stream of staged writes goes at the slower of its two copies, a write alone at their sum:
+// the same engines can rank differently for the two uses, and each use follows its own costs.
+TEST(dma_engine_choice, a_stream_and_a_write_alone_are_ranked_apart) {
+  dma_engine_choice c;
+  const std::size_t len = 16 * kib;
+  for (int i = 0; i < 4; ++i) {
+    c.record(dma_engine::cross_memory_attach, dma_use::alone, len, 3'000);
+    c.record(dma_engine::cross_memory_attach, dma_use::stream, len, 3'000);
+    c.record(dma_engine::staged, dma_use::alone, len, 4'000);   // copy in, then out
+    c.record(dma_engine::staged, dma_use::stream, len, 2'000);  // copy in; out overlaps
+  }
+  EXPECT_EQ(c.preferred_for(len, dma_use::alone), dma_engine::cross_memory_attach);
+  EXPECT_EQ(c.preferred_for(len, dma_use::stream), dma_engine::staged);
+  std::size_t staged_in_stream = 0;
+  for (int i = 0; i < 160; ++i) staged_in_stream += c.choose(len, dma_use::stream) == dma_engine::staged;
+  EXPECT_EQ(staged_in_stream, 160u - 160u / dma_engine_choice::explore_period);
+  // A use never measured borrows the other's costs rather than starting from nothing.
+  dma_engine_choice d;
+  for (int i = 0; i < 4; ++i) {
+    d.record(dma_engine::cross_memory_attach, dma_use::alone, len, 3'000);
+    d.record(dma_engine::staged, dma_use::alone, len, 2'000);
+  }
+  EXPECT_EQ(d.preferred_for(len, dma_use::stream), dma_engine::staged);
+  EXPECT_DOUBLE_EQ(d.estimate(dma_engine::staged, len, dma_use::stream),
+                   d.estimate(dma_engine::staged, len, dma_use::alone));
 }
 
 // ---- the emulated device, into another process -------------------------------------------

@@ -607,7 +607,7 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
     return core::status::access;
   }
   // The engine is chosen when the write starts and kept for its pieces (dma_state::engine).
-  if (st.engine == 0) st.engine = 1 + static_cast<std::uint8_t>(engine_for(pr, w));
+  if (st.engine == 0) st.engine = 1 + static_cast<std::uint8_t>(engine_for(pr, w, st));
   if (st.engine == 1 + static_cast<std::uint8_t>(dma_engine::cross_memory_attach)) {
     core::status s = dma_cma(pr, w, st);
     if (s != core::status::permission) return s;
@@ -644,25 +644,44 @@ void device::log_engine_choice() const noexcept {
     const std::size_t len = k == 0 ? 0 : dma_engine_choice::smallest_class_bytes << (k - 1);
     const std::uint32_t ns = engine_choice_.samples(dma_engine::staged, len);
     const std::uint32_t nc = engine_choice_.samples(dma_engine::cross_memory_attach, len);
-    if (ns + nc == 0) continue;
+    if (ns + nc + engine_choice_.samples(dma_engine::staged, len, dma_use::stream) == 0) continue;
+    auto name = [](dma_engine e) { return e == dma_engine::staged ? "staged" : "cma"; };
     EXANET_LOG(info, core,
-               "DMA engine, writes of %zu B and more: staged %.1f ps/B (%u samples), cross-memory "
-               "attach %.1f ps/B (%u samples): %s",
-               len, engine_choice_.estimate(dma_engine::staged, len), ns,
-               engine_choice_.estimate(dma_engine::cross_memory_attach, len), nc,
-               engine_choice_.preferred_for(len) == dma_engine::staged ? "staged" : "cma");
+               "DMA engine, writes of %zu B and more: cross-memory attach %.1f ps/B (%u "
+               "samples); staged alone %.1f ps/B (%u samples), in a stream %.1f ps/B (%u): %s "
+               "alone, %s in a stream",
+               len, engine_choice_.estimate(dma_engine::cross_memory_attach, len), nc,
+               engine_choice_.estimate(dma_engine::staged, len), ns,
+               engine_choice_.estimate(dma_engine::staged, len, dma_use::stream),
+               engine_choice_.samples(dma_engine::staged, len, dma_use::stream),
+               name(engine_choice_.preferred_for(len)),
+               name(engine_choice_.preferred_for(len, dma_use::stream)));
   }
 }
 
-dma_engine device::engine_for(const peer& pr, const dma_write& w) noexcept {
+dma_engine device::engine_for(const peer& pr, const dma_write& w, dma_state& st) noexcept {
   if (!pr.cma) return dma_engine::staged;
   if (engine_mode_ == dma_engine_mode::automatic) [[likely]] {
     // Timing needs a clock read per write and a look per poll while a staged write lands: the
     // link model's writes are timed by the model, not by their cost here, so it keeps staging.
     if (link_on_) [[unlikely]] return dma_engine::staged;
-    return engine_choice_.choose(w.len);
+    // One of a stream: it starts sooner after the last write ended than half that write took
+    // (a ping-pong's next write waits for the answer, which took at least as long).
+    const std::uint64_t now = link_now_ns();
+    st.started_ns = now;
+    const bool stream = last_write_end_ns_ != 0 && now - last_write_end_ns_ < last_write_ns_ / 2;
+    return engine_choice_.choose(w.len, stream ? dma_use::stream : dma_use::alone);
   }
   return dma_engine::cross_memory_attach;
+}
+
+void device::write_timed(dma_engine e, std::size_t len, std::uint64_t start,
+                         std::uint64_t end) noexcept {
+  engine_choice_.record(e, dma_use::stream, len, end - start);
+  // A write by cross-memory attach has landed as it ends: its time is the same alone.
+  if (e == dma_engine::cross_memory_attach) engine_choice_.record(e, dma_use::alone, len, end - start);
+  last_write_end_ns_ = end;
+  last_write_ns_ = end - start;
 }
 
 void device::staged_probe_check() noexcept {
@@ -679,7 +698,7 @@ void device::staged_probe_check() noexcept {
   if (freed || elapsed > given_up_ns) {
     if (!freed || now - probe_.checked_ns <= std::max<std::uint64_t>(2000, elapsed / 8) ||
         engine_choice_.samples(dma_engine::staged, probe_.len) < dma_engine_choice::warmup_samples)
-      engine_choice_.record(dma_engine::staged, probe_.len, elapsed);
+      engine_choice_.record(dma_engine::staged, dma_use::alone, probe_.len, elapsed);
     probe_.landing = false;
   } else if (pr.dead) {
     probe_.landing = false;
@@ -690,7 +709,7 @@ void device::staged_probe_check() noexcept {
 core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexcept {
   constexpr std::size_t max_iov = 64;
   const bool timed = engine_mode_ == dma_engine_mode::automatic && st.done == 0 && w.len > 0;
-  const std::uint64_t start = timed ? link_now_ns() : 0;
+  const std::uint64_t start = timed ? link_now_ns() : 0;  // the system calls alone
   while (st.done < w.len) {
     iovec local[max_iov];
     const std::size_t n = core::slice_iov(w.src, w.src_offset + st.done, w.len - st.done, local, max_iov);
@@ -709,7 +728,7 @@ core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexce
     if (r == 0) return core::status::io;
     st.done += static_cast<std::size_t>(r);
   }
-  if (timed) engine_choice_.record(dma_engine::cross_memory_attach, w.len, link_now_ns() - start);
+  if (timed) write_timed(dma_engine::cross_memory_attach, w.len, start, link_now_ns());
   if (!st.landed_at_post) ++dma_writes_direct_;
   st.landed_at_post = true;
   if (w.notify && !st.notified) {
@@ -806,11 +825,17 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
       static_cast<mailbox_slot*>(r.handle)->arrive_ns = 0;
     mailbox_publish(r);
     if (st.done == 0) ++dma_writes_staged_;
-    if (last && probe_.owner == &st) [[unlikely]] {
+    if (last && st.started_ns != 0 && n > 0) {
+      const std::uint64_t now = link_now_ns();
+      write_timed(dma_engine::staged, w.len, st.started_ns, now);
+      if (probe_.owner == &st) {
+        probe_.owner = nullptr;
+        probe_.landing = true;
+        probe_.chunk = chunk;
+        probe_.checked_ns = now;
+      }
+    } else if (last && probe_.owner == &st) [[unlikely]] {
       probe_.owner = nullptr;
-      probe_.landing = n > 0;
-      probe_.chunk = chunk;
-      probe_.checked_ns = link_now_ns();
     }
     st.done += n;
     if (last && w.notify) st.notified = true;

@@ -441,7 +441,9 @@ class device {
   [[gnu::cold, gnu::noinline]] bool claim_bounce_ring(peer& pr) noexcept;
   core::status dma_cma(peer& pr, const dma_write& w, dma_state& st) noexcept;
   core::status dma_staged(peer& pr, const dma_write& w, dma_state& st) noexcept;
-  dma_engine engine_for(const peer& pr, const dma_write& w) noexcept;
+  dma_engine engine_for(const peer& pr, const dma_write& w, dma_state& st) noexcept;
+  /// A write the automatic mode timed ended (write_timed: its samples, and when it ended).
+  void write_timed(dma_engine e, std::size_t len, std::uint64_t start, std::uint64_t end) noexcept;
   void log_engine_choice() const noexcept;
   /// One staged write at a time is timed, from its first piece until the target frees the
   /// chunk of its last (it copies pieces out in order), for the automatic mode.
@@ -511,6 +513,8 @@ class device {
   dma_engine_mode engine_mode_ = dma_engine_mode::cross_memory_attach;
   dma_engine_choice engine_choice_;
   staged_probe probe_;
+  std::uint64_t last_write_end_ns_ = 0;  // the last timed write: when it ended, how long it took
+  std::uint64_t last_write_ns_ = 0;
   std::uint64_t dma_writes_direct_ = 0;
   std::uint64_t dma_writes_staged_ = 0;
   std::vector<peer> peers_;

@@ -11,11 +11,13 @@
 // cheaper now; every so often a write takes the other way, so a change of the machine's state
 // is noticed.
 //
-// What a sample is: the time from the post until the data is in the target's memory, as the
-// initiator sees it. Cross-memory attach: the process_vm_writev calls (the data has landed when
-// they return). Staging: from the first piece until the target has freed the chunk of the last
-// one (it copies pieces out in order), taken only for a write that found the whole staging area
-// free, so a stream's queueing is not counted as the engine's cost.
+// What a sample is. Cross-memory attach: the process_vm_writev calls (the data has landed when
+// they return, and the initiator could not start another write before). Staging, a write alone:
+// from its first piece until the target has freed the chunk of its last (it copies pieces out
+// in order), taken only for a write that found the whole staging area free, so a stream's
+// queueing is not counted; staging in a stream: from its first piece until its last went in
+// (waits for chunks included), what the write holds the initiator. A write counts as one of a
+// stream when it starts soon after the previous one ended (device.cpp).
 //
 // No libfabric and no device here, so the policy is unit-tested alone (dev_dma_engine_test).
 #pragma once
@@ -28,6 +30,11 @@
 namespace exanet::dev::emu {
 
 enum class dma_engine : std::uint8_t { staged, cross_memory_attach };
+/// What a write's cost means to the application: a write alone (a ping-pong: the time until it
+/// landed) or one of a stream (the time it holds the initiator before the next can start: the
+/// staging engine copies a write in while the target copies the previous one out, so a stream
+/// goes at the slower of the two copies, not at their sum).
+enum class dma_use : std::uint8_t { alone, stream };
 
 class dma_engine_choice {
  public:
@@ -35,9 +42,8 @@ class dma_engine_choice {
   static constexpr std::size_t classes = 16;
   static constexpr std::size_t smallest_class_bytes = 4096;
   /// Each engine is measured this many times in a class before the choice follows the costs,
-  /// within at most warmup_writes writes: a staged write is timed only when it finds the
-  /// staging area free, which a stream's may never do; then the measured engine is preferred
-  /// and the other explored (it then finds the staging area free).
+  /// within at most warmup_writes writes: a staged write alone is timed only when it finds the
+  /// staging area free; then the measured engine is preferred and the other explored.
   static constexpr std::uint32_t warmup_samples = 2;
   static constexpr std::uint32_t warmup_writes = 8;
   /// One write in this many of a class takes the engine that is not chosen, to measure it again
@@ -56,76 +62,88 @@ class dma_engine_choice {
     return std::min(k, classes - 1);
   }
 
-  /// The engine for the next write of len bytes. Counts the write in its class (exploration).
-  dma_engine choose(std::size_t len) noexcept {
+  /// The engine for the next write of len bytes used as u. Counts the write in its class.
+  dma_engine choose(std::size_t len, dma_use u = dma_use::alone) noexcept {
     size_class& c = classes_[class_of(len)];
-    const engine_cost& s = c.cost[index(dma_engine::staged)];
-    const engine_cost& x = c.cost[index(dma_engine::cross_memory_attach)];
+    const std::uint32_t s = samples_in(c, dma_engine::staged, u);
+    const std::uint32_t x = samples_in(c, dma_engine::cross_memory_attach, u);
     // Warm-up: by turns (staged first), then only the one still short of samples.
-    if ((s.samples < warmup_samples || x.samples < warmup_samples) &&
-        c.warmup < warmup_writes) {
+    if ((s < warmup_samples || x < warmup_samples) && c.warmup < warmup_writes) {
       const bool turn_staged = c.warmup++ % 2 == 0;
-      if (x.samples >= warmup_samples || (s.samples < warmup_samples && turn_staged))
-        return dma_engine::staged;
+      if (x >= warmup_samples || (s < warmup_samples && turn_staged)) return dma_engine::staged;
       return dma_engine::cross_memory_attach;
     }
-    const dma_engine best = preferred(c);
+    const dma_engine best = preferred(c, u);
     const dma_engine other =
         best == dma_engine::staged ? dma_engine::cross_memory_attach : dma_engine::staged;
     // Not measured yet (see warmup_writes): explored at the short period.
-    const bool far = c.cost[index(other)].samples > 0 &&
-                     c.cost[index(other)].ps_per_byte > much_dearer * c.cost[index(best)].ps_per_byte;
+    const double other_cost = cost_in(c, other, u);
+    const bool far = other_cost > 0 && other_cost > much_dearer * cost_in(c, best, u);
     const std::uint32_t period = far ? explore_period_long : explore_period;
     if (++c.writes % period == 0) return other;
     return best;
   }
 
-  /// What choose would answer without counting the write (reads follow the writes' choice).
-  dma_engine preferred_for(std::size_t len) const noexcept {
-    const size_class& c = classes_[class_of(len)];
-    if (c.cost[0].samples + c.cost[1].samples == 0) return dma_engine::staged;
-    return preferred(c);
+  /// What choose would answer for a write alone, without counting it (logs, tests).
+  dma_engine preferred_for(std::size_t len, dma_use u = dma_use::alone) const noexcept {
+    return preferred(classes_[class_of(len)], u);
   }
 
-  /// A measured write: ns from post to landed, for len bytes (len > 0).
-  void record(dma_engine e, std::size_t len, std::uint64_t ns) noexcept {
+  /// A measured write of len bytes (len > 0): ns from its post to what u counts.
+  void record(dma_engine e, dma_use u, std::size_t len, std::uint64_t ns) noexcept {
     if (len == 0) return;
-    engine_cost& c = classes_[class_of(len)].cost[index(e)];
-    c.recent[c.samples % recent_samples] =
+    estimator& m = classes_[class_of(len)].cost[index(u)][index(e)];
+    m.recent[m.samples % recent_samples] =
         static_cast<float>(static_cast<double>(ns) * 1000.0 / static_cast<double>(len));
-    ++c.samples;
-    const std::size_t n = std::min<std::size_t>(c.samples, recent_samples);
-    c.ps_per_byte = *std::min_element(c.recent.begin(), c.recent.begin() + static_cast<std::ptrdiff_t>(n));
+    ++m.samples;
+    const std::size_t n = std::min<std::size_t>(m.samples, recent_samples);
+    m.ps_per_byte =
+        *std::min_element(m.recent.begin(), m.recent.begin() + static_cast<std::ptrdiff_t>(n));
   }
 
-  /// Picoseconds per byte now estimated for e at len's class (0: not measured yet).
-  double estimate(dma_engine e, std::size_t len) const noexcept {
-    const engine_cost& c = classes_[class_of(len)].cost[index(e)];
-    return c.samples ? c.ps_per_byte : 0.0;
+  /// Picoseconds per byte now estimated for e at len's class used as u (0: not measured yet;
+  /// a use with no sample of e borrows the other use's).
+  double estimate(dma_engine e, std::size_t len, dma_use u = dma_use::alone) const noexcept {
+    return cost_in(classes_[class_of(len)], e, u);
   }
-  std::uint32_t samples(dma_engine e, std::size_t len) const noexcept {
-    return classes_[class_of(len)].cost[index(e)].samples;
+  std::uint32_t samples(dma_engine e, std::size_t len, dma_use u = dma_use::alone) const noexcept {
+    return classes_[class_of(len)].cost[index(u)][index(e)].samples;
   }
 
  private:
-  struct engine_cost {
-    double ps_per_byte = 0;  // the estimate: least of recent
+  struct estimator {
+    double ps_per_byte = 0;  // the least of recent
     std::array<float, recent_samples> recent{};
     std::uint32_t samples = 0;
   };
   struct size_class {
-    std::array<engine_cost, 2> cost{};
+    std::array<std::array<estimator, 2>, 2> cost{};  // [use][engine]
     std::uint32_t warmup = 0;  // writes chosen by the warm-up rule
     std::uint32_t writes = 0;  // writes chosen since (exploration)
   };
-  static constexpr std::size_t index(dma_engine e) noexcept { return static_cast<std::size_t>(e); }
+  template <class E>
+  static constexpr std::size_t index(E e) noexcept {
+    return static_cast<std::size_t>(e);
+  }
+  static dma_use other_use(dma_use u) noexcept {
+    return u == dma_use::alone ? dma_use::stream : dma_use::alone;
+  }
+  static std::uint32_t samples_in(const size_class& c, dma_engine e, dma_use u) noexcept {
+    const std::uint32_t n = c.cost[index(u)][index(e)].samples;
+    return n ? n : c.cost[index(other_use(u))][index(e)].samples;
+  }
+  static double cost_in(const size_class& c, dma_engine e, dma_use u) noexcept {
+    const estimator& m = c.cost[index(u)][index(e)];
+    if (m.samples) return m.ps_per_byte;
+    const estimator& o = c.cost[index(other_use(u))][index(e)];
+    return o.samples ? o.ps_per_byte : 0.0;
+  }
   /// The cheaper engine; one never measured counts as the dearer.
-  static dma_engine preferred(const size_class& c) noexcept {
-    const engine_cost& s = c.cost[index(dma_engine::staged)];
-    const engine_cost& x = c.cost[index(dma_engine::cross_memory_attach)];
-    if (s.samples == 0 || x.samples == 0)
-      return x.samples > 0 ? dma_engine::cross_memory_attach : dma_engine::staged;
-    return x.ps_per_byte < s.ps_per_byte ? dma_engine::cross_memory_attach : dma_engine::staged;
+  static dma_engine preferred(const size_class& c, dma_use u) noexcept {
+    const double s = cost_in(c, dma_engine::staged, u);
+    const double x = cost_in(c, dma_engine::cross_memory_attach, u);
+    if (s == 0 || x == 0) return x > 0 ? dma_engine::cross_memory_attach : dma_engine::staged;
+    return x < s ? dma_engine::cross_memory_attach : dma_engine::staged;
   }
   std::array<size_class, classes> classes_{};
 };
