@@ -84,6 +84,7 @@ constexpr named_counter g_counters[] = {
     EXANET_COUNTER(peers_shared_memory),
     EXANET_COUNTER(peers_network),
     EXANET_COUNTER(network_bytes_sent),
+    EXANET_COUNTER(network_messages_sent),
 };
 #undef EXANET_COUNTER
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),

@@ -428,6 +428,7 @@ class endpoint {
     s.peers_shared_memory = r.peers_shared_memory;
     s.peers_network = r.peers_network;
     s.network_bytes_sent = r.network_bytes_sent;
+    s.network_messages_sent = r.network_messages_sent;
     return s;
   }
   /// What peers' packets make this endpoint hold now (intake.cpp; tests and exanet-stats).

@@ -142,7 +142,8 @@ route_counts device::routes() const noexcept {
   const route_counts near = local_.routes(), far = remote_.routes();
   return {.peers_shared_memory = near.peers_shared_memory,
           .peers_network = far.peers_network,
-          .network_bytes_sent = far.network_bytes_sent};
+          .network_bytes_sent = far.network_bytes_sent,
+          .network_messages_sent = far.network_messages_sent};
 }
 
 }  // namespace exanet::dev::hybrid
