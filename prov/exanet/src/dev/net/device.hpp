@@ -179,6 +179,10 @@ class device {
           on_tx_done(e[i].op_context, 0);
         }
       }
+      // A short read emptied the lower CQ: another read now would find nothing but would cost
+      // the lower provider's whole progress (tcp: an epoll_wait system call), between the packet
+      // and its completion. The next poll reads again.
+      if (got < 16) break;
     } while (n < budget);
     flush_pending();
     if (ring_credits_due_) send_due_ring_credits();
