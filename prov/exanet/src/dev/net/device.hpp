@@ -4,7 +4,8 @@
 // its own. exanet never selects itself as the lower provider.
 //
 // How each primitive travels:
-//  - Mailbox packets are lower messages of exactly 64 bytes, sent with fi_injectdata; the 8 bytes
+//  - Mailbox packets are lower messages of exactly 64 bytes, sent with fi_injectdata (or several
+//    in one bundle, below); the 8 bytes
 //    of remote CQ data carry the sender's incarnation (a random 64-bit id chosen at open), which
 //    the receiver maps to the peer it learned from that sender's hello packet. They land in
 //    multi-receive buffers the receiver keeps posted. FIFO per pair is the lower endpoint's
