@@ -125,6 +125,10 @@ struct fi_exanet_counters {
 	uint64_t peers_shared_memory;
 	uint64_t peers_network;
 	uint64_t network_bytes_sent;
+	/* The messages it handed to the network's lower provider (DMA writes apart): with the
+	 * message counters above, how many lower messages an exanet message took (one for an
+	 * eager, train or medium message: its packets and ring bytes go together). */
+	uint64_t network_messages_sent;
 	/* The emulated DMA engine's writes (FI_EXANET_DMA_ENGINE; messages, RMA and read answers
 	 * to peers of this host): landed by cross-memory attach, and staged through the target's
 	 * segment. */

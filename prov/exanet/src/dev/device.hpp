@@ -127,6 +127,7 @@ struct route_counts {
   std::uint64_t peers_network = 0;        // peers connected over the network backend
   std::uint64_t network_bytes_sent = 0;   // handed to the lower provider: packets, ring data,
                                           // DMA writes (after its acceptance)
+  std::uint64_t network_messages_sent = 0;  // lower messages it accepted (DMA writes apart)
   // The emulated engine: DMA writes by cross-memory attach and through the staging area.
   std::uint64_t dma_writes_direct = 0;
   std::uint64_t dma_writes_staged = 0;
@@ -220,6 +221,12 @@ struct mailbox_reservation {
   void* handle = nullptr;      // the backend's: which slot was claimed
   std::uint64_t position = 0;  // the backend's: the slot's place in the peer's arrival order
   void* owner = nullptr;       // the backend's: whose mailbox (to wake it if it sleeps)
+  // The sender's, set before publish: another packet of the same message to the same peer is
+  // published next, in the same call (an eager train). A backend that sends each packet as a
+  // message of a lower transport may then send them together (dev/net: one lower message); the
+  // emulation ignores it. A send abandoned after such a packet leaves nothing stuck: the
+  // backend sends what it held at its next poll or send.
+  bool more = false;
   std::byte* data() const noexcept { return bytes; }
 };
 

@@ -35,6 +35,7 @@ class cq {
   wake_word waker;                    // fi_cq_sread asleep (fi/wait.hpp): woken by push, signal
   waitset* ws = nullptr;              // FI_WAIT_SET: the set this CQ belongs to
   std::atomic<int> set_refs{0};       // poll sets holding it
+  bool progress_skipped = false;      // the last read returned entries without progressing
 
   void progress() noexcept { sources.progress(); }
 
@@ -121,7 +122,21 @@ template <fi_cq_format F>
 
 template <fi_cq_format F>
 ssize_t read_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
-  q.progress();
+  // Completions ready are returned before any progress: over the network backend a progress
+  // call costs the lower provider's (tcp: an epoll_wait system call, 1.5-2 us on the
+  // benchmark VM), which a ping-pong paid on every message between its completion's arrival
+  // and the application's read (measured with timestamps: 2.0-2.5 us from the lower
+  // completion to the application's, 0.19 us without it). But never twice in a row: an
+  // application whose own calls put an entry there before each read (a peek loop answered
+  // FI_ENOMSG at once) must still let the message it waits for in. Without a lock at this
+  // threading level the count is only ever changed by this same caller; with one, every read
+  // progresses as before.
+  if (q.lock.enabled() || q.count == 0 || q.progress_skipped) {
+    q.progress();
+    q.progress_skipped = false;
+  } else {
+    q.progress_skipped = true;
+  }
   // A poll that finds nothing, the common case of a waiting application, returns here. Without
   // a lock at this threading level the count is only ever changed by this same caller.
   if (!q.lock.enabled() && q.count == 0) return -FI_EAGAIN;

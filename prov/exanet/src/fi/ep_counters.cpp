@@ -84,6 +84,7 @@ constexpr named_counter g_counters[] = {
     EXANET_COUNTER(peers_shared_memory),
     EXANET_COUNTER(peers_network),
     EXANET_COUNTER(network_bytes_sent),
+    EXANET_COUNTER(network_messages_sent),
     EXANET_COUNTER(dma_writes_direct),
     EXANET_COUNTER(dma_writes_staged),
 };

@@ -56,6 +56,7 @@ core::status endpoint::train_send(const send_args& a, std::size_t len) noexcept 
     d.offset = static_cast<std::uint32_t>(off);
     fill(d.payload, off, n);
     wire::write(slot.data(), d);
+    slot.more = true;  // the rest of the train and its env_data follow in this call
     dev_.mailbox_publish(slot);
   }
   dev::mailbox_reservation slot;

@@ -429,6 +429,7 @@ class endpoint {
     s.peers_shared_memory = r.peers_shared_memory;
     s.peers_network = r.peers_network;
     s.network_bytes_sent = r.network_bytes_sent;
+    s.network_messages_sent = r.network_messages_sent;
     s.dma_writes_direct = r.dma_writes_direct;
     s.dma_writes_staged = r.dma_writes_staged;
     return s;

@@ -143,6 +143,7 @@ route_counts device::routes() const noexcept {
   return {.peers_shared_memory = near.peers_shared_memory,
           .peers_network = far.peers_network,
           .network_bytes_sent = far.network_bytes_sent,
+          .network_messages_sent = far.network_messages_sent,
           .dma_writes_direct = near.dma_writes_direct,
           .dma_writes_staged = near.dma_writes_staged};
 }

@@ -20,82 +20,14 @@
 namespace exanet::dev::net {
 namespace {
 
-// Where each field of a device packet sits (byte 0 is the type).
-struct notify_packet {
-  std::uint8_t type;
-  std::uint8_t pad[3];
-  std::uint32_t slot;
-  std::uint32_t gen;
-  std::uint32_t pad2;
-  notification data;
-};
-static_assert(sizeof(notify_packet) <= packet_bytes);
-
-/// Who the sender is, all of its dev::address but the magic and version (implied).
-struct hello_packet {
-  std::uint8_t type;
-  std::uint8_t lower_len;
-  std::uint16_t node;
-  std::uint32_t pdid;
-  std::uint64_t incarnation;
-  std::uint64_t host;
-  std::uint32_t port;
-  std::array<std::byte, 5> pad;
-  std::array<std::byte, lower_name_bytes> lower_name;
-};
-static_assert(sizeof(hello_packet) == packet_bytes);
-
-struct credit_packet {
-  std::uint8_t type;
-  std::uint8_t pad[3];
-  std::uint32_t count;
-};
-static_assert(sizeof(credit_packet) <= packet_bytes);
-
-struct key_query_packet {
-  std::uint8_t type;
-  std::uint8_t pad[7];
-  std::uint64_t key;
-};
-static_assert(sizeof(key_query_packet) <= packet_bytes);
-
-struct key_answer_packet {
-  std::uint8_t type;
-  std::uint8_t found;   // 0: no live registration under this key
-  std::uint8_t events;
-  std::uint8_t pad;
-  std::uint32_t access;
-  std::uint64_t key;
-  std::uint64_t va;
-  std::uint64_t len;
-  std::uint64_t addr_base;
-  std::uint32_t slot;
-  std::uint32_t gen;
-};
-static_assert(sizeof(key_answer_packet) <= packet_bytes);
-
-/// A bounce message's header (then its bytes), and a ring_credit: positions in the sender's ring.
-struct ring_packet {
-  std::uint8_t type;
-  std::uint8_t pad[3];
-  std::uint32_t len;
-  std::uint64_t offset;
-};
-static_assert(sizeof(ring_packet) <= packet_bytes);
-
-template <class T>
-packet to_packet(const T& v) noexcept {
-  packet pk{};
-  std::memcpy(pk.data(), &v, sizeof v);
-  return pk;
-}
-
-template <class T>
-T from_packet(const packet& pk) noexcept {
-  T v;
-  std::memcpy(&v, pk.data(), sizeof v);
-  return v;
-}
+using wire::credit_packet;
+using wire::from_packet;
+using wire::hello_packet;
+using wire::key_answer_packet;
+using wire::key_query_packet;
+using wire::notify_packet;
+using wire::ring_packet;
+using wire::to_packet;
 
 std::uint64_t fresh_incarnation() noexcept {
   std::uint64_t v = 0;
@@ -199,16 +131,18 @@ core::status device::open(const open_params& p) noexcept {
   if (int e = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV)) return fail("fi_ep_bind cq", e);
   if (int e = fi_ep_bind(ep_, &av_->fid, 0)) return fail("fi_ep_bind av", e);
   if (int e = fi_enable(ep_)) return fail("fi_enable", e);
-  // A bounce message (header packet and bytes) must land whole in one receive buffer; the
-  // header and the bytes go as two iovecs.
-  // And it must go out whole when posted: a longer lower message may take the lower provider's
+  // A bundle (header, ring bytes, packets: three iovecs) must land whole in one receive
+  // buffer, and go out whole when posted: a longer lower message may take the lower provider's
   // own segmentation or rendezvous (tcp;ofi_rxm above its 16 KiB buffers), which waits for our
-  // later progress, the very thing the bounce ring spares the sender.
-  bounce_max_ = iov_limit_ >= 2 ? std::min({std::size_t{p.geo.bounce_ring_bytes} / 2,
-                                            std::size_t{net.receive_bytes} / 4,
-                                            lower_eager_bytes - packet_bytes})
-                                : 0;
-  const std::size_t min_room = packet_bytes + bounce_max_;
+  // later progress, the very thing the bounce ring spares the sender. A lower provider with
+  // fewer iovecs has no bounce path (bounce_max 0: those messages take the rendezvous) and no
+  // bundles (every packet alone).
+  bundling_ = iov_limit_ >= 3;
+  bounce_max_ = bundling_ ? std::min({std::size_t{p.geo.bounce_ring_bytes} / 2,
+                                      std::size_t{net.receive_bytes} / 4,
+                                      lower_eager_bytes - wire::bundle_bytes(0, wire::max_bundle_packets)})
+                          : 0;
+  const std::size_t min_room = wire::bundle_bytes(bounce_max_, wire::max_bundle_packets);
   if (int e = fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_room,
                         sizeof min_room))
     return fail("FI_OPT_MIN_MULTI_RECV", e);
@@ -293,6 +227,7 @@ void device::close() noexcept {
   domain_ = nullptr;
   fabric_ = nullptr;
   info_ = nullptr;
+  bundle_ = nullptr;  // its operation goes with ops_
   peers_.clear();
   by_incarnation_.clear();
   pending_.clear();
@@ -353,32 +288,96 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
 
 // ---- mailbox --------------------------------------------------------------------------------
 
-core::status device::inject(peer_id p, const packet& pk) noexcept {
+core::status device::inject_now(peer_id p, const packet& pk) noexcept {
   const ssize_t rc = fi_injectdata(ep_, pk.data(), pk.size(), self_.incarnation, peers_[p].fa);
   if (rc != 0) return from_fi(static_cast<int>(rc));
   bytes_sent_ += pk.size();
+  ++lower_sends_;
   return core::status::ok;
 }
 
 core::status device::post(const pending_packet& q) noexcept {
-  return q.bounce ? send_bounce(*q.bounce) : inject(q.to, q.pk);
+  // Our callers sent the bundle first (or are sending it): it is behind every pending packet.
+  return q.bounce ? send_bounce(*q.bounce) : inject_now(q.to, q.pk);
 }
 
 core::status device::send_bounce(op_context& op) noexcept {
   peer& pr = peers_[op.to];
-  const std::uint64_t size = pr.ring_out.size();
-  iovec v[2] = {{op.header.data(), packet_bytes},
-                {pr.ring_out.data() + (op.offset & (size - 1)), op.len}};
+  iovec v[3];
+  std::size_t n = 0;
+  v[n++] = {op.header.data(), packet_bytes};
+  if (op.len > 0) {
+    const std::uint64_t size = pr.ring_out.size();
+    v[n++] = {pr.ring_out.data() + (op.offset & (size - 1)), op.len};
+  }
+  if (op.count > 0) v[n++] = {op.packets.data(), op.count * packet_bytes};
   fi_msg m{};
   m.msg_iov = v;
-  m.iov_count = 2;
+  m.iov_count = n;
   m.addr = pr.fa;
   m.context = &op;
   m.data = self_.incarnation;
   const ssize_t rc = fi_sendmsg(ep_, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA);
   if (rc != 0) return from_fi(static_cast<int>(rc));
-  bytes_sent_ += packet_bytes + op.len;
+  bytes_sent_ += wire::bundle_bytes(op.len, op.count);
+  ++lower_sends_;
   return core::status::ok;
+}
+
+device::op_context* device::bundle_for(peer_id p) noexcept {
+  if (bundle_ && (bundle_->to != p || bundle_->count == wire::max_bundle_packets)) flush_bundle();
+  if (bundle_) return bundle_;
+  op_context* op = op_acquire();
+  if (!op) return nullptr;
+  op->what = op_context::kind::bounce;
+  op->to = p;
+  op->len = 0;
+  op->offset = 0;
+  op->count = 0;
+  bundle_ = op;
+  return op;
+}
+
+void device::flush_bundle() noexcept {
+  op_context* op = bundle_;
+  if (!op) return;
+  bundle_ = nullptr;
+  const peer_id to = op->to;
+  peer& pr = peers_[to];
+  pending_packet q{to, {}, op};
+  if (op->len == 0 && op->count <= 1) {
+    // One packet alone (a train cut short by "again", a bundle the next send found full) goes
+    // as it would have without a bundle.
+    const bool one = op->count == 1;
+    q = {to, op->packets[0], nullptr};
+    free_op(*op);
+    if (!one) return;
+  } else {
+    ring_packet h{};
+    h.type = static_cast<std::uint8_t>(device_packet::bounce);
+    h.packets = op->count;
+    h.len = static_cast<std::uint32_t>(op->len);
+    h.offset = op->offset;
+    op->header = to_packet(h);
+    q.pk = op->header;
+  }
+  // FIFO with our packets to it: behind any that wait.
+  if (pr.queued == 0) {
+    const core::status s = post(q);
+    if (s == core::status::ok) return;
+    if (s != core::status::again) {  // never sent: nothing will complete it
+      if (q.bounce) free_op(*q.bounce);
+      return;
+    }
+  }
+  try {
+    pending_.push_back(q);
+  } catch (...) {
+    if (q.bounce) free_op(*q.bounce);
+    return;
+  }
+  ++pr.queued;
+  push_queued(to);
 }
 
 core::status device::send_hello(peer_id p) noexcept {
@@ -395,15 +394,23 @@ core::status device::send_hello(peer_id p) noexcept {
   return send_or_queue(p, to_packet(h));
 }
 
-core::status device::send_or_queue(peer_id p, const packet& pk) noexcept {
+core::status device::send_or_queue(peer_id p, const packet& pk, bool more) noexcept {
   // The caller made sure of the credit; FIFO per peer: behind what is already queued.
   peer& pr = peers_[p];
   if (pr.hello_due && static_cast<std::uint8_t>(pk[0]) != static_cast<std::uint8_t>(device_packet::hello)) {
     if (core::status s = send_hello(p); !core::ok(s)) return s;
   }
   --pr.credits;
+  if ((more || (bundle_ && bundle_->to == p)) && bundling_) {
+    // Into the bundle: it leaves with this packet unless more of the message follows.
+    if (op_context* b = bundle_for(p)) {
+      b->packets[b->count++] = pk;
+      if (!more) flush_bundle();
+      return core::status::ok;
+    }
+  }
   if (pr.queued == 0) {
-    const core::status s = inject(p, pk);
+    const core::status s = inject(p, pk);  // the bundle waiting, if any, first
     if (s != core::status::again) return s;
   }
   pending_.push_back({p, pk});
@@ -442,6 +449,7 @@ void device::drive() noexcept {
 }
 
 void device::flush_pending() noexcept {
+  if (bundle_) flush_bundle();  // before we hold a reference into pending_: it may queue
   while (!pending_.empty()) {
     const pending_packet& q = pending_.front();
     if (peers_[q.to].dead) {  // never read: it must not hold up the packets behind it
@@ -492,8 +500,8 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
 }
 
 void device::mailbox_publish(const mailbox_reservation& r) noexcept {
-  (void)r;
-  (void)send_or_queue(reserved_for_, reserved_);  // credit checked at reserve; queued if busy
+  // Credit checked at reserve; queued if busy; in the bundle while more of the message follows.
+  (void)send_or_queue(reserved_for_, reserved_, r.more);
 }
 
 void device::give_credit(peer_id p) noexcept {
@@ -510,23 +518,13 @@ void device::give_credit(peer_id p) noexcept {
   if (inject(p, to_packet(c)) == core::status::ok) pr.consumed = 0;
 }
 
-bool device::take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from) noexcept {
-  if (e.len > packet_bytes && e.buf &&
-      static_cast<const std::uint8_t*>(e.buf)[0] == static_cast<std::uint8_t>(device_packet::bounce)) {
-    on_bounce_bytes(e);
-    return false;
-  }
-  if (e.len != packet_bytes || !e.buf) {
-    ++drops_.bad_field;
-    return false;
-  }
-  std::memcpy(pk.data(), e.buf, packet_bytes);
+bool device::take_received(std::uint64_t incarnation, const packet& pk, peer_id& from) noexcept {
   const auto type = static_cast<std::uint8_t>(pk[0]);
   if (type == static_cast<std::uint8_t>(device_packet::hello)) {
-    on_hello(e.data, pk);
+    on_hello(incarnation, pk);
     return false;
   }
-  auto it = by_incarnation_.find(e.data);
+  auto it = by_incarnation_.find(incarnation);
   if (it == by_incarnation_.end()) {
     ++drops_.unknown_sender;
     EXANET_LOG_ONCE(warn, core, "network backend: packet from an unknown sender dropped");
@@ -669,7 +667,7 @@ void device::on_tx_done(void* ctx, int err) noexcept {
 bool device::sleep_prepare(const std::atomic<std::uint32_t>*& word,
                            std::uint32_t& expected) noexcept {
   if (wait_fd_ < 0 || !cq_) return false;
-  if (!held_.empty() || !events_.empty() || !bells_.empty() || !pending_.empty() ||
+  if (bundle_ || !held_.empty() || !events_.empty() || !bells_.empty() || !pending_.empty() ||
       !answers_due_.empty() || intake_due_ || ring_credits_due_)
     return false;  // handed over or sent by the next poll, not by an arrival
   for (const op_context& op : ops_)  // cold: a few hundred entries, once per sleep
@@ -732,39 +730,16 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
   core::copy_from_iov(at.handle, src, 0, len);
   pr.ring_head = at.offset + len;
   if (len == 0) return;  // nothing to carry (a zero-byte inline RMA write): see bounce_data
-  op_context* op = op_acquire();  // bounce_reserve saw more than bounce_ops_reserved free
+  // It must know us before it reads the bytes (the caller's mailbox_reserve sent our hello).
+  if (pr.hello_due && (pr.credits == 0 || !core::ok(send_hello(p)))) return;
+  // The bytes wait in a bundle of their own for the packet that names them, which the caller
+  // publishes next: both leave as one lower message (bundle_for sends one to another peer, or
+  // with bytes or packets already, first: a bundle's bytes precede its packets).
+  if (bundle_ && (bundle_->to != p || bundle_->len != 0 || bundle_->count != 0)) flush_bundle();
+  op_context* op = bundle_for(p);  // bounce_reserve saw more than bounce_ops_reserved free
   if (!op) return;  // cannot happen; the packet naming the bytes is dropped at the receiver
-  op->what = op_context::kind::bounce;
-  op->to = p;
   op->offset = at.offset;
   op->len = len;
-  ring_packet h{};
-  h.type = static_cast<std::uint8_t>(device_packet::bounce);
-  h.len = static_cast<std::uint32_t>(len);
-  h.offset = at.offset;
-  op->header = to_packet(h);
-  // It must know us before it reads the bytes (the caller's mailbox_reserve sent our hello).
-  if (pr.hello_due && (pr.credits == 0 || !core::ok(send_hello(p)))) {
-    free_op(*op);
-    return;
-  }
-  // FIFO with our packets to it: behind any that wait, and the packet naming the bytes behind.
-  if (pr.queued == 0) {
-    const core::status s = send_bounce(*op);
-    if (s == core::status::ok) return;
-    if (s != core::status::again) {
-      free_op(*op);
-      return;
-    }
-  }
-  try {
-    pending_.push_back({p, op->header, op});
-  } catch (...) {
-    free_op(*op);
-    return;
-  }
-  ++pr.queued;
-  push_queued(p);
 }
 
 const std::byte* device::bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
@@ -791,29 +766,42 @@ void device::bounce_consume(peer_id from, std::uint32_t ring, std::uint64_t end)
   if (pr.ring_in_tail - pr.ring_in_told >= pr.ring_in.size() / 4) send_ring_credit(from);
 }
 
-void device::on_bounce_bytes(const fi_cq_data_entry& e) noexcept {
-  ring_packet h;
+std::size_t device::open_bundle(const fi_cq_data_entry& e) noexcept {
+  ring_packet h{};
+  if (!e.buf || e.len < packet_bytes) {
+    ++drops_.bad_field;
+    return 0;
+  }
   std::memcpy(&h, e.buf, sizeof h);
+  if (h.type != static_cast<std::uint8_t>(device_packet::bounce) ||
+      h.packets > wire::max_bundle_packets || h.len > bounce_max_ ||
+      e.len != wire::bundle_bytes(h.len, h.packets)) {
+    ++drops_.bad_field;  // not a lower message this backend sends
+    return 0;
+  }
   auto it = by_incarnation_.find(e.data);
   if (it == by_incarnation_.end()) {
     ++drops_.unknown_sender;
-    return;
+    return 0;
   }
   peer& pr = peers_[it->second];
   if (pr.dead) {
     ++drops_.from_lost;
-    return;
+    return 0;
   }
   pr.heard = true;
+  if (h.len == 0) return h.packets;
+  // The packets go on whatever becomes of the bytes: each holds a credit its sender gets back
+  // only when it is handled, and a packet naming refused bytes is refused where it is read.
   const std::uint64_t size = params_.geo.bounce_ring_bytes;
   // In order, within the credit it was given, never wrapping: anything else is a bad sender.
-  if (h.len != e.len - packet_bytes || h.len > bounce_max_ || h.offset < pr.ring_in_head ||
-      h.offset + h.len - pr.ring_in_tail > size || (h.offset & (size - 1)) + h.len > size) {
+  if (h.offset < pr.ring_in_head || h.offset + h.len - pr.ring_in_tail > size ||
+      (h.offset & (size - 1)) + h.len > size) {
     ++drops_.bad_field;
     EXANET_LOG_ONCE(warn, core, "network backend: bounce bytes outside the sender's credit "
                     "dropped (a sender whose FI_EXANET_BOUNCE_RING_BYTES is larger than ours "
                     "sends such: every process of a job must use the same)");
-    return;
+    return h.packets;
   }
   if (pr.ring_in.empty()) {
     try {  // once per sender: its ring here
@@ -821,12 +809,13 @@ void device::on_bounce_bytes(const fi_cq_data_entry& e) noexcept {
     } catch (...) {
       ++drops_.bad_field;
       EXANET_LOG_ONCE(warn, core, "network backend: no memory for a sender's bounce ring");
-      return;
+      return h.packets;
     }
   }
   std::memcpy(pr.ring_in.data() + (h.offset & (size - 1)),
               static_cast<const std::byte*>(e.buf) + packet_bytes, h.len);
   pr.ring_in_head = h.offset + h.len;
+  return h.packets;
 }
 
 void device::send_ring_credit(peer_id p) noexcept {
@@ -948,6 +937,7 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
       for (std::size_t i = 0; i < n; ++i) len += local[i].iov_len;
       const std::uint64_t at = w.dst_addr + st.done - (offset_addressing_ ? base : 0);
       fi_rma_iov remote{at, len, lower_key};
+      if (bundle_) flush_bundle();  // it was sent first
       fi_msg_rma m{};
       m.msg_iov = local;
       m.iov_count = n;
@@ -1102,6 +1092,10 @@ void device::forget_dead_peer(peer_id p) noexcept {
   peer& pr = peers_[p];
   pr.dead = pr.forgotten = true;
   pr.grants.clear();
+  if (bundle_ && bundle_->to == p) {
+    free_op(*bundle_);
+    bundle_ = nullptr;
+  }
   // Packets still queued to it will never be read: drop them (their credits do not matter now).
   std::erase_if(pending_, [this, p](const pending_packet& q) {
     if (q.to != p) return false;

@@ -4,7 +4,8 @@
 // its own. exanet never selects itself as the lower provider.
 //
 // How each primitive travels:
-//  - Mailbox packets are lower messages of exactly 64 bytes, sent with fi_injectdata; the 8 bytes
+//  - Mailbox packets are lower messages of exactly 64 bytes, sent with fi_injectdata (or several
+//    in one bundle, below); the 8 bytes
 //    of remote CQ data carry the sender's incarnation (a random 64-bit id chosen at open), which
 //    the receiver maps to the peer it learned from that sender's hello packet. They land in
 //    multi-receive buffers the receiver keeps posted. FIFO per pair is the lower endpoint's
@@ -34,17 +35,22 @@
 //
 //  - A bounce ring (medium messages, inline RMA writes, atomics' operands) is one per sender at
 //    each receiver, in the receiver's memory, credits in bytes as on ExaNeST. The sender copies
-//    the bytes into its mirror of that ring (the same offsets) and sends them from there as one
-//    lower message: a bounce header packet, then the bytes, landing in the receive buffers like
-//    any packet; the receiver copies them to the ring at once. The packet that names them
-//    follows (FIFO per pair), so the bytes are there when it is read, and the sender's
-//    operation needs nothing more from the sender: a send or an inject completes at post, as
-//    over shared memory (a rendezvous would need the sender's progress to answer its CTS). The
-//    receiver gives ring credit back with ring_credit packets, every quarter ring consumed; a
-//    message is at most half a ring and a quarter of a receive buffer, so a drained ring always
-//    has room for the largest, and at most what the lower provider sends whole when posted
-//    (bounce_max).
-//
+//    the bytes into its mirror of that ring (the same offsets); they leave with the packet that
+//    names them, as one lower message (a bundle, dev/net/wire.hpp: a bounce header, the bytes,
+//    then the packet), landing in the receive buffers like any packet; the receiver copies the
+//    bytes to the ring before it reads the packet. So the sender's operation needs nothing
+//    more from the sender: a send or an inject completes at post, as over shared memory (a
+//    rendezvous would need the sender's progress to answer its CTS). The receiver gives ring
+//    credit back with ring_credit packets, every quarter ring consumed; a message is at most
+//    half a ring and a quarter of a receive buffer, so a drained ring always has room for the
+//    largest, and at most what the lower provider sends whole when posted (bounce_max).
+//  - Bundles. One lower message per exanet message, as the lower provider sends one: the
+//    packets of an eager train (published with mailbox_reservation::more) and bounce bytes wait
+//    in a bundle and leave with the next packet to that peer published without `more`, as one
+//    lower message. Anything else this device sends (to any peer), a poll, or a bundle that is
+//    full sends the bundle first, as it is: FIFO per pair holds, and nothing waits for a call
+//    that may not come (the protocol publishes the last packet in the same call). Each packet
+//    of a bundle takes its credit at publish, as a lone packet does.
 //  - Sleeping (sleep_prepare, sleep_fd): the lower CQ's fd wait object, after fi_trywait.
 //
 // It offers every operation of dev::device (checked below). What ExaNeST has and it does not:
@@ -66,26 +72,9 @@
 
 #include "core/status.hpp"
 #include "dev/device.hpp"
+#include "dev/net/wire.hpp"
 
 namespace exanet::dev::net {
-
-/// Device packet types of this backend (byte 0; dev::first_device_packet_type and above).
-enum class device_packet : std::uint8_t {
-  notify = 0xF1,  // a DMA write's notification, behind its data
-  hello = 0xF2,   // first packet to a peer: who I am and how to answer me
-  credit = 0xF3,  // the receiver consumed this many of my packets
-  key_query = 0xF4,   // initiator -> owner: what does this RMA key of yours grant?
-  key_answer = 0xF5,  // owner -> initiator: the grant (range, rights, slot) or "no such key"
-  ping = 0xF6,        // are you there? (sent to a peer silent for a while; takes no credit)
-  pong = 0xF7,        // yes (takes no credit)
-  bye = 0xF8,         // this endpoint closes: count me lost now (takes no credit)
-  record = 0xF9,      // a slot's 16-byte landing record, ahead of the write that notifies it
-  event = 0xFA,       // an RMA access event for the owner, behind the write's data
-  intake = 0xFB,      // the receiver holds (1) or resumes (0) message packets (no credit)
-  bounce = 0xFC,      // heads a lower message longer than a packet: bytes for the sender's
-                      // bounce ring here (no credit: the ring's own bytes bound them)
-  ring_credit = 0xFD,  // the receiver consumed its sender's ring up to here (no credit)
-};
 
 /// An endpoint of this backend is named by dev::address version 2: the PDID, the host and port
 /// its name on that host has (for the provider's address vector), the incarnation that stamps
@@ -141,6 +130,7 @@ class device {
   /// when the packet is delivered.
   template <class F>
   std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
+    if (bundle_) flush_bundle();  // what waited for a later packet goes now
     std::size_t n = 0;
     for (; n < budget && !held_.empty(); ++n) {
       const held_packet h = held_.front();
@@ -158,9 +148,8 @@ class device {
       }
       for (ssize_t i = 0; i < got; ++i) {
         if (e[i].flags & FI_RECV) {
-          packet pk;
-          peer_id from = no_peer;
-          if (take_received(e[i], pk, from)) {
+          // Delivered now while the budget lasts and nothing is held before it, else held.
+          auto take = [&](peer_id from, const packet& pk) {
             if (n < budget && held_.empty()) {
               consumed(from);
               on_packet(from, pk);
@@ -168,12 +157,33 @@ class device {
             } else {
               held_.push_back({from, pk});
             }
+          };
+          if (e[i].len == packet_bytes && e[i].buf) [[likely]] {
+            packet pk;
+            peer_id from = no_peer;
+            std::memcpy(pk.data(), e[i].buf, packet_bytes);
+            if (take_received(e[i].data, pk, from)) take(from, pk);
+          } else {
+            // A bundle: its ring bytes first, then its packets in order, each as if alone.
+            const std::size_t k = open_bundle(e[i]);
+            const auto* at = k ? static_cast<const std::byte*>(e[i].buf) + e[i].len - k * packet_bytes
+                               : nullptr;
+            for (std::size_t j = 0; j < k; ++j, at += packet_bytes) {
+              packet pk;
+              peer_id from = no_peer;
+              std::memcpy(pk.data(), at, packet_bytes);
+              if (take_received(e[i].data, pk, from)) take(from, pk);
+            }
           }
           if (e[i].flags & FI_MULTI_RECV) repost(e[i].op_context);
         } else {
           on_tx_done(e[i].op_context, 0);
         }
       }
+      // A short read emptied the lower CQ: another read now would find nothing but would cost
+      // the lower provider's whole progress (tcp: an epoll_wait system call), between the packet
+      // and its completion. The next poll reads again.
+      if (got < 16) break;
     } while (n < budget);
     flush_pending();
     if (ring_credits_due_) send_due_ring_credits();
@@ -262,9 +272,13 @@ class device {
 
   const drop_counts& drops() const noexcept { return drops_; }
   route_counts routes() const noexcept {
-    return {.peers_network = peers_.size(), .network_bytes_sent = bytes_sent_};
+    return {.peers_network = peers_.size(), .network_bytes_sent = bytes_sent_,
+            .network_messages_sent = lower_sends_};
   }
   const net_drops& net_drop_counts() const noexcept { return drops_; }
+  /// Lower messages (packets and bundles, not RMA writes) the lower provider accepted to send:
+  /// with the protocol's counters, how many lower messages an exanet message took.
+  std::uint64_t lower_messages_sent() const noexcept { return lower_sends_; }
 
   // ---- bounce rings: one per sender at each receiver, carried as lower messages ---------------
   /// Room for len bytes in our ring at p (false: p is lost, len is above bounce_max(), no
@@ -426,29 +440,51 @@ class device {
     int err = 0;
     std::uint32_t index = 0;
     std::size_t len = 0;  // a write's bytes
-    // A bounce message: its header packet and where its bytes sit in the peer's ring mirror.
+    // A bundle (kind bounce): its header, where its ring bytes sit in the peer's mirror (len,
+    // offset), and its packets, which must stay put until the lower send completes.
     packet header{};
     peer_id to = 0;
     std::uint64_t offset = 0;
+    std::uint8_t count = 0;  // packets
+    std::array<packet, wire::max_bundle_packets> packets;
   };
 
-  bool take_received(const fi_cq_data_entry& e, packet& pk, peer_id& from) noexcept;
+  /// One packet received from the sender whose incarnation is `incarnation`: handles device
+  /// packets here; true (and its sender in from) if it is the protocol's.
+  bool take_received(std::uint64_t incarnation, const packet& pk, peer_id& from) noexcept;
+  /// A lower message longer than a packet: checks it is a bundle of a known sender, puts its
+  /// ring bytes in that sender's ring, and gives the number of packets it carries (0: dropped).
+  std::size_t open_bundle(const fi_cq_data_entry& e) noexcept;
   void on_device_packet(peer_id from, const packet& pk) noexcept;
   void on_hello(std::uint64_t incarnation, const packet& pk) noexcept;
   void on_cq_error() noexcept;
   void on_tx_done(void* ctx, int err) noexcept;
   void repost(void* ctx) noexcept;
   core::status post_receive(std::uint32_t buffer) noexcept;
-  core::status inject(peer_id p, const packet& pk) noexcept;
+  /// One packet as one lower message, after the bundle waiting (FIFO per pair: it was first).
+  core::status inject(peer_id p, const packet& pk) noexcept {
+    if (bundle_) [[unlikely]] flush_bundle();
+    return inject_now(p, pk);
+  }
+  core::status inject_now(peer_id p, const packet& pk) noexcept;
   /// Sends a pending packet: an inject, or a bounce message with its bytes.
   core::status post(const pending_packet& q) noexcept;
   core::status send_bounce(op_context& op) noexcept;
-  void on_bounce_bytes(const fi_cq_data_entry& e) noexcept;
+  /// The bundle waiting for a later packet to its peer (nullptr: none); at most one, to one peer.
+  op_context* bundle_ = nullptr;
+  /// A bundle to p to add to (bundle_ to another peer, or full, is sent first); nullptr: no
+  /// lower operation free, nothing was changed.
+  op_context* bundle_for(peer_id p) noexcept;
+  /// Sends bundle_ (or queues it behind its peer's queued packets) and clears it.
+  void flush_bundle() noexcept;
   void send_ring_credit(peer_id p) noexcept;
   void send_due_ring_credits() noexcept;
   bool ring_credits_due_ = false;
   std::size_t bounce_max_ = 0;
-  core::status send_or_queue(peer_id p, const packet& pk) noexcept;
+  bool bundling_ = false;  // the lower provider takes the three iovecs of a bundle
+  /// more: a packet of the same message to p follows in this call (mailbox_reservation::more):
+  /// it may wait in the bundle.
+  core::status send_or_queue(peer_id p, const packet& pk, bool more = false) noexcept;
   void flush_pending() noexcept;
   void push_queued(peer_id p) noexcept;
   void drive() noexcept;
@@ -532,6 +568,7 @@ class device {
   bool offset_addressing_ = false;  // the lower provider names remote memory by offset
   net_drops drops_{};
   std::uint64_t bytes_sent_ = 0;  // routes(): what the lower provider accepted to send
+  std::uint64_t lower_sends_ = 0;  // lower_messages_sent(): messages it accepted (writes apart)
 };
 static_assert(dev::device<device>, "the network backend offers every operation of dev::device");
 
