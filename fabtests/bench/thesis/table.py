@@ -165,8 +165,8 @@ row("lat-large-intra", "osu_latency, intra-QFDB, 1 MiB: read-based significantly
     "significantly worse (Fig. 4.4; the authors suspect a sleep in its completion detection)",
     "read/write at 1 MiB, 1 hop", rl, yes_if(rl > 1.05, ok(rl)),
     f"read {100 * (rl - 1):.0f}% slower" if ok(rl) else "NA",
-    "The model has no such sleep: the read family costs one control round trip more per "
-    "message, which is small beside 1 MiB of data.")
+    "exanet's read family has no such sleep: it costs two control trips more per message (RTS "
+    "and CTS), which are small beside 1 MiB on the link.")
 re = lat_ratio(1, "read", "write", 0, 36)
 row("lat-eager-pool", "osu_latency eager (32 B): v3 better than read-based (memory pool)",
     "v3 slightly better; about 10% (eager) in the collectives, from the pool, not the protocol",
@@ -217,7 +217,7 @@ row("bw-distance", "osu_bw 1 MiB: distance lowers the bandwidth",
     "changing distance lowers all bandwidths (Fig. 4.10)", "write bandwidth 1 hop / 5 hops at 1 MiB",
     b1 / b5 if ok(b1, b5) and b5 else NA, yes_if(b1 > b5, ok(b1, b5)),
     f"{f(b1, 0)} vs {f(b5, 0)} MB/s" if ok(b1, b5) else "NA",
-    "1 hop runs at the intra-QFDB 16 GB/s, 5 hops at the torus's 10 GB/s.")
+    "1 hop runs on an intra-QFDB link, 5 hops on the torus's slower links (run.info gives the rates).")
 
 # --- forced fast receive (b) -----------------------------------------------------------------
 fi1 = ffr_ratio(1, "read", "write", 64, 1024, agg=gmean)
@@ -303,7 +303,8 @@ for prog, thesis_share, band in (
     row(f"share-{prog}", f"fast-receive share, {prog.replace('p2p_', 'thesis_bench ')} (write family)",
         thesis_share, "sends an RTR found waiting / rendezvous sends (%)", f(v, 1),
         yes_if(inb, ok(v)), ("same band" if inb else "other band") if ok(v) else "NA",
-        "same band: below 5% where the thesis has about 0.1%, above 5% where it has tens of percent")
+        "same band: below 5% where the thesis has about 0.1%, above 5% where it has tens of percent"
+        if prog == "p2p_lat" else "")
 v = share.get("p2p_latlate", NA)
 row("share-p2p_latlate", "fast-receive share, thesis_bench lat with each receive posted one modelled trip "
     "after its send completed (write family)", "about 0.1% (osu_latency)",
