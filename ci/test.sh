@@ -18,10 +18,12 @@ ctest --test-dir "$root/build" --output-on-failure -j2 --timeout 1800
 # so the runtimes are preloaded for every test of this build (EXANET_TEST_PRELOAD); leak checks
 # stay off because libfabric itself keeps allocations until exit. LAMMPS is left out here: with
 # the sanitizer runtime preloaded into Debian's uninstrumented lmp, a library destructor
-# (p11-kit's) deadlocks on glibc's locale lock at exit, after the run itself succeeded.
+# (p11-kit's) deadlocks on glibc's locale lock at exit, after the run itself succeeded. The
+# thesis benchmark's table check is left out too: it runs the message and RMA paths the suites
+# here already run, and under the sanitizers its timed loops would only spend the budget.
 bash "$root/ci/build.sh" "$root/build-asan" -DEXANET_SANITIZE=ON
 ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir "$root/build-asan" --output-on-failure -j2 --timeout 600 -E '^app\.lammps'
+  ctest --test-dir "$root/build-asan" --output-on-failure -j2 --timeout 600 -E '^app\.lammps|^bench\.thesis'
 
 # ThreadSanitizer (a third tree: it excludes ASan) on the tests labelled "threads". Only what they
 # need is built (exanet-stats for shm_leak_check, which ends every run); a test added to the label
