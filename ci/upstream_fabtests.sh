@@ -11,8 +11,9 @@
 #   ci/upstream_fabtests.sh quick_netns PREFIX PROVDIR
 #                                                    the quick set across two hosts (two network
 #                                                    namespaces, fabtests/multinode/netns_lib.sh),
-#                                                    every peer over the network backend: the
-#                                                    same rules as quick
+#                                                    every peer over the network backend: 0
+#                                                    failures, the not-run rule of quick, and the
+#                                                    exclusions of netns_excluded (each with why)
 #
 # PROVDIR holds libexanet-fi.so. runfabtests.sh kills every process named fi_* when it cleans
 # up, so it runs in a PID namespace of its own (root, as CI is), from a directory without
