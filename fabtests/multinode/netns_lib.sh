@@ -7,6 +7,9 @@
 #   netns_up               sets ns_a, ns_b, addr_a, addr_b, work (a scratch folder)
 #   on_host NS CMD...      runs CMD on that host (in the foreground)
 #   netns_start NS CMD...  the same in the background; its pid is appended to netns_pids
+#   netns_one_iface NAME   renames both ends of the veth pair NAME, as a cluster's nodes share
+#                          an interface name, so that one setting (FI_TCP_IFACE, Open MPI's
+#                          oob_tcp_if_include) names it for every process; sets iface
 
 netns_require() {
   [[ $(id -u) -eq 0 ]] || { echo "$1: needs root (network namespaces); skipped"; exit 77; }
@@ -28,7 +31,8 @@ netns_up() {
   addr_a=${net}1 addr_b=${net}2
   work=$(mktemp -d)
   netns_pids=()
-  trap netns_cleanup EXIT INT TERM
+  trap netns_cleanup EXIT
+  trap "exit 143" INT TERM  # a signal ends the script, and so runs the EXIT trap once
   ip netns add "$ns_a"
   ip netns add "$ns_b"
   ip link add "${tag}va" type veth peer name "${tag}vb"
@@ -52,4 +56,15 @@ on_host() {
 netns_start() {
   on_host "$@" &
   netns_pids+=($!)
+}
+
+netns_one_iface() {
+  iface=$1
+  local end ns
+  for end in a b; do
+    ns=${ns_a%a}$end
+    ip -n "$ns" link set "${ns_a%a}v$end" down
+    ip -n "$ns" link set "${ns_a%a}v$end" name "$iface"
+    ip -n "$ns" link set "$iface" up
+  done
 }

@@ -34,17 +34,11 @@ kill_hosts() {
     [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
   done
 }
-trap 'kill_hosts; netns_cleanup' EXIT INT TERM
+trap 'kill_hosts; netns_cleanup' EXIT
 
-# One interface name on both hosts, as a cluster's nodes have, so that one setting names it for
-# every process (FI_TCP_IFACE for exanet's tcp, oob_tcp_if_include for Open MPI's own).
-iface=exanet0
-for end in a b; do
-  ns=${ns_a%a}$end
-  ip -n "$ns" link set "${ns_a%a}v$end" down
-  ip -n "$ns" link set "${ns_a%a}v$end" name "$iface"
-  ip -n "$ns" link set "$iface" up
-done
+# One interface name on both hosts (FI_TCP_IFACE for exanet's tcp, oob_tcp_if_include for Open
+# MPI's own).
+netns_one_iface exanet0
 
 export EXANET_NETNS_HOSTS="$addr_a=$ns_a $addr_b=$ns_b"
 printf '%s slots=2\n%s slots=2\n' "$addr_a" "$addr_b" >"$work/hostfile"

@@ -1,13 +1,21 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-2-Clause
-# Open MPI's remote shell for the two-host test (netns_mpi.sh): mpirun's rsh launcher calls
+# The remote shell of the two-host tests: mpirun's rsh launcher (netns_mpi.sh) and upstream
+# fabtests' runfabtests.sh (ci/upstream_fabtests.sh quick_netns, as `ssh` on PATH) call
 #   netns_rsh_agent.sh [OPTIONS] HOST COMMAND...
-# as it would call ssh, and this runs COMMAND (Open MPI's orted) on HOST, a "host" of
+# as they would call ssh, and this runs COMMAND (Open MPI's orted) on HOST, a "host" of
 # netns_lib.sh: in the network namespace EXANET_NETNS_HOSTS maps it to ("ADDRESS=NAMESPACE ..."),
 # with a /dev/shm of its own that the ranks started there share, as on_host does. Like ssh, it
 # hands the words of COMMAND to a shell as one line.
 set -eu
-while [[ $# -gt 0 && $1 == -* ]]; do shift; done  # ssh options a launcher may add (-x)
+# ssh options a launcher may add: -x, -n (no input), and -o OPTION, -p PORT, ...
+while [[ $# -gt 0 && $1 == -* ]]; do
+  case $1 in
+    -n) exec </dev/null; shift ;;
+    -[bcDEeFIiJLlmOopQRSWw]) shift 2 ;;
+    *) shift ;;
+  esac
+done
 [[ $# -ge 2 ]] || { echo "netns_rsh_agent: usage: $0 HOST COMMAND..." >&2; exit 2; }
 host=$1
 shift
