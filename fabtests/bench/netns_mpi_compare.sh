@@ -44,15 +44,8 @@ run_timeout=${RUN_TIMEOUT:-120}
 mkdir -p "$out/netns_mpi_raw"
 
 netns_up
-kill_hosts() {  # mpirun's daemon on host B and the ranks are none of netns_start's
-  local ns pids
-  for ns in "$ns_a" "$ns_b"; do
-    pids=$(ip netns pids "$ns" 2>/dev/null || true)
-    [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
-  done
-}
 # netns_up's trap removes the namespaces; ours also ends what mpirun left and bench_init's files.
-trap 'kill_hosts; netns_cleanup; rm -f "$raw" "$raw".*' EXIT
+trap 'netns_kill_all; netns_cleanup; rm -f "$raw" "$raw".*' EXIT
 netns_one_iface exanet0
 export EXANET_NETNS_HOSTS="$addr_a=$ns_a $addr_b=$ns_b"
 printf '%s slots=1\n%s slots=1\n' "$addr_a" "$addr_b" >"$work/hostfile"
@@ -90,7 +83,7 @@ run() {
     echo "$p $kind $size: no run (exit $rc: $(grep -m1 -E 'cannot be selected|No components|rror|FAIL' "$log" || tail -1 "$log"))" >&2
     bench_table_add "$table" "$p" "$size" NA
   fi
-  kill_hosts  # a daemon left on host B by a failed run must not hold the next one
+  netns_kill_all  # a daemon left on host B by a failed run must not hold the next one
 }
 
 start=$(date +%s)

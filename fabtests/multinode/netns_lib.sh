@@ -16,6 +16,16 @@ netns_require() {
   command -v ip >/dev/null || { echo "$1: iproute2 missing; skipped"; exit 77; }
 }
 
+# Kills whatever still runs in either namespace: mpirun's daemon on the other host and the MPI
+# ranks are none of netns_start's, so netns_cleanup does not know them.
+netns_kill_all() {
+  local ns pids
+  for ns in "$ns_a" "$ns_b"; do
+    pids=$(ip netns pids "$ns" 2>/dev/null || true)
+    [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
+  done
+}
+
 netns_cleanup() {
   local p
   for p in "${netns_pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done

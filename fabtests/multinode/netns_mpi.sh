@@ -25,16 +25,7 @@ netns_require netns_mpi
 command -v "$mpirun" >/dev/null || { echo "netns_mpi: $mpirun missing; skipped"; exit 77; }
 netns_up
 
-# mpirun's remote daemon and its ranks are none of netns_start's: whatever still runs in either
-# namespace is killed before the namespaces go.
-kill_hosts() {
-  local ns pids
-  for ns in "$ns_a" "$ns_b"; do
-    pids=$(ip netns pids "$ns" 2>/dev/null || true)
-    [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
-  done
-}
-trap 'kill_hosts; netns_cleanup' EXIT
+trap 'netns_kill_all; netns_cleanup' EXIT
 
 # One interface name on both hosts (FI_TCP_IFACE for exanet's tcp, oob_tcp_if_include for Open
 # MPI's own).
@@ -112,7 +103,7 @@ grep "^PASS" "$work/p2p"
 # What the trap removes must be gone: the processes in either namespace (mpirun's daemon, any
 # rank), then the namespaces, which take the veth pair along; the /dev/shm of each host (its
 # segments) was a tmpfs of a mount namespace that ended with its last process.
-kill_hosts
+netns_kill_all
 sleep 0.2
 for ns in "$ns_a" "$ns_b"; do
   [[ -z $(ip netns pids "$ns") ]] || { echo "netns_mpi: FAIL: processes outlived the job in $ns"; exit 1; }

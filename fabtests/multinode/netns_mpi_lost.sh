@@ -23,14 +23,7 @@ netns_require netns_mpi_lost
 command -v "$mpirun" >/dev/null || { echo "netns_mpi_lost: $mpirun missing; skipped"; exit 77; }
 netns_up
 
-kill_hosts() {  # mpirun's daemon on B and the ranks are none of netns_start's
-  local ns pids
-  for ns in "$ns_a" "$ns_b"; do
-    pids=$(ip netns pids "$ns" 2>/dev/null || true)
-    [[ -n $pids ]] && kill -9 $pids 2>/dev/null || true
-  done
-}
-trap 'kill_hosts; netns_cleanup' EXIT
+trap 'netns_kill_all; netns_cleanup' EXIT
 netns_one_iface exanet0
 # Host A's TCP gives up on an unanswered connection after 4 retransmissions (some 3 s) instead
 # of Linux's 15 (some 15 minutes), as a cluster that must notice dead nodes sets it. Not for
@@ -110,11 +103,11 @@ if [[ $mode == link && $errors_a -eq 0 ]]; then
 fi
 
 # Host B's daemon and ranks may outlive a cut link (nothing can tell them to go): the trap's
-# kill_hosts ends them, and whatever is left must be gone.
+# netns_kill_all ends them, and whatever is left must be gone.
 left_b=$(ip netns pids "$ns_b" | wc -w)
 left_a=$(ip netns pids "$ns_a" | wc -w)
 echo "netns_mpi_lost: processes left after mpirun: $left_a on host A, $left_b on host B (ended now)"
-kill_hosts
+netns_kill_all
 sleep 0.2
 for ns in "$ns_a" "$ns_b"; do
   [[ -z $(ip netns pids "$ns") ]] || { echo "netns_mpi_lost: FAIL: processes outlived the job in $ns"; exit 1; }
