@@ -84,7 +84,8 @@ struct rma_args {
 /// An RMA operation in flight at its initiator, or a read this endpoint answers for a peer.
 struct rma_request {
   enum class role : std::uint8_t { write, read, read_response };
-  enum class stage : std::uint8_t { data, events, wait_reply };
+  // check: a backend that asks the target about a key (dev/net) has not had every answer yet.
+  enum class stage : std::uint8_t { check, data, events, wait_reply };
   core::list_hook hook;  // rma_active_
   role what = role::write;
   stage at = stage::data;
@@ -99,6 +100,7 @@ struct rma_request {
   std::size_t seg = 0;         // current remote range
   std::size_t seg_offset = 0;  // local byte offset where that range starts
   std::size_t seg_done = 0;    // read by request: bytes of the range already landed
+  std::size_t checked = 0;     // stage check: ranges the engine's protection check passed
   dev::dma_state dma{};
   bool staged_any = false;  // a write of this request had not landed when dma_post returned
   std::uint64_t cq_data = 0;
@@ -621,6 +623,9 @@ class endpoint {
   rma_step rma_write_data(rma_request& r) noexcept;
   rma_step rma_read_data(rma_request& r) noexcept;
   rma_step rma_post_events(rma_request& r) noexcept;
+  /// Stage check: the ranges whose key the target has not answered yet. next: all passed.
+  rma_step rma_check_ranges(rma_request& r) noexcept;
+  void log_refused(const rma_request& r, std::size_t i) noexcept;
   core::status rma_post_event(rma_request& r, std::size_t seg, bool last) noexcept;
   /// Whether r's data may still be on its way when its events are posted: a write the engine
   /// staged (it lands when the target polls, behind its packets), or a read the target answers.

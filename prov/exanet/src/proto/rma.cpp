@@ -86,40 +86,28 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
   r->delivery_complete = a.delivery_complete;
 
   // The engine's protection check, for every range before anything moves.
-  const std::uint32_t need = a.read ? dev::rma_access::remote_read : dev::rma_access::remote_write;
-  for (std::size_t i = 0; i < a.remote.size(); ++i) {
-    r->remote[i] = a.remote[i];
-    const core::status s = dev_.rma_check(a.peer, a.remote[i].key, a.remote[i].addr,
-                                          a.remote[i].len, need, r->target[i]);
-    if (s == core::status::again) {
-      // The target's answer about this key is on its way (a backend that asks the target):
-      // nothing was started, the caller retries after progress (-FI_EAGAIN).
-      rmas_.release(r);
-      return s;
+  std::copy(a.remote.begin(), a.remote.end(), r->remote.begin());
+  r->at = rma_request::stage::check;
+  const rma_step checked = rma_check_ranges(*r);
+  if (checked == rma_step::released) return core::status::ok;  // refused: an error completion
+  // blocked: the target's answer about a key is on its way (a backend that asks the target,
+  // dev/net). The operation is accepted and waits for it in rma_active_, as applications (and
+  // upstream fabtests) post an RMA once and expect it to go; nothing moves before every range
+  // passed, and a refusal then is an error completion.
+  if (checked == rma_step::next) {
+    if (!a.read) {
+      const situation where = a.delivery_complete     ? situation::delivery_complete
+                              : a.remote.size() == 1 ? situation::transmit_complete
+                                                     : situation::several_ranges;
+      if (protocols_.choose(op_kind::rma_write, where, local_len) == protocol::rma_inline &&
+          core::ok(rma_write_inline(a, r->target[0], local_len))) {
+        rma_finish(*r, 0);  // copied out of the caller's buffer: complete, inject or not
+        return core::status::ok;
+      }
+      // rma/dma, or rma/inline without ring credit (its fallback).
     }
-    if (!core::ok(s)) {
-      EXANET_LOG(info, ep_data, "RMA %s refused by port %u: key 0x%llx addr 0x%llx len %llu",
-                 a.read ? "read" : "write", dev_.peer_address(a.peer).port,
-                 static_cast<unsigned long long>(a.remote[i].key),
-                 static_cast<unsigned long long>(a.remote[i].addr),
-                 static_cast<unsigned long long>(a.remote[i].len));
-      rma_finish(*r, -core::to_int(s));
-      return core::status::ok;  // reported as an error completion, like any refused access
-    }
+    if (rma_advance(*r)) return core::status::ok;
   }
-  if (a.read) ++stats_.rma_reads; else ++stats_.rma_writes;
-  if (!a.read) {
-    const situation where = a.delivery_complete     ? situation::delivery_complete
-                            : a.remote.size() == 1 ? situation::transmit_complete
-                                                   : situation::several_ranges;
-    if (protocols_.choose(op_kind::rma_write, where, local_len) == protocol::rma_inline &&
-        core::ok(rma_write_inline(a, r->target[0], local_len))) {
-      rma_finish(*r, 0);  // copied out of the caller's buffer: complete, inject or not
-      return core::status::ok;
-    }
-    // rma/dma, or rma/inline without ring credit (its fallback).
-  }
-  if (rma_advance(*r)) return core::status::ok;
   if (a.inject && r->what == rma_request::role::write) {
     // The caller may reuse its buffer now: keep what has not been handed to the engine.
     const std::size_t from = r->seg_offset + r->dma.done;
@@ -143,6 +131,10 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
 
 bool endpoint::rma_advance(rma_request& r) noexcept {
   if (r.what == rma_request::role::read_response) return rma_answer_read(r);
+  if (r.at == rma_request::stage::check) [[unlikely]] {
+    const rma_step st = rma_check_ranges(r);
+    if (st != rma_step::next) return st == rma_step::released;
+  }
   if (r.at == rma_request::stage::data) {
     const rma_step st = r.what == rma_request::role::write ? rma_write_data(r) : rma_read_data(r);
     if (st != rma_step::next) return st == rma_step::released;
@@ -163,6 +155,32 @@ bool endpoint::rma_advance(rma_request& r) noexcept {
   std::memcpy(&reply, n.data(), sizeof reply);
   rma_finish(r, reply.status < 0 ? static_cast<int>(-reply.status) : 0);
   return true;
+}
+
+endpoint::rma_step endpoint::rma_check_ranges(rma_request& r) noexcept {
+  const std::uint32_t need = r.what == rma_request::role::read ? dev::rma_access::remote_read
+                                                               : dev::rma_access::remote_write;
+  for (; r.checked < r.remote_count; ++r.checked) {
+    const remote_range& rr = r.remote[r.checked];
+    const core::status s = dev_.rma_check(r.peer, rr.key, rr.addr, rr.len, need, r.target[r.checked]);
+    if (s == core::status::again) return rma_step::blocked;
+    if (!core::ok(s)) {
+      log_refused(r, r.checked);
+      rma_finish(r, -core::to_int(s));
+      return rma_step::released;
+    }
+  }
+  if (r.what == rma_request::role::read) ++stats_.rma_reads; else ++stats_.rma_writes;
+  r.at = rma_request::stage::data;
+  return rma_step::next;
+}
+
+void endpoint::log_refused(const rma_request& r, std::size_t i) noexcept {
+  EXANET_LOG(info, ep_data, "RMA %s refused by port %u: key 0x%llx addr 0x%llx len %llu",
+             r.what == rma_request::role::read ? "read" : "write",
+             dev_.peer_address(r.peer).port, static_cast<unsigned long long>(r.remote[i].key),
+             static_cast<unsigned long long>(r.remote[i].addr),
+             static_cast<unsigned long long>(r.remote[i].len));
 }
 
 endpoint::rma_step endpoint::rma_write_data(rma_request& r) noexcept {
