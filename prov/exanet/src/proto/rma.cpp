@@ -93,7 +93,8 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
   // blocked: the target's answer about a key is on its way (a backend that asks the target,
   // dev/net). The operation is accepted and waits for it in rma_active_, as applications (and
   // upstream fabtests) post an RMA once and expect it to go; nothing moves before every range
-  // passed, and a refusal then is an error completion.
+  // passed, and a refusal then is an error completion. A write that waited goes by DMA: the
+  // inline path copies from the caller's arguments, which are gone by then.
   if (checked == rma_step::next) {
     if (!a.read) {
       const situation where = a.delivery_complete     ? situation::delivery_complete
