@@ -606,13 +606,15 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
                     static_cast<unsigned long long>(w.dst_addr), pr.addr.port);
     return core::status::access;
   }
-  // The engine is chosen when the write starts and kept for its pieces (dma_state::engine).
-  if (st.engine == 0) st.engine = 1 + static_cast<std::uint8_t>(engine_for(pr, w, st));
-  if (st.engine == 1 + static_cast<std::uint8_t>(dma_engine::cross_memory_attach)) {
+  // The engine is chosen when the write starts and kept for its pieces (dma_state::engine,
+  // where 0 means not chosen yet).
+  constexpr auto code = [](dma_engine e) { return static_cast<std::uint8_t>(1 + static_cast<int>(e)); };
+  if (st.engine == 0) st.engine = code(engine_for(pr, w, st));
+  if (st.engine == code(dma_engine::cross_memory_attach)) {
     core::status s = dma_cma(pr, w, st);
     if (s != core::status::permission) return s;
     pr.cma = false;  // refused by the kernel (ptrace policy, seccomp): stage from now on
-    st.engine = 1 + static_cast<std::uint8_t>(dma_engine::staged);
+    st.engine = code(dma_engine::staged);
     EXANET_LOG(warn, core, "process_vm_writev refused for pid %d; copying through shared memory",
                pr.pid);
   }
@@ -729,7 +731,7 @@ core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexce
     st.done += static_cast<std::size_t>(r);
   }
   if (timed) write_timed(dma_engine::cross_memory_attach, w.len, start, link_now_ns());
-  if (!st.landed_at_post) ++dma_writes_direct_;
+  ++dma_writes_direct_;  // once: the loop above ends only when every byte has landed
   st.landed_at_post = true;
   if (w.notify && !st.notified) {
     // Link model: the data crossed the link, then the 16-byte notification; the receiver sees
