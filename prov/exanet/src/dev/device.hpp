@@ -326,6 +326,11 @@ concept device =
       // the receiver's (a remote ring write; the packet naming them follows).
       { d.bounce_reserve(p, n, place, rs) } noexcept -> std::same_as<bool>;
       { d.bounce_write(p, crs, src, n) } noexcept -> std::same_as<void>;
+      // prepare(peer, len), after the packet naming a write was published: another write of
+      // about len bytes is likely to follow; a backend may make its room cheaper to write now,
+      // while the sender would otherwise wait for an answer (the emulation does, dev/emu), or
+      // ignore it.
+      { d.bounce_prepare(p, n) } noexcept -> std::same_as<void>;
       // Receiver: data(from, ring, offset, len) is nullptr unless `from` produced that range in
       // its ring here; consume(from, ring, end) gives the credit back (the sender names the ring,
       // a backend that keeps one ring per known sender finds it by `from`).
@@ -439,6 +444,7 @@ class interface_of : private D {
   // bounce rings
   using D::bounce_reserve;
   using D::bounce_write;
+  using D::bounce_prepare;
   using D::bounce_data;
   using D::bounce_consume;
   // notification slots

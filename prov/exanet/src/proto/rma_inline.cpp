@@ -34,6 +34,7 @@ core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target
   p.key_slot = t.key_slot;
   wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);
+  dev_.bounce_prepare(a.peer, len);  // as medium_send: the next write's room, taken ahead
   ++stats_.rma_inline_writes;
   return core::status::ok;
 }

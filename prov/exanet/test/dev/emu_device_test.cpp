@@ -798,6 +798,63 @@ TEST(emu_device, a_ring_write_through_the_interface_lands_placed_and_whole) {
   b.bounce_consume(sp.ring, sp.offset + 700);
 }
 
+// bounce_prepare takes the lines the next write would fill by storing into them, so it must
+// never touch a byte the receiver may still read: not the unconsumed messages, not the rest of
+// the line the last one ends in, nothing past the credit the sender knows. Messages of odd
+// lengths at every placement fill the ring with nothing consumed, a prepare after each (with a
+// length far beyond the free room), and every message is checked byte by byte afterwards.
+TEST(emu_device, preparing_the_next_ring_write_never_touches_unread_bytes) {
+  interface_of<device> a;
+  device b;
+  ASSERT_EQ(a.open(make_params(test_pdid(18))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(18))), core::status::ok);
+  peer_id ab, ba;
+  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  ASSERT_EQ(b.connect(a.local_address(), ba), core::status::ok);
+  const std::size_t ring = 1 << 16;
+  std::vector<std::byte> src(ring / 2 + 64);
+  struct sent { std::uint32_t ring; std::uint64_t offset; std::size_t len; std::uint8_t seed; };
+  std::uint64_t consumed = 0;
+  bool saw_prepared_line = false;
+  for (int lap = 0; lap < 3; ++lap) {
+    std::vector<sent> unread;
+    for (int i = 0;; ++i) {
+      const std::size_t len = 1000 + 997 * std::size_t(i % 7) + 13 * lap;
+      const std::size_t place = std::size_t(i * 29 + lap) % 64;
+      const auto seed = static_cast<std::uint8_t>(i * 7 + lap * 3 + 1);
+      for (std::size_t k = 0; k < len; ++k) src[place + k] = std::byte(seed + k * 31);
+      const iovec v{src.data() + place, len};
+      ring_space sp;
+      if (!a.bounce_reserve(ab, len, reinterpret_cast<std::uintptr_t>(src.data() + place), sp))
+        break;  // out of credit: the ring holds only unread messages and prepared room
+      a.bounce_write(ab, sp, {&v, 1}, len);
+      unread.push_back({sp.ring, sp.offset, len, seed});
+      // The first line after this write, within the ring and the credit: an earlier lap's
+      // message left a byte there that the prepare should replace.
+      const std::uint64_t next_line = (sp.offset + len + 63) & ~std::uint64_t{63};
+      const std::byte* line = nullptr;
+      if (next_line + 64 <= consumed + ring && (next_line % ring) != 0)
+        line = b.bounce_data(ba, sp.ring, sp.offset, len) + (next_line - sp.offset);
+      const std::byte before = line ? line[0] : std::byte{0};
+      a.bounce_prepare(ab, len);       // the usual call: as long as the last write
+      a.bounce_prepare(ab, ring / 2);  // the longest message: clipped by the credit
+      if (line && before != std::byte{0}) saw_prepared_line |= line[0] == std::byte{0};
+    }
+    ASSERT_GE(unread.size(), 5u);
+    for (const sent& m : unread) {
+      const std::byte* seen = b.bounce_data(ba, m.ring, m.offset, m.len);
+      ASSERT_NE(seen, nullptr);
+      for (std::size_t k = 0; k < m.len; ++k)
+        ASSERT_EQ(seen[k], std::byte(m.seed + k * 31))
+            << "lap " << lap << ": byte " << k << " of the message at " << m.offset
+            << " changed after the sender prepared its next write";
+    }
+    consumed = unread.back().offset + unread.back().len;
+    b.bounce_consume(unread.back().ring, consumed);
+  }
+  EXPECT_TRUE(saw_prepared_line) << "prepare never took a line of the free room";
+}
+
 // A staged write alone in the target's staging area is cut into quarters of at least 16 KiB, so
 // the target copies one out while the next goes in; one that finds chunks in flight (a stream)
 // takes whole chunks. Either way the bytes land exactly and the notification comes with the last.

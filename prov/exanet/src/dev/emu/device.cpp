@@ -403,6 +403,23 @@ std::byte* device::bounce_acquire(peer_id p, std::size_t len, std::uintptr_t pla
   return ring_base + (head & (size - 1));
 }
 
+void device::bounce_prepare(peer_id p, std::size_t len) noexcept {
+  peer& pr = peers_[p];
+  if (pr.bounce_ring == ~0u) return;
+  const std::uint64_t size = pr.geo.bounce_ring_bytes;
+  // The first whole line after the last write (the line it ends in holds bytes the receiver has
+  // yet to read); the next lap's start if a write of len would not fit before the ring's end,
+  // as bounce_acquire places it.
+  std::uint64_t from = (pr.bounce_head + cache_line - 1) & ~std::uint64_t{cache_line - 1};
+  if (size - (from & (size - 1)) < len) from = (from | (size - 1)) + 1;
+  // Credit known without reading the receiver's line: everything below tail_seen + size is free.
+  const std::uint64_t end = std::min(from + len, pr.bounce_tail_seen + size);
+  std::byte* const ring_base = pr.view.bounce_data + std::size_t{pr.bounce_ring} * size;
+  for (std::uint64_t at = from; at < end; at += cache_line)
+    __atomic_store_n(reinterpret_cast<unsigned char*>(ring_base + (at & (size - 1))), 0,
+                     __ATOMIC_RELAXED);
+}
+
 bool device::claim_bounce_ring(peer& pr) noexcept {
   const std::uint32_t ring = claim_ring(pr.view.bounce, pr.geo.bounce_peers,
                                         ring_owner(self_.node, self_.port), pr.bounce_head);

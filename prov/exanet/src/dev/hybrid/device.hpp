@@ -100,6 +100,11 @@ class device {
     rt.remote ? remote_.bounce_write(rt.inner, at, src, len)
               : local_.bounce_write(rt.inner, at, src, len);
   }
+  void bounce_prepare(peer_id p, std::size_t len) noexcept {
+    if (!net_on_) [[likely]] return local_.bounce_prepare(p, len);
+    const route& rt = routes_[p];
+    rt.remote ? remote_.bounce_prepare(rt.inner, len) : local_.bounce_prepare(rt.inner, len);
+  }
   const std::byte* bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
                                std::size_t len) const noexcept {
     if (!net_on_) [[likely]] return local_.bounce_data(from, ring, offset, len);

@@ -289,6 +289,9 @@ class device {
   /// Copies the bytes into the mirror and sends them to p, ahead of the packet that names them.
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept;
+  /// Nothing to prepare: the mirror is ours, and the receiver's ring is written by its own
+  /// progress when the bytes arrive.
+  void bounce_prepare(peer_id, std::size_t) noexcept {}
   /// Receiver: the bytes `from` sent for [offset, offset + len) of its ring here (ring is
   /// always 0 over this backend: one ring per sender), or nullptr if it did not send them or
   /// they were consumed.
