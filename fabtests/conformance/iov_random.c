@@ -58,7 +58,7 @@ static size_t g_trunc_max = SIZE_MAX; /* truncate only messages up to this long 
 static int g_ignore_bits = 1;           /* receives with ignore bits */
 static int g_rma_empty = 1;             /* RMA operations of 0 bytes */
 static size_t INJECT_MAX = 4096; /* inject calls only at or below this: the smaller inject_size */
-static size_t g_medium_max = 8192;
+static size_t g_medium_max = 16384; /* the provider's default FI_EXANET_MEDIUM_MAX */
 static const char *g_prov;    /* the provider of this run (set before the run's processes fork) */
 static char g_dir[256];       /* where the transcripts go */
 
@@ -90,13 +90,13 @@ static void fill_pattern(unsigned char *p, size_t len, uint64_t salt)
 
 /* Sizes on both sides of every threshold: eager (36 B), the packets of an eager train (36 + 48k B:
  * 84, FI_EXANET_EAGER_MAX's default, 132, ... 276, the largest), inject and shm's inline
- * limits, medium (8 KiB), exanet's staging chunk (64 KiB) and RMA inline limit, and large
+ * limits, medium (16 KiB), exanet's staging chunk (64 KiB) and RMA inline limit, and large
  * rendezvous. IOV_SIZES=LO..HI draws every size from LO..HI instead: half of them next to the
  * thresholds inside that range, the rest uniformly. */
 static size_t g_size_lo, g_size_hi; /* IOV_SIZES; hi 0: not set */
 static const size_t edges[] = {0, 1, 2, 7, 8, 35, 36, 37, 63, 64, 65, 84, 85, 132, 133, 255, 256, 257,
 			       276, 277, 1024, 4095, 4096,
-			       4097, 8191, 8192, 8193, 16384, 65535, 65536, 65537, 131072, 262144, 1048576,
+			       4097, 8191, 8192, 8193, 16383, 16384, 16385, 65535, 65536, 65537, 131072, 262144, 1048576,
 			       (2u << 20)};
 #define NEDGES (sizeof edges / sizeof edges[0])
 

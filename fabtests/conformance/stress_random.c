@@ -34,13 +34,13 @@
 
 #define MAXP 4
 #define MAXMSG 400
-static const size_t sizes[] = {0, 1, 35, 36, 37, 1000, 8191, 8192, 8193, 20000, 65536, 200000};
+static const size_t sizes[] = {0, 1, 35, 36, 37, 1000, 8192, 16383, 16384, 16385, 65536, 200000};
 #define NSIZES (sizeof sizes / sizeof sizes[0])
 #define CAP 200000 /* every receive holds the largest message: no truncation here */
 
 static unsigned long long g_seed;
 static int g_procs, g_msgs, g_directed, g_optimistic;
-static size_t g_medium_max = 8192; /* the provider's default FI_EXANET_MEDIUM_MAX */
+static size_t g_medium_max = 16384; /* the provider's default FI_EXANET_MEDIUM_MAX */
 
 static int is_long(size_t len) { return len > g_medium_max; }
 

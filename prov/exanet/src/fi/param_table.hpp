@@ -90,10 +90,12 @@ inline constexpr param_spec g_params[] = {
      "84 (one packet ahead of the envelope: 64-byte messages) is measured against the bounce "
      "ring under Open MPI (BENCHMARKS.md): every further packet of a train costs both ends more "
      "instructions than the ring's copy of its 48 bytes, and a mailbox slot."},
-    {param_id::medium_max, "medium_max", param_type::size, 8192, "", 0, std::int64_t{1} << 29, "",
+    {param_id::medium_max, "medium_max", param_type::size, 16384, "", 0, std::int64_t{1} << 29, "",
      "Largest message sent through the per-sender bounce ring (bytes); larger ones use the "
      "rendezvous. At most half a bounce ring.",
-     "8192 is the measured crossover with the rendezvous.\n"
+     "16384: with the ring's lines taken ahead by the sender, a 12\\-16 KiB message is 2.2 "
+     "times faster through the ring than by rendezvous when the two cores share a cache, and "
+     "still faster in latency (but 25% slower streaming) when they do not (BENCHMARKS.md).\n"
      "Set it to 36 for the ExaNeST thesis's two\\-protocol baseline (see "
      "\\fBFI_EXANET_PROTOCOL\\fR)."},
     {param_id::inject_size, "inject_size", param_type::size, 4096, "", 0, std::int64_t{1} << 29,

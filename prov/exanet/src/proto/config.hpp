@@ -24,8 +24,8 @@ struct config {
   std::size_t eager_max = 84;              // largest message sent eager: in its env_data up to
                                            // 36 bytes, above that as an eager train (at most
                                            // wire::eager_train_limit; eager_train.cpp)
-  std::size_t medium_max = 8192;           // largest message sent through the bounce ring;
-                                           // measured crossover with the rendezvous (issue 2)
+  std::size_t medium_max = 16384;          // largest message sent through the bounce ring;
+                                           // the crossover with the rendezvous (issue 17)
   std::size_t inject_size = 4096;          // fi_inject limit (eager or medium, copied at post)
   std::size_t mailbox_slots = 1024;        // 64-byte packets per endpoint mailbox
   std::size_t bounce_ring_bytes = 262144;  // per-peer medium ring in the receiver's segment
