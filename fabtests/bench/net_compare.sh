@@ -32,7 +32,8 @@
 # NET_PROBE=1 (default) also runs net_probe (dev/net's mailbox ping-pong alone, no protocol
 # above it) over the same tcp: the floor under exanet's small messages.
 # Environment: SIZES (default 8 64 1K 8K 64K 1M 4M), RATE_SIZES (default 8), MODES (default
-# "tagged_lat bw rate"), SERIES (default "exanet exanet_read tcp"), REPEAT (5), CELL_MS (30),
+# "tagged_lat bw rate"), SERIES (default "exanet exanet_read tcp"; exanet_before: exanet's
+# default variant from the provider directory BEFORE_LIB, an A/B in the same run), REPEAT (5), CELL_MS (30),
 # PLACEMENTS (0:0), RUN_TIMEOUT (seconds per program run, default 120), BIND (default 1: pins
 # the two processes to cpus 0 and 1), RT (default 1: both under SCHED_FIFO, chrt -f 50, as
 # lib.sh's RT=1; RT=0 runs them as ordinary processes), LOCK (lib.sh's benchmark lock).
@@ -74,10 +75,12 @@ series_env() {
   local s=$1 addr=$2 iface=$3
   senv=(FI_TCP_NODELAY=1 FI_TCP_IFACE="$iface")
   case $s in
-    exanet | exanet_write | exanet_read | exanet_optimistic)
+    exanet | exanet_write | exanet_read | exanet_optimistic | exanet_before)
       # FI_PROVIDER unset: it would hide the lower tcp from exanet (xfer_bench asks for exanet)
-      senv=(-u FI_PROVIDER "${senv[@]}" FI_PROVIDER_PATH="$build/lib" FI_EXANET_NETWORK=every_peer FI_EXANET_NETWORK_NODE="$addr")
-      [[ $s != exanet ]] && senv+=(FI_EXANET_PROTOCOL="${s#exanet_}")
+      local lib=$build/lib
+      [[ $s == exanet_before ]] && lib=${BEFORE_LIB:?exanet_before needs BEFORE_LIB}
+      senv=(-u FI_PROVIDER "${senv[@]}" FI_PROVIDER_PATH="$lib" FI_EXANET_NETWORK=every_peer FI_EXANET_NETWORK_NODE="$addr")
+      [[ $s != exanet && $s != exanet_before ]] && senv+=(FI_EXANET_PROTOCOL="${s#exanet_}")
       ;;
     *) senv+=(FI_PROVIDER="$s") ;;
   esac
@@ -144,7 +147,8 @@ for mode in $modes; do
   ratios=""
   [[ " ${series[*]} " == *" exanet "* && " ${series[*]} " == *" tcp "* ]] && ratios+="exanet/tcp "
   [[ " ${series[*]} " == *" exanet "* && " ${series[*]} " == *" exanet_read "* ]] && ratios+="exanet/exanet_read "
-  [[ " ${series[*]} " == *" exanet_read "* && " ${series[*]} " == *" tcp "* ]] && ratios+="exanet_read/tcp"
+  [[ " ${series[*]} " == *" exanet_read "* && " ${series[*]} " == *" tcp "* ]] && ratios+="exanet_read/tcp "
+  [[ " ${series[*]} " == *" exanet "* && " ${series[*]} " == *" exanet_before "* ]] && ratios+="exanet/exanet_before"
   table=net_$mode
   echo
   bench_table_begin "$table" "$better" "$unit" "${series[*]}" "$ratios" "$worst"

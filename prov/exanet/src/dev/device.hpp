@@ -73,6 +73,11 @@ struct dma_write {
                                   // later reuse of it
   notification notify_data{};
   std::uint32_t key_slot = no_key_slot;  // RMA: the target's protection-table slot
+  // The notification may reach the target before dma_post has returned ok here (a backend
+  // whose write completes only on the target's acknowledgement, dev/net, sends it right behind
+  // the data): the caller's protocol has nothing the target sends back on it that needs this
+  // write finished first. Without it, the notification follows the write's completion.
+  bool notify_ahead = false;
 };
 
 /// Rights a memory registration grants to remote peers (bits of key_grant::access).

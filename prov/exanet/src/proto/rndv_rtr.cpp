@@ -289,6 +289,7 @@ void endpoint::ri_write(send_request& s, const wire::rtr& m, bool rtr_first) noe
   s.dma.notify = true;
   s.dma.notify_slot = m.notify_slot;
   s.dma.notify_gen = m.notify_gen;
+  s.dma.notify_ahead = true;  // the receiver answers nothing: its receive just completes
   const wire::ri_notification note{
       s.cq_data, s.psn,
       (s.has_cq_data ? std::uint32_t{wire::flag_cq_data} : 0u) |

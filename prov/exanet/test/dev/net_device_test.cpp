@@ -15,6 +15,8 @@
 //   net_device_test lost [provider]            lost peers: a killed one, one that closed, a live one
 //   net_device_test bounce [provider]          bounce rings: random sizes and iovecs, many rings'
 //                                              worth, the last with the sender idle
+//   net_device_test idle_write [provider]      a window write with its notification, posted once:
+//                                              the target has both before the initiator calls again
 // Exit 0 when every check held; each failed check is printed.
 #include <signal.h>
 #include <sys/wait.h>
@@ -490,7 +492,10 @@ int initiate(const dev::address& target, const std::string& node, const std::str
     bad.peer = ft;
     bad.notify_gen = r.gen;
     bad.dst_addr = r.va + r.len - 100;  // runs 412 bytes past the window
-    bad.notify = false;
+    // With the armed generation's notification, which leaves right behind the write: the
+    // target must not see it (its lower provider stops the connection at the refused write).
+    bad.notify = true;
+    bad.notify_ahead = true;
     bad.len = 512;
     s = write_blocking(fresh, bad);
     CHECK(s != core::status::ok, "a write past the window succeeded");
@@ -749,6 +754,117 @@ int bounce_rings(const std::string& prov) {
   return failures == 0 ? 0 : 1;
 }
 
+// ---- a window write whose sender stops calling its device once it is posted ---------------------
+
+constexpr std::size_t idle_write_bytes = 4096;  // the lower provider sends it whole when posted
+
+// The target: arms a window, hands it to the initiator (through the pipe: the initiator is not
+// polling), and waits for the notification with the data. Reports through `report`.
+int idle_write_receive(int addr_fd, int report_fd, const std::string& prov) {
+  device d;
+  if (!core::ok(d.open(params_for("127.0.0.1", prov)))) return 2;
+  std::vector<std::byte> window(idle_write_bytes, std::byte{0});
+  offer o{};
+  o.type = window_offer;
+  if (!d.notify_alloc(o.slot, o.gen) ||
+      !d.window_open(o.slot, reinterpret_cast<std::uint64_t>(window.data()), window.size()))
+    return 2;
+  o.va = reinterpret_cast<std::uint64_t>(window.data());
+  o.len = window.size();
+  const dev::address self = d.local_address();
+  if (write(addr_fd, &self, sizeof self) != sizeof self || write(addr_fd, &o, sizeof o) != sizeof o)
+    return 2;
+  // The initiator's first packet (its hello goes with it) sets up the lower connection.
+  dev::peer_id from = dev::no_peer;
+  dev::packet pk;
+  CHECK(next_packet(d, from, pk) && static_cast<std::uint8_t>(pk[0]) == seq_pkt, "first packet");
+  // Bounded, not timed: the initiator makes no call into its device until we report.
+  dev::notification n;
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  bool landed = false;
+  while (!landed && std::chrono::steady_clock::now() < end) {
+    d.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+    landed = d.notify_test(o.slot, o.gen, n);
+  }
+  CHECK(landed, "no notification while the initiator made no call into its device (10 s)");
+  if (landed) {
+    std::size_t bad = window.size();
+    for (std::size_t i = 0; i < window.size() && bad == window.size(); ++i)
+      if (window[i] != pattern(i, 27)) bad = i;
+    CHECK(bad == window.size(), "byte %zu of the window is not the write's", bad);
+    CHECK(static_cast<std::uint8_t>(n[0]) == 0x27, "the notification's data");
+  }
+  const int result = failures;
+  if (write(report_fd, &result, sizeof result) != sizeof result) return 2;
+  const auto linger = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+  while (std::chrono::steady_clock::now() < linger)
+    d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+  return failures == 0 ? 0 : 1;
+}
+
+// A write into a window with its notification, posted once: from then on the initiator makes no
+// call into its device until the target reported. The target must have the data and the
+// notification all the same: over a lower provider that orders a send after a write
+// (FI_ORDER_SAW) the notification need not wait for the write's completion, which only the
+// initiator's progress would read. The write completes afterwards, when the initiator calls
+// again.
+int idle_write(const std::string& prov) {
+  int addr_pipe[2], report_pipe[2];
+  if (pipe(addr_pipe) != 0 || pipe(report_pipe) != 0) return 2;
+  const pid_t child = fork();
+  if (child == 0) {
+    ::close(addr_pipe[0]);
+    ::close(report_pipe[0]);
+    _exit(idle_write_receive(addr_pipe[1], report_pipe[1], prov));
+  }
+  ::close(addr_pipe[1]);
+  ::close(report_pipe[1]);
+  dev::address target{};
+  offer o{};
+  if (read(addr_pipe[0], &target, sizeof target) != sizeof target ||
+      read(addr_pipe[0], &o, sizeof o) != sizeof o) {
+    waitpid(child, nullptr, 0);
+    return 2;
+  }
+  device d;
+  dev::peer_id t = dev::no_peer;
+  CHECK(core::ok(d.open(params_for("127.0.0.1", prov))) && d.connect(target, t) == core::status::ok,
+        "open and connect");
+  CHECK(send_blocking(d, t, pack(std::uint8_t{seq_pkt})) == core::status::ok, "first packet");
+  std::vector<std::byte> src(idle_write_bytes);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = pattern(i, 27);
+  const iovec v{src.data(), src.size()};
+  dev::dma_write w;
+  w.peer = t;
+  w.src = {&v, 1};
+  w.dst_addr = o.va;
+  w.dst_base = o.va;
+  w.len = o.len;
+  w.notify = true;
+  w.notify_slot = o.slot;
+  w.notify_gen = o.gen;
+  w.notify_data[0] = std::byte{0x27};
+  w.notify_ahead = true;
+  dev::dma_state st;
+  core::status s = d.dma_post(w, st);
+  CHECK(s == core::status::again || s == core::status::ok, "dma_post: %d", core::to_int(s));
+  int verdict = -1;
+  if (read(report_pipe[0], &verdict, sizeof verdict) != sizeof verdict) verdict = -1;
+  CHECK(verdict == 0, "the target found %d failures (or none came)", verdict);
+  const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (s == core::status::again && std::chrono::steady_clock::now() < end) {
+    d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+    s = d.dma_post(w, st);
+  }
+  CHECK(s == core::status::ok, "the write did not complete: %d", core::to_int(s));
+  int status = 0;
+  waitpid(child, &status, 0);
+  CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "target exit");
+  std::printf("net_device_test idle_write over %s: %s\n", prov.c_str(),
+              failures == 0 ? "ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
+
 dev::address read_address(const std::string& file) {
   dev::address a{};
   const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -791,6 +907,7 @@ int main(int argc, char** argv) {
     return rc == 0 && target_rc == 0 ? 0 : 1;
   }
   if (mode == "bounce") return bounce_rings(argc > 2 ? argv[2] : "tcp");
+  if (mode == "idle_write") return idle_write(argc > 2 ? argv[2] : "tcp");
   if (mode == "lost") {
     const int rc = lost_peers(argc > 2 ? argv[2] : "tcp");
     std::printf("net_device_test lost: %s\n", rc == 0 ? "ok" : "FAILED");

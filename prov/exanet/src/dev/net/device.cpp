@@ -937,7 +937,12 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
       for (std::size_t i = 0; i < n; ++i) len += local[i].iov_len;
       const std::uint64_t at = w.dst_addr + st.done - (offset_addressing_ ? base : 0);
       fi_rma_iov remote{at, len, lower_key};
-      if (bundle_) flush_bundle();  // it was sent first
+      // What waits in the bundle was sent first; but this write's landing record
+      // (notify_record_put) may stay there and leave after the data, as one lower message
+      // with the notification that follows at once (notify_ahead): the record only has to be
+      // in place before the notification.
+      if (bundle_ && !(w.notify_ahead && bundle_->to == w.peer && bundle_->len == 0))
+        flush_bundle();
       fi_msg_rma m{};
       m.msg_iov = local;
       m.iov_count = n;
@@ -958,6 +963,20 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
       st.in_flight = op;
       op->len = len;
       bytes_sent_ += len;
+      // The notification of a window's last piece goes now when the caller allows it
+      // (notify_ahead), not when the write completes: FI_ORDER_SAW already keeps it behind
+      // the data at the target, and waiting for the delivery acknowledgement would add a
+      // round trip between the data and the receiver's completion (and need our progress in
+      // between). A write the target refuses does not let it through: the target's lower
+      // provider breaks the connection at the refused write (tcp closes it; a reliable
+      // connection goes to error), so nothing sent after it on that connection is delivered.
+      // RMA writes (key_slot) keep the order below: their notification is the target's event,
+      // and a write through a key revoked since must not produce one even where the lower
+      // provider carries on.
+      if (w.notify && w.notify_ahead && !st.notified && w.key_slot == no_key_slot &&
+          st.done + len == w.len && can_send(pr)) {
+        if (core::status s = send_notify(w); core::ok(s)) st.notified = true;
+      }
       return core::status::again;
     }
     auto* op = static_cast<op_context*>(st.in_flight);
@@ -984,15 +1003,19 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
   }
   if (w.notify && !st.notified) {
     if (!can_send(pr)) return core::status::again;
-    notify_packet n{};
-    n.type = static_cast<std::uint8_t>(device_packet::notify);
-    n.slot = w.notify_slot;
-    n.gen = w.notify_gen;
-    n.data = w.notify_data;
-    if (core::status s = send_or_queue(w.peer, to_packet(n)); !core::ok(s)) return s;
+    if (core::status s = send_notify(w); !core::ok(s)) return s;
     st.notified = true;
   }
   return core::status::ok;
+}
+
+core::status device::send_notify(const dma_write& w) noexcept {
+  notify_packet n{};
+  n.type = static_cast<std::uint8_t>(device_packet::notify);
+  n.slot = w.notify_slot;
+  n.gen = w.notify_gen;
+  n.data = w.notify_data;
+  return send_or_queue(w.peer, to_packet(n));
 }
 
 // ---- landing records and access events ------------------------------------------------------
@@ -1006,7 +1029,9 @@ core::status device::notify_record_put(peer_id p, std::uint32_t slot, const noti
   r.type = static_cast<std::uint8_t>(device_packet::record);
   r.slot = slot;
   r.data = rec;
-  return send_or_queue(p, to_packet(r));
+  // In the bundle: it leaves with the write's notification (dma_post), or before anything else
+  // sent, or at the next poll.
+  return send_or_queue(p, to_packet(r), true);
 }
 
 core::status device::event_post(peer_id p, const notification& n) noexcept {

@@ -18,7 +18,10 @@
 //    outside the window is refused by the lower provider at the target, and the initiator gets
 //    the error. The 16-byte notification follows as a device packet on the mailbox path: the
 //    lower endpoint's FI_ORDER_SAW (a send is not processed before an earlier write) makes the
-//    data visible at the target before the notification, as ExaNeST's engine guarantees.
+//    data visible at the target before the notification, as ExaNeST's engine guarantees. For a
+//    write whose caller allows it (dma_write::notify_ahead: the RTR path) the notification, with
+//    the slot's landing record, leaves right after the write is posted, not after the lower
+//    provider's delivery acknowledgement: the target has everything one trip after the post.
 //
 //  - RMA protection is checked at the target: a registration is a lower registration with
 //    exactly the grant's range and rights, under a lower key the owner chose (slot and
@@ -343,7 +346,9 @@ class device {
   notification notify_record(std::uint32_t slot) const noexcept {
     return slot < slots_.size() ? slots_[slot].record : notification{};
   }
-  /// A record packet ahead of the write: FIFO per pair puts it in place before the notification.
+  /// The landing record of the write that follows, as a packet: FIFO per pair puts it in place
+  /// before the notification. It waits in the bundle: with a notify_ahead write it leaves after
+  /// the data, with the notification, as one lower message; else before anything else sent.
   core::status notify_record_put(peer_id p, std::uint32_t slot, const notification& rec) noexcept;
   /// An event packet to the owner, behind the data of the write it reports (FI_ORDER_SAW).
   /// again: no credit at p.
@@ -503,6 +508,8 @@ class device {
   /// A packet to pr may go now: one credit for it, and one more for our hello if it is due.
   static bool can_send(const peer& pr) noexcept { return pr.credits >= 1u + (pr.hello_due ? 1u : 0u); }
   core::status send_hello(peer_id p) noexcept;
+  /// w's notification packet, to w.peer (the caller made sure of the credit).
+  core::status send_notify(const dma_write& w) noexcept;
   void check_liveness(std::uint64_t now_ms) noexcept;
   void mark_dead(peer_id p) noexcept {
     peers_[p].dead = true;

@@ -32,7 +32,7 @@ enum class device_packet : std::uint8_t {
   ping = 0xF6,        // are you there? (sent to a peer silent for a while; takes no credit)
   pong = 0xF7,        // yes (takes no credit)
   bye = 0xF8,         // this endpoint closes: count me lost now (takes no credit)
-  record = 0xF9,      // a slot's 16-byte landing record, ahead of the write that notifies it
+  record = 0xF9,      // a slot's 16-byte landing record, sent before the slot's notification
   event = 0xFA,       // an RMA access event for the owner, behind the write's data
   intake = 0xFB,      // the receiver holds (1) or resumes (0) message packets (no credit)
   bounce = 0xFC,      // heads a bundle: ring bytes, then packets (the header takes no credit:
