@@ -99,25 +99,37 @@ ssize_t post_recv(fid_ep* f, const iovec* iov, size_t count, fi_addr_t src, std:
 
 iovec one(const void* buf, size_t len) noexcept { return {const_cast<void*>(buf), len}; }
 
-// The inject calls of one buffer: what post_send would check, in one test, then straight to the
-// protocol's inject (no send_args, no iovec walk). Anything unusual takes post_send, which gives
-// the same answer with its error.
-template <queue_kind K>
-ssize_t inject_one(fid_ep* f, const void* buf, size_t len, fi_addr_t dest, std::uint64_t tag,
-                   std::uint64_t data, bool has_data) noexcept {
+// The calls with one buffer (send, senddata, inject, injectdata): what post_send would check,
+// in one test, then straight to the protocol's send_one (no send_args, no iovec walk). Anything
+// unusual (a delivery-complete flag among the endpoint's defaults included) takes post_send,
+// which gives the same answer with its error. Inject is FI_INJECT with no completion.
+template <queue_kind K, bool Inject>
+ssize_t send_one(fid_ep* f, const void* buf, size_t len, fi_addr_t dest, std::uint64_t tag,
+                 std::uint64_t data, bool has_data, void* context) noexcept {
   endpoint& ep = ep_of(f);
-  if (!ep.enabled || len > ep.inject_size || (len && !buf) || ep.tx_iov_limit == 0) [[unlikely]] {
+  const std::uint64_t flags = Inject ? FI_INJECT | (has_data ? FI_REMOTE_CQ_DATA : 0)
+                                     : (ep.tx_op_flags & send_flags_known & ~FI_INJECT) |
+                                           (has_data ? FI_REMOTE_CQ_DATA : 0);
+  constexpr std::uint64_t needs_post_send = FI_DELIVERY_COMPLETE | FI_MATCH_COMPLETE;
+  if (!ep.enabled || len > (Inject ? ep.inject_size : max_msg_size) || (len && !buf) ||
+      ep.tx_iov_limit == 0 || (flags & needs_post_send)) [[unlikely]] {
     const iovec v = one(buf, len);
-    return post_send<K>(f, &v, 1, dest, tag, data, FI_INJECT | (has_data ? FI_REMOTE_CQ_DATA : 0),
-                        nullptr, call_family::inject);
+    return post_send<K>(f, &v, 1, dest, tag, data, flags, context,
+                        Inject ? call_family::inject : call_family::ordinary);
+  }
+  proto::one_send how;
+  if constexpr (!Inject) {
+    how.context = context;
+    how.inject = false;
+    how.completion = !ep.tx_selective || (flags & FI_COMPLETION);
   }
   core::level_guard g(ep.lock);
   dev::peer_id peer = dev::no_peer;
   if (int rc = ep.peer_of(dest, peer); rc != 0) [[unlikely]] return rc;
-  core::status s = ep.proto.inject(peer, buf, len, tag, data, has_data, K);
+  core::status s = ep.proto.send_one(peer, buf, len, tag, data, has_data, K, how);
   if (s == core::status::again) {
     ep.proto.progress();  // as post_send: what progress we can, then once more
-    s = ep.proto.inject(peer, buf, len, tag, data, has_data, K);
+    s = ep.proto.send_one(peer, buf, len, tag, data, has_data, K, how);
   }
   return core::to_int(s);
 }
@@ -137,8 +149,7 @@ ssize_t msg_recvmsg(fid_ep* ep, const fi_msg* m, std::uint64_t flags) noexcept {
   return post_recv<queue_kind::msg>(ep, m->msg_iov, m->iov_count, m->addr, 0, 0, flags, m->context);
 }
 ssize_t msg_send(fid_ep* ep, const void* buf, size_t len, void*, fi_addr_t dest, void* ctx) noexcept {
-  const iovec v = one(buf, len);
-  return post_send<queue_kind::msg>(ep, &v, 1, dest, 0, 0, ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT, ctx);
+  return send_one<queue_kind::msg, false>(ep, buf, len, dest, 0, 0, false, ctx);
 }
 ssize_t msg_sendv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t dest,
                   void* ctx) noexcept {
@@ -149,17 +160,15 @@ ssize_t msg_sendmsg(fid_ep* ep, const fi_msg* m, std::uint64_t flags) noexcept {
   return post_send<queue_kind::msg>(ep, m->msg_iov, m->iov_count, m->addr, 0, m->data, flags, m->context);
 }
 ssize_t msg_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest) noexcept {
-  return inject_one<queue_kind::msg>(ep, buf, len, dest, 0, 0, false);
+  return send_one<queue_kind::msg, true>(ep, buf, len, dest, 0, 0, false, nullptr);
 }
 ssize_t msg_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64_t data,
                      fi_addr_t dest, void* ctx) noexcept {
-  const iovec v = one(buf, len);
-  return post_send<queue_kind::msg>(
-      ep, &v, 1, dest, 0, data, (ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT) | FI_REMOTE_CQ_DATA, ctx);
+  return send_one<queue_kind::msg, false>(ep, buf, len, dest, 0, data, true, ctx);
 }
 ssize_t msg_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t data,
                        fi_addr_t dest) noexcept {
-  return inject_one<queue_kind::msg>(ep, buf, len, dest, 0, data, true);
+  return send_one<queue_kind::msg, true>(ep, buf, len, dest, 0, data, true, nullptr);
 }
 
 // ---- FI_TAGGED --------------------------------------------------------------------------------
@@ -197,8 +206,7 @@ ssize_t tagged_recvmsg(fid_ep* ep, const fi_msg_tagged* m, std::uint64_t flags) 
 }
 ssize_t tagged_send(fid_ep* ep, const void* buf, size_t len, void*, fi_addr_t dest,
                     std::uint64_t tag, void* ctx) noexcept {
-  const iovec v = one(buf, len);
-  return post_send<queue_kind::tagged>(ep, &v, 1, dest, tag, 0, ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT, ctx);
+  return send_one<queue_kind::tagged, false>(ep, buf, len, dest, tag, 0, false, ctx);
 }
 ssize_t tagged_sendv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t dest,
                      std::uint64_t tag, void* ctx) noexcept {
@@ -211,17 +219,15 @@ ssize_t tagged_sendmsg(fid_ep* ep, const fi_msg_tagged* m, std::uint64_t flags) 
 }
 ssize_t tagged_inject(fid_ep* ep, const void* buf, size_t len, fi_addr_t dest,
                       std::uint64_t tag) noexcept {
-  return inject_one<queue_kind::tagged>(ep, buf, len, dest, tag, 0, false);
+  return send_one<queue_kind::tagged, true>(ep, buf, len, dest, tag, 0, false, nullptr);
 }
 ssize_t tagged_senddata(fid_ep* ep, const void* buf, size_t len, void*, std::uint64_t data,
                         fi_addr_t dest, std::uint64_t tag, void* ctx) noexcept {
-  const iovec v = one(buf, len);
-  return post_send<queue_kind::tagged>(
-      ep, &v, 1, dest, tag, data, (ep_of(ep).tx_op_flags & send_flags_known & ~FI_INJECT) | FI_REMOTE_CQ_DATA, ctx);
+  return send_one<queue_kind::tagged, false>(ep, buf, len, dest, tag, data, true, ctx);
 }
 ssize_t tagged_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t data,
                           fi_addr_t dest, std::uint64_t tag) noexcept {
-  return inject_one<queue_kind::tagged>(ep, buf, len, dest, tag, data, true);
+  return send_one<queue_kind::tagged, true>(ep, buf, len, dest, tag, data, true, nullptr);
 }
 
 }  // namespace

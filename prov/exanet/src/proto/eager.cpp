@@ -48,14 +48,16 @@ core::status endpoint::eager_send(const send_args& a, std::size_t len) noexcept 
   return s;
 }
 
-core::status endpoint::inject(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
-                              std::uint64_t cq_data, bool has_cq_data, queue_kind kind) noexcept {
+core::status endpoint::send_one(dev::peer_id to, const void* buf, std::size_t len,
+                                std::uint64_t tag, std::uint64_t cq_data, bool has_cq_data,
+                                queue_kind kind, const one_send& how) noexcept {
   // The checks of send_now, in its order, for the case the table sends eager; anything else
   // (a DMA backlog that may close the psn window, a larger message) takes send().
   if (len < eager_below_[static_cast<int>(kind)] && dma_backlog_.empty()) [[likely]] {
     if (dev_.peer_intake_held(to)) [[unlikely]] return core::status::again;
     const core::status s = eager_post(to, buf, len, tag, cq_data, has_cq_data, kind, {});
     if (core::ok(s)) [[likely]] {
+      if (how.completion && sinks_.tx) write_send_done(how.context, kind, len);
       if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);
     } else if (s == core::status::peer_dead) {
       settle_found_dead();
@@ -69,11 +71,12 @@ core::status endpoint::inject(dev::peer_id to, const void* buf, std::size_t len,
   a.cq_data = cq_data;
   a.has_cq_data = has_cq_data;
   a.peer = to;
-  a.inject = true;
-  a.completion = false;
+  a.context = how.context;
+  a.inject = how.inject;
+  a.completion = how.completion;
   a.kind = kind;
-  // The size an eager train carries (MPI's 64-byte blocking sends): the same checks, then the
-  // train, without send_now's general walk.
+  // The size an eager train carries (MPI's 64-byte sends): the same checks, then the train,
+  // without send_now's general walk.
   if (len < train_below_[static_cast<int>(kind)] && dma_backlog_.empty()) {
     if (dev_.peer_intake_held(to)) [[unlikely]] return core::status::again;
     const core::status s = train_send(a, len);

@@ -524,14 +524,16 @@ void endpoint::complete_send(send_request& s) noexcept {
   release_send(s);
 }
 
+void endpoint::write_send_done(void* context, queue_kind kind, std::size_t len) noexcept {
+  completion c;
+  c.context = context;
+  c.flags = FI_SEND | (kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);
+  c.len = len;
+  sinks_.tx.write(sinks_.tx.self, c);
+}
+
 void endpoint::complete_buffered_send(const send_args& a, std::size_t len) noexcept {
-  if (a.completion && sinks_.tx) {
-    completion c;
-    c.context = a.context;
-    c.flags = FI_SEND | (a.kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);
-    c.len = len;
-    sinks_.tx.write(sinks_.tx.self, c);
-  }
+  if (a.completion && sinks_.tx) write_send_done(a.context, a.kind, len);
   if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);
 }
 

@@ -51,6 +51,15 @@ struct send_args {
   queue_kind kind = queue_kind::tagged;
 };
 
+/// How a send of one buffer (endpoint::send_one) completes: an inject (no completion, the buffer
+/// is the caller's again at return), or an ordinary send with its context and whether a
+/// successful completion is written (FI_SELECTIVE_COMPLETION).
+struct one_send {
+  void* context = nullptr;
+  bool inject = true;
+  bool completion = false;
+};
+
 struct recv_args {
   std::span<const iovec> iov;
   std::uint64_t tag = 0;
@@ -359,12 +368,13 @@ class endpoint {
   void invalidate_sources() noexcept;
 
   core::status send(const send_args& a) noexcept;
-  /// An inject of one buffer (fi_inject, fi_injectdata, fi_tinject, fi_tinjectdata: no
-  /// completion, the buffer is the caller's again at return), already validated by fi/. The
-  /// same as send() with those arguments; a message the protocol table sends eager goes straight
-  /// into the packet (the small blocking sends of MPI libraries take this path).
-  core::status inject(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
-                      std::uint64_t cq_data, bool has_cq_data, queue_kind kind) noexcept;
+  /// A send of one buffer (fi_send, fi_senddata, fi_inject, fi_injectdata and their tagged
+  /// forms), already validated by fi/, without delivery-complete semantics. The same as send()
+  /// with those arguments; a message the protocol table sends eager goes straight into the
+  /// packet, then completes (MPI libraries' small sends, blocking and not, take this path).
+  core::status send_one(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
+                        std::uint64_t cq_data, bool has_cq_data, queue_kind kind,
+                        const one_send& how) noexcept;
   core::status recv(const recv_args& a) noexcept;
   /// fi_write* / fi_read*: protection-checked at the target before any byte moves; a refused
   /// access is an FI_EACCES error completion.
@@ -785,6 +795,8 @@ class endpoint {
   void complete_send(send_request& s) noexcept;
   /// Eager and medium sends complete as soon as the payload is copied out of the user buffer.
   void complete_buffered_send(const send_args& a, std::size_t len) noexcept;
+  /// Writes the successful completion of a buffered send to the transmit CQ (there is one).
+  void write_send_done(void* context, queue_kind kind, std::size_t len) noexcept;
   void fail_send(send_request& s, int err) noexcept;
   void release_send(send_request& s) noexcept;
 

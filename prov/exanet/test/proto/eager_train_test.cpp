@@ -148,7 +148,7 @@ TEST_F(train_pair_test, injects_of_train_sizes_go_as_trains_without_a_completion
     std::vector<std::byte> out(n);
     recv(out.data(), n, 2, &ctx);
     core::status st;
-    while ((st = a.inject(a_to_b, data.data(), n, 2, 77, true, queue_kind::tagged)) ==
+    while ((st = a.send_one(a_to_b, data.data(), n, 2, 77, true, queue_kind::tagged, {})) ==
            core::status::again)
       b.progress();
     ASSERT_EQ(st, core::status::ok);
