@@ -102,8 +102,11 @@ int domain_open(fid_fabric* fabric, fi_info* info, fid_domain** out, void* conte
     }
     // Process-wide and measured once: how copies between misaligned buffers are made.
     const core::copy_choice copy = core::copy_calibrate(d->cfg.copy);
-    EXANET_LOG(info, core, "misaligned copies: %s (memcpy %.0f ns, %s loop %.0f ns per 64 KiB)",
-               copy.vector ? "loop" : "memcpy", copy.libc_ns, copy.isa, copy.vector_ns);
+    EXANET_LOG(info, core,
+               "misaligned copies: %s (memcpy %.0f ns, %s loop %.0f ns per 64 KiB); copies to just "
+               "ahead of their source: %s (memcpy %.0f ns, backward loop %.0f ns)",
+               copy.vector ? "loop" : "memcpy", copy.libc_ns, copy.isa, copy.vector_ns,
+               copy.backward ? "backward loop" : "memcpy", copy.ahead_libc_ns, copy.ahead_loop_ns);
     if (!addr_format_supported(info->addr_format)) {
       delete d;
       return -FI_EINVAL;

@@ -172,7 +172,9 @@ inline constexpr param_spec g_params[] = {
      "times dearer, cross\\-memory attach was 1.5 times faster from 64 KiB and staging still "
      "won at 16 KiB (BENCHMARKS.md).\n"
      "\\fIauto\\fR times both engines on the endpoint's own writes, per size class (powers of "
-     "two from 4 KiB): a cross\\-memory attach write from its post until the system call "
+     "two from 4 KiB) and per placement (a destination 1 to 63 bytes ahead of its source modulo "
+     "a page, where the kernel's copy ran 5 to 20 times slower on the machine of BENCHMARKS.md "
+     "and the staged engine, which places its own copies, did not; or any other): a cross\\-memory attach write from its post until the system call "
      "returns; a staged write that found the staging area free, from its first piece until "
      "the target has copied its last piece out, or, for a write of a stream (one that starts "
      "soon after the last ended), until its last piece went in; an engine's cost is the least "
@@ -186,13 +188,15 @@ inline constexpr param_spec g_params[] = {
      "exanet falls back to staging by itself, and logs it once, when the kernel refuses "
      "cross\\-memory attach (ptrace restrictions or seccomp)."},
     {param_id::copy, "copy", param_type::string, 0, "auto", 0, 0, "auto|libc|loop",
-     "How copies between a user buffer and exanet's shared areas are made when the two disagree "
-     "in their position within a 64-byte cache line: auto (measured once per process, about a "
-     "millisecond), libc (always memcpy) or loop (always exanet's aligned-store loop, for copies "
-     "of 2 KiB and more).",
-     "\\fIauto\\fR picks \\fBmemcpy\\fR(3) unless it is more than 1.25 times slower than "
-     "exanet's own copy loop (unaligned loads, aligned AVX2 or SSE2 stores) for such buffers "
-     "(see BUFFER PLACEMENT).\n"
+     "How copies of 2 KiB and more between a user buffer and exanet's shared areas are made "
+     "when the destination lies 1 to 63 bytes ahead of the source modulo a page, or the two "
+     "disagree in their position within a 64-byte cache line: auto (measured once per process, "
+     "about a millisecond), libc (always memcpy) or loop (always exanet's loops).",
+     "\\fIauto\\fR picks \\fBmemcpy\\fR(3) for each of the two cases unless it is more "
+     "than 1.25 times slower than exanet's loop for it: a backward loop for a destination just "
+     "ahead of its source (whose loads never alias the stores just made; memcpy ran 15 to 30 "
+     "times slower there on the machine of BENCHMARKS.md), a forward loop of unaligned loads and "
+     "aligned AVX2 or SSE2 stores for misaligned buffers (see BUFFER PLACEMENT).\n"
      "The choice is logged at \\fBFI_LOG_LEVEL\\fR=info; another value is logged as a warning "
      "and \\fIauto\\fR is used."},
     {param_id::dead_peer_check_ms, "dead_peer_check_ms", param_type::integer, 200, "", 1,

@@ -108,6 +108,38 @@ TEST(copy, the_aligned_store_loop_is_exact_at_every_alignment) {
   check_copy_at_every_skew(detail::copy_misaligned, detail::vector_copy_min);
 }
 
+TEST(copy, the_backward_loop_is_exact_at_every_alignment) {
+  check_copy_at_every_skew(detail::copy_backward, detail::vector_copy_min);
+}
+
+TEST(copy, copy_bytes_is_exact_just_ahead_of_its_source_under_every_policy_path) {
+  // Destinations 1..63 bytes ahead of the source modulo a page (the backward loop's case, when
+  // chosen) and around it, lengths around the loop's steps; bytes around the copy unchanged.
+  copy_calibrate(copy_policy::automatic);
+  std::vector<unsigned char> src(3 * 4096 + 40000), dst(3 * 4096 + 40000);
+  for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<unsigned char>(i * 29 + 5);
+  auto page_of = [](std::vector<unsigned char>& v) {
+    return v.data() + (4096 - reinterpret_cast<std::uintptr_t>(v.data()) % 4096) % 4096;
+  };
+  const unsigned char* s0 = page_of(src) + 4096;
+  unsigned char* d0 = page_of(dst) + 4096;
+  for (std::size_t len : {std::size_t{2048}, std::size_t{2049}, std::size_t{4096 + 33},
+                          std::size_t{16384 + 95}, std::size_t{32768 + 1}})
+    for (std::size_t so : {std::size_t{0}, std::size_t{5}, std::size_t{40}})
+      for (std::size_t ahead = 0; ahead <= 70; ++ahead) {
+        std::fill(dst.begin(), dst.end(), 0xEE);
+        const unsigned char* s = s0 + so;
+        unsigned char* d = d0 + so + ahead;
+        copy_bytes(d, s, len);
+        const auto at = static_cast<std::size_t>(d - dst.data());
+        for (std::size_t i = 0; i < dst.size(); ++i) {
+          const bool inside = i >= at && i < at + len;
+          ASSERT_EQ(dst[i], inside ? s[i - at] : 0xEE)
+              << "len " << len << " src+" << so << " ahead " << ahead << " byte " << i;
+        }
+      }
+}
+
 TEST(copy, copy_small_is_exact_at_every_length_and_alignment) {
   // Every length it takes (0..64) at every pair of offsets: exactly those bytes, none around.
   unsigned char src[256], dst[256];
@@ -132,6 +164,8 @@ TEST(copy, calibration_reports_a_measurement_and_keeps_its_first_answer) {
 #if defined(__x86_64__)
   EXPECT_GT(first.libc_ns, 0.0);
   EXPECT_GT(first.vector_ns, 0.0);
+  EXPECT_GT(first.ahead_libc_ns, 0.0);
+  EXPECT_GT(first.ahead_loop_ns, 0.0);
 #endif
 }
 
