@@ -120,6 +120,8 @@ bench_env() {
     exanet) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib") ;;
     exanet_cma) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_DMA_ENGINE=cma) ;;
     exanet_staged) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_DMA_ENGINE=staged) ;;
+    # Another build of exanet, for an A/B in the same run: BEFORE_LIB is its provider directory.
+    exanet_before) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="${BEFORE_LIB:?exanet_before needs BEFORE_LIB}") ;;
     exanet_write | exanet_read | exanet_optimistic)
       benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_PROTOCOL="${series#exanet_}") ;;
     *) benv=(FI_PROVIDER="$series") ;;

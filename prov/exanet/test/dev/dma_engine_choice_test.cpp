@@ -125,6 +125,34 @@ TEST(dma_engine_choice, slow_outliers_do_not_move_the_estimate_but_a_lasting_cha
 
 // A stream of staged writes goes at the slower of its two copies, a write alone at their sum:
 // the same engines can rank differently for the two uses, and each use follows its own costs.
+TEST(dma_engine_choice, a_destination_just_ahead_of_its_source_is_a_class_of_its_own) {
+  // 1..63 bytes ahead modulo a page; 0, 64 and behind are not.
+  EXPECT_FALSE(dma_engine_choice::is_aliased(0x10000, 0x20000));
+  EXPECT_TRUE(dma_engine_choice::is_aliased(0x10000, 0x20001));
+  EXPECT_TRUE(dma_engine_choice::is_aliased(0x10010, 0x20028));
+  EXPECT_TRUE(dma_engine_choice::is_aliased(0x10fff, 0x2103e));  // across a page boundary
+  EXPECT_FALSE(dma_engine_choice::is_aliased(0x10000, 0x20040));
+  EXPECT_FALSE(dma_engine_choice::is_aliased(0x10010, 0x20008));
+  // The kernel's copy is cheap for plain placements and dear for aliased ones; the staged
+  // engine costs the same for both. Each placement gets the engine that is cheaper for it,
+  // whatever the other's samples say, and the classes are measured apart.
+  dma_engine_choice c;
+  const std::size_t len = 256 * kib;
+  for (int i = 0; i < 4; ++i) {
+    c.record(dma_engine::cross_memory_attach, dma_use::alone, len, 30'000, false);
+    c.record(dma_engine::cross_memory_attach, dma_use::alone, len, 150'000, true);
+    c.record(dma_engine::staged, dma_use::alone, len, 60'000, false);
+    c.record(dma_engine::staged, dma_use::alone, len, 60'000, true);
+  }
+  EXPECT_EQ(c.preferred_for(len, dma_use::alone, false), dma_engine::cross_memory_attach);
+  EXPECT_EQ(c.preferred_for(len, dma_use::alone, true), dma_engine::staged);
+  EXPECT_EQ(c.samples(dma_engine::cross_memory_attach, len, dma_use::alone, true), 4u);
+  EXPECT_EQ(c.samples(dma_engine::cross_memory_attach, len, dma_use::alone, false), 4u);
+  std::size_t staged = 0;
+  for (int i = 0; i < 128; ++i) staged += c.choose(len, dma_use::alone, true) == dma_engine::staged;
+  EXPECT_EQ(staged, 128u - 128u / dma_engine_choice::explore_period_long);
+}
+
 TEST(dma_engine_choice, a_stream_and_a_write_alone_are_ranked_apart) {
   dma_engine_choice c;
   const std::size_t len = 16 * kib;

@@ -638,6 +638,21 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
   return dma_staged(pr, w, st);
 }
 
+namespace {
+// Whether the write's first byte goes to just ahead of where it comes from, modulo a page
+// (dma_engine_choice::is_aliased): its class in the automatic mode.
+bool write_aliased(const dma_write& w) noexcept {
+  std::size_t skip = w.src_offset;
+  for (const iovec& v : w.src) {
+    if (skip < v.iov_len)
+      return dma_engine_choice::is_aliased(reinterpret_cast<std::uintptr_t>(v.iov_base) + skip,
+                                           w.dst_addr);
+    skip -= v.iov_len;
+  }
+  return false;
+}
+}  // namespace
+
 void device::staged_probe_start(const peer& pr, const dma_write& w, const dma_state& st,
                                 std::uint64_t free_mask) noexcept {
   if (probe_.owner == &st) return;  // timed since its first try: the waits are its cost
@@ -653,30 +668,35 @@ void device::staged_probe_start(const peer& pr, const dma_write& w, const dma_st
   probe_.owner = &st;
   probe_.peer = static_cast<peer_id>(&pr - peers_.data());
   probe_.len = w.len;
+  probe_.aliased = write_aliased(w);
   probe_.start_ns = now;
 }
 
 // What the automatic mode measured, at FI_LOG_LEVEL=info: one line per size class it wrote.
 void device::log_engine_choice() const noexcept {
   if (!core::log_enabled(core::log_level::info, core::log_subsys::core)) return;
-  for (std::size_t k = 0; k < dma_engine_choice::classes; ++k) {
-    const std::size_t len = k == 0 ? 0 : dma_engine_choice::smallest_class_bytes << (k - 1);
-    const std::uint32_t ns = engine_choice_.samples(dma_engine::staged, len);
-    const std::uint32_t nc = engine_choice_.samples(dma_engine::cross_memory_attach, len);
-    if (ns + nc + engine_choice_.samples(dma_engine::staged, len, dma_use::stream) == 0) continue;
-    auto name = [](dma_engine e) { return e == dma_engine::staged ? "staged" : "cma"; };
-    EXANET_LOG(info, core,
-               "DMA engine, writes of %zu B and more: cross-memory attach %.1f ps/B (%u "
-               "samples); staged alone %.1f ps/B (%u samples), in a stream %.1f ps/B (%u): %s "
-               "alone, %s in a stream",
-               len, engine_choice_.estimate(dma_engine::cross_memory_attach, len), nc,
-               engine_choice_.estimate(dma_engine::staged, len), ns,
-               engine_choice_.estimate(dma_engine::staged, len, dma_use::stream),
-               engine_choice_.samples(dma_engine::staged, len, dma_use::stream),
-               name(engine_choice_.preferred_for(len)),
-               name(engine_choice_.preferred_for(len, dma_use::stream)));
-  }
+  for (const bool aliased : {false, true})
+    for (std::size_t k = 0; k < dma_engine_choice::classes; ++k) {
+      const std::size_t len = k == 0 ? 0 : dma_engine_choice::smallest_class_bytes << (k - 1);
+      const auto& c = engine_choice_;
+      const std::uint32_t ns = c.samples(dma_engine::staged, len, dma_use::alone, aliased);
+      const std::uint32_t nc = c.samples(dma_engine::cross_memory_attach, len, dma_use::alone, aliased);
+      const std::uint32_t nss = c.samples(dma_engine::staged, len, dma_use::stream, aliased);
+      if (ns + nc + nss == 0) continue;
+      auto name = [](dma_engine e) { return e == dma_engine::staged ? "staged" : "cma"; };
+      EXANET_LOG(info, core,
+                 "DMA engine, writes of %zu B and more%s: cross-memory attach %.1f ps/B (%u "
+                 "samples); staged alone %.1f ps/B (%u samples), in a stream %.1f ps/B (%u): %s "
+                 "alone, %s in a stream",
+                 len, aliased ? " to just ahead of their source" : "",
+                 c.estimate(dma_engine::cross_memory_attach, len, dma_use::alone, aliased), nc,
+                 c.estimate(dma_engine::staged, len, dma_use::alone, aliased), ns,
+                 c.estimate(dma_engine::staged, len, dma_use::stream, aliased), nss,
+                 name(c.preferred_for(len, dma_use::alone, aliased)),
+                 name(c.preferred_for(len, dma_use::stream, aliased)));
+    }
 }
+
 
 dma_engine device::engine_for(const peer& pr, const dma_write& w, dma_state& st) noexcept {
   if (!pr.cma) return dma_engine::staged;
@@ -689,16 +709,19 @@ dma_engine device::engine_for(const peer& pr, const dma_write& w, dma_state& st)
     const std::uint64_t now = link_now_ns();
     st.started_ns = now;
     const bool stream = last_write_end_ns_ != 0 && now - last_write_end_ns_ < last_write_ns_ / 2;
-    return engine_choice_.choose(w.len, stream ? dma_use::stream : dma_use::alone);
+    return engine_choice_.choose(w.len, stream ? dma_use::stream : dma_use::alone,
+                                 write_aliased(w));
   }
   return dma_engine::cross_memory_attach;
 }
 
-void device::write_timed(dma_engine e, std::size_t len, std::uint64_t start,
+void device::write_timed(dma_engine e, const dma_write& w, std::uint64_t start,
                          std::uint64_t end) noexcept {
-  engine_choice_.record(e, dma_use::stream, len, end - start);
+  const bool aliased = write_aliased(w);
+  engine_choice_.record(e, dma_use::stream, w.len, end - start, aliased);
   // A write by cross-memory attach has landed as it ends: its time is the same alone.
-  if (e == dma_engine::cross_memory_attach) engine_choice_.record(e, dma_use::alone, len, end - start);
+  if (e == dma_engine::cross_memory_attach)
+    engine_choice_.record(e, dma_use::alone, w.len, end - start, aliased);
   last_write_end_ns_ = end;
   last_write_ns_ = end - start;
 }
@@ -716,8 +739,10 @@ void device::staged_probe_check() noexcept {
   // A late look still counts while the class has too few samples: the warm-up waits for them.
   if (freed || elapsed > given_up_ns) {
     if (!freed || now - probe_.checked_ns <= std::max<std::uint64_t>(2000, elapsed / 8) ||
-        engine_choice_.samples(dma_engine::staged, probe_.len) < dma_engine_choice::warmup_samples)
-      engine_choice_.record(dma_engine::staged, dma_use::alone, probe_.len, elapsed);
+        engine_choice_.samples(dma_engine::staged, probe_.len, dma_use::alone, probe_.aliased) <
+            dma_engine_choice::warmup_samples)
+      engine_choice_.record(dma_engine::staged, dma_use::alone, probe_.len, elapsed,
+                            probe_.aliased);
     probe_.landing = false;
   } else if (pr.dead) {
     probe_.landing = false;
@@ -747,7 +772,7 @@ core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexce
     if (r == 0) return core::status::io;
     st.done += static_cast<std::size_t>(r);
   }
-  if (timed) write_timed(dma_engine::cross_memory_attach, w.len, start, link_now_ns());
+  if (timed) write_timed(dma_engine::cross_memory_attach, w, start, link_now_ns());
   ++dma_writes_direct_;  // once: the loop above ends only when every byte has landed
   st.landed_at_post = true;
   if (w.notify && !st.notified) {
@@ -846,7 +871,7 @@ core::status device::dma_staged(peer& pr, const dma_write& w, dma_state& st) noe
     if (st.done == 0) ++dma_writes_staged_;
     if (last && st.started_ns != 0 && n > 0) {
       const std::uint64_t now = link_now_ns();
-      write_timed(dma_engine::staged, w.len, st.started_ns, now);
+      write_timed(dma_engine::staged, w, st.started_ns, now);
       if (probe_.owner == &st) {
         probe_.owner = nullptr;
         probe_.landing = true;

@@ -452,7 +452,7 @@ class device {
   core::status dma_staged(peer& pr, const dma_write& w, dma_state& st) noexcept;
   dma_engine engine_for(const peer& pr, const dma_write& w, dma_state& st) noexcept;
   /// A write the automatic mode timed ended (write_timed: its samples, and when it ended).
-  void write_timed(dma_engine e, std::size_t len, std::uint64_t start, std::uint64_t end) noexcept;
+  void write_timed(dma_engine e, const dma_write& w, std::uint64_t start, std::uint64_t end) noexcept;
   void log_engine_choice() const noexcept;
   /// One staged write at a time is timed, from its first piece until the target frees the
   /// chunk of its last (it copies pieces out in order), for the automatic mode.
@@ -462,6 +462,7 @@ class device {
     peer_id peer = no_peer;
     std::uint32_t chunk = 0;
     std::size_t len = 0;
+    bool aliased = false;      // its class (dma_engine_choice::is_aliased)
     std::uint64_t start_ns = 0;
     std::uint64_t checked_ns = 0;  // the last look: a sample is kept only if the end was seen
                                    // soon after it happened

@@ -19,6 +19,12 @@
 // (waits for chunks included), what the write holds the initiator. A write counts as one of a
 // stream when it starts soon after the previous one ended (device.cpp).
 //
+// Samples are kept apart by the write's placement too: a destination 1-63 bytes ahead of its
+// source modulo a page ("aliased") makes the kernel's copy, and so cross-memory attach, 5-20
+// times slower on the machine of BENCHMARKS.md (2026-11-27), while the staged engine picks its
+// own addresses (core/copy.hpp avoids the same trap in user space). A class that mixed the two
+// would judge one placement by the other's samples.
+//
 // No libfabric and no device here, so the policy is unit-tested alone (dev_dma_engine_test).
 #pragma once
 #include <algorithm>
@@ -63,8 +69,8 @@ class dma_engine_choice {
   }
 
   /// The engine for the next write of len bytes used as u. Counts the write in its class.
-  dma_engine choose(std::size_t len, dma_use u = dma_use::alone) noexcept {
-    size_class& c = classes_[class_of(len)];
+  dma_engine choose(std::size_t len, dma_use u = dma_use::alone, bool aliased = false) noexcept {
+    size_class& c = class_for(len, aliased);
     const std::uint32_t s = samples_in(c, dma_engine::staged, u);
     const std::uint32_t x = samples_in(c, dma_engine::cross_memory_attach, u);
     // Warm-up: by turns (staged first), then only the one still short of samples.
@@ -85,14 +91,16 @@ class dma_engine_choice {
   }
 
   /// What choose would answer for a write alone, without counting it (logs, tests).
-  dma_engine preferred_for(std::size_t len, dma_use u = dma_use::alone) const noexcept {
-    return preferred(classes_[class_of(len)], u);
+  dma_engine preferred_for(std::size_t len, dma_use u = dma_use::alone,
+                           bool aliased = false) const noexcept {
+    return preferred(class_for(len, aliased), u);
   }
 
   /// A measured write of len bytes (len > 0): ns from its post to what u counts.
-  void record(dma_engine e, dma_use u, std::size_t len, std::uint64_t ns) noexcept {
+  void record(dma_engine e, dma_use u, std::size_t len, std::uint64_t ns,
+              bool aliased = false) noexcept {
     if (len == 0) return;
-    estimator& m = classes_[class_of(len)].cost[index(u)][index(e)];
+    estimator& m = class_for(len, aliased).cost[index(u)][index(e)];
     m.recent[m.samples % recent_samples] =
         static_cast<float>(static_cast<double>(ns) * 1000.0 / static_cast<double>(len));
     ++m.samples;
@@ -103,11 +111,19 @@ class dma_engine_choice {
 
   /// Picoseconds per byte now estimated for e at len's class used as u (0: not measured yet;
   /// a use with no sample of e borrows the other use's).
-  double estimate(dma_engine e, std::size_t len, dma_use u = dma_use::alone) const noexcept {
-    return cost_in(classes_[class_of(len)], e, u);
+  double estimate(dma_engine e, std::size_t len, dma_use u = dma_use::alone,
+                  bool aliased = false) const noexcept {
+    return cost_in(class_for(len, aliased), e, u);
   }
-  std::uint32_t samples(dma_engine e, std::size_t len, dma_use u = dma_use::alone) const noexcept {
-    return classes_[class_of(len)].cost[index(u)][index(e)].samples;
+  std::uint32_t samples(dma_engine e, std::size_t len, dma_use u = dma_use::alone,
+                        bool aliased = false) const noexcept {
+    return class_for(len, aliased).cost[index(u)][index(e)].samples;
+  }
+
+  /// True when a write from src to dst is "aliased": dst lies 1-63 bytes ahead of src modulo a
+  /// page (see above).
+  static bool is_aliased(std::uintptr_t src, std::uintptr_t dst) noexcept {
+    return ((dst - src) & 4095) - 1 < 63;
   }
 
  private:
@@ -145,7 +161,13 @@ class dma_engine_choice {
     if (s == 0 || x == 0) return x > 0 ? dma_engine::cross_memory_attach : dma_engine::staged;
     return x < s ? dma_engine::cross_memory_attach : dma_engine::staged;
   }
-  std::array<size_class, classes> classes_{};
+  size_class& class_for(std::size_t len, bool aliased) noexcept {
+    return classes_[aliased][class_of(len)];
+  }
+  const size_class& class_for(std::size_t len, bool aliased) const noexcept {
+    return classes_[aliased][class_of(len)];
+  }
+  std::array<std::array<size_class, classes>, 2> classes_{};  // [aliased][size class]
 };
 
 }  // namespace exanet::dev::emu
