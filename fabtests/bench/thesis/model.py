@@ -12,7 +12,7 @@
       the means from the sums: link = (sum(arrival) - sum(issued)) / n over every endpoint,
       exact only when every message sent was received (the counts must agree), and dragged by
       every preemption on a shared machine.
-  model.py check PROFILE BENCH [--low R] [--high R]
+  model.py check PROFILE BENCH [--low R] [--high R]     (default 0.6 and 1.2)
       The ctest's judgement (bench.model_quick): for each size in BENCH (thesis_bench lat
       output, "lat SIZE VARIANT US RI"), the profile must hold every part (each phase counted,
       as many receives as sends, no part negative) and a message's parts, post to completion,
@@ -27,7 +27,9 @@
       much as large ones), prints the fits' residuals, the crossover they predict,
       x* = (a_slow - a_fast) / (b_fast - b_slow) (§C.7's threshold), and the measured one (where
       the measured curves cross, interpolated linearly between the two sizes around the sign
-      change), and the prediction's error.
+      change), and the prediction's error. Then the same with one change of slope per curve
+      (fit_knee: where the copies outgrow a cache or the ring, a straight line cannot follow).
+      A size in FAST or SLOW more than once (REPEAT runs appended) counts as its median.
 
 Python 3 standard library only. Not a test of speed: nothing here judges an absolute time.
 """
@@ -112,16 +114,72 @@ def parts_of(cell):
 
 
 def read_curve(path):
-    """{size: us} from thesis_bench lat lines or plain "SIZE US" lines."""
-    curve = {}
+    """{size: us} from thesis_bench lat lines or plain "SIZE US" lines; a size measured more
+    than once (runs appended) takes the median of its values."""
+    values = defaultdict(list)
     with open(path) as f:
         for line in f:
             w = line.split()
             if len(w) >= 4 and w[0] == "lat":
-                curve[int(w[1])] = float(w[3])
+                values[int(w[1])].append(float(w[3]))
             elif len(w) == 2 and w[0].isdigit():
-                curve[int(w[0])] = float(w[1])
-    return curve
+                values[int(w[0])].append(float(w[1]))
+    return {s: median(v) for s, v in values.items()}
+
+
+def solve_weighted(rows, ys, ws):
+    """Least squares of rows . c = ys with weights ws (normal equations, Gauss-Jordan)."""
+    n = len(rows[0])
+    m = [[0.0] * (n + 1) for _ in range(n)]
+    for row, y, w in zip(rows, ys, ws):
+        for i in range(n):
+            m[i][n] += w * row[i] * y
+            for j in range(n):
+                m[i][j] += w * row[i] * row[j]
+    for i in range(n):
+        p = max(range(i, n), key=lambda r: abs(m[r][i]))
+        m[i], m[p] = m[p], m[i]
+        if abs(m[i][i]) < 1e-300:
+            return None
+        for r in range(n):
+            if r != i:
+                f = m[r][i] / m[i][i]
+                for c in range(i, n + 1):
+                    m[r][c] -= f * m[i][c]
+    return [m[i][n] / m[i][i] for i in range(n)]
+
+
+def fit_knee(curve):
+    """latency = a + b x + c max(0, x - k): a line with one change of slope at k (a cache or
+    ring size the protocol's copies outgrow), k the measured size that fits best (relative least
+    squares, as fit_line). Returns (function, k, rms relative residual) or None."""
+    xs = sorted(curve)
+    best = None
+    for k in xs[1:-2]:  # at least two sizes beyond the knee
+        rows = [[1.0, x, max(0.0, x - k)] for x in xs]
+        ys = [curve[x] for x in xs]
+        c = solve_weighted(rows, ys, [1.0 / (y * y) for y in ys])
+        if c is None:
+            continue
+        f = (lambda a, b, d, kk: lambda x: a + b * x + d * max(0.0, x - kk))(c[0], c[1], c[2], k)
+        r = math.sqrt(sum(((f(x) - curve[x]) / curve[x]) ** 2 for x in xs) / len(xs))
+        if best is None or r < best[2]:
+            best = (f, k, r)
+    return best
+
+
+def first_crossing(f_fast, f_slow, lo, hi, step=64):
+    """The least size in [lo, hi] (on a step grid) where f_slow - f_fast turns <= 0 after being
+    > 0, or None."""
+    prev = f_slow(lo) - f_fast(lo)
+    x = lo
+    while x <= hi:
+        d = f_slow(x) - f_fast(x)
+        if prev > 0 and d <= 0:
+            return x
+        prev = d
+        x += step
+    return None
 
 
 def fit_line(points):
@@ -250,6 +308,17 @@ def cmd_fit(args):
     if meas is not None and pred > 0 and math.isfinite(pred):
         err = ", error %+.1f%%" % (100 * (pred - meas) / meas)
     print("%scrossover predicted %s, measured %s%s" % (label, pred_txt, meas_txt, err))
+    # The same with a knee per curve (fit_knee): the crossing of the two fitted curves.
+    kf, ks = fit_knee(fast), fit_knee(slow)
+    if kf and ks:
+        x = first_crossing(kf[0], ks[0], sizes[0], sizes[-1])
+        kerr = ""
+        if x is not None and meas is not None:
+            kerr = ", error %+.1f%%" % (100 * (x - meas) / meas)
+        print("%sknee fits: fast knee %d B rms %.1f%%, slow knee %d B rms %.1f%%; crossover "
+              "predicted %s, measured %s%s" % (
+                  label, kf[1], 100 * kf[2], ks[1], 100 * ks[2],
+                  "%d B" % x if x is not None else "none in range", meas_txt, kerr))
     return 0
 
 
@@ -262,7 +331,7 @@ def main():
     c.add_argument("profile")
     c.add_argument("bench")
     c.add_argument("--low", type=float, default=0.6)
-    c.add_argument("--high", type=float, default=1.1)
+    c.add_argument("--high", type=float, default=1.2)
     f = sub.add_parser("fit")
     f.add_argument("fast")
     f.add_argument("slow")
