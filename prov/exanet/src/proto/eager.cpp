@@ -81,7 +81,7 @@ core::status endpoint::inject_now(dev::peer_id to, const void* buf, std::size_t 
     if (s == core::status::peer_dead) [[unlikely]] settle_found_dead();
     return s;
   }
-  return send(a);
+  return send_settled(a);  // not send(): a profiled inject is stamped once, by inject_profiled
 }
 
 void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {
