@@ -206,7 +206,7 @@ void endpoint_live_open(endpoint& ep) noexcept {
                     std::strerror(errno));
     if (p != MAP_FAILED) munmap(p, live_stats::file_bytes);
     shm_unlink(name.c_str());
-    close(fd);
+    ::close(fd);
     return;
   }
   auto* f = new (p) live_stats::file_layout{};
@@ -272,7 +272,35 @@ int endpoint_ops_open(fid* f, const char* name, uint64_t flags, void** ops, void
   return -FI_ENOSYS;
 }
 
+namespace {
+
+/// Appends text to FI_EXANET_STATS's or FI_EXANET_PROFILE's destination: "stderr" or "1", or a
+/// file. One write per call, appended: the lines of many ranks sharing a file stay whole.
+void write_report(const char* dest, const char* text, std::size_t n) noexcept {
+  if (std::strcmp(dest, "stderr") == 0 || std::strcmp(dest, "1") == 0) {
+    (void)!write(STDERR_FILENO, text, n);
+  } else if (const int fd = ::open(dest, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644); fd >= 0) {
+    (void)!write(fd, text, n);
+    ::close(fd);
+  }
+}
+
+}  // namespace
+
+void endpoint_report_profile(endpoint& ep) noexcept {
+  const char* dest = params_profile_destination();
+  if (!dest) return;
+  try {
+    // The stamps go to a file only: standard error gets the sums (a line per size class).
+    const bool to_stderr = std::strcmp(dest, "stderr") == 0 || std::strcmp(dest, "1") == 0;
+    const std::string text = ep.proto.profile_report(!to_stderr);
+    if (!text.empty()) write_report(dest, text.data(), text.size());
+  } catch (...) {  // out of memory at close: the profile is lost, nothing else
+  }
+}
+
 void endpoint_report_counters(endpoint& ep) noexcept {
+  endpoint_report_profile(ep);
   const char* dest = params_stats_destination();
   if (!dest) return;
   const fi_exanet_counters& c = ep.proto.stats();

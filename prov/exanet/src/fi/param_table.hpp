@@ -45,6 +45,7 @@ enum class param_id : std::uint8_t {
   rndv_timeout_ms,
   rndv_deadline_ms,
   stats,
+  profile,
   live_stats,
   proto_info,
   progress,
@@ -218,6 +219,17 @@ inline constexpr param_spec g_params[] = {
      "Print each endpoint's protocol counters when it closes: stderr (or 1), or a file name to "
      "append one line per endpoint to; 0 or empty: off.",
      "See COUNTERS."},
+    {param_id::profile, "profile", param_type::string, 0, "off", 0, 0, "",
+     "Stamp each message's phases (post, link, match, copy, completion) and report them per "
+     "protocol and size class when the endpoint closes: stderr (or 1; the sums), or a file name "
+     "to append the sums and the stamps to; 0 or empty: off. Off, it costs one test per phase.",
+     "An \\fBexanet\\-profile\\fR line per protocol and size class holds, per phase (post, "
+     "issued, arrival, match, copy, done), a count and the sum of its CLOCK_MONOTONIC stamps in "
+     "ns, and the endpoint's own mean parts; in a file, \\fBexanet\\-profile\\-stamps\\fR lines "
+     "follow with the endpoint's first 65536 stamps. The link part needs both ends' stamps: "
+     "\\fBfabtests/bench/thesis/model.py profile\\fR \\fIFILE\\fR prints each part of a "
+     "message (the medians over the messages of a ping-pong). A profiled endpoint allocates "
+     "about 1 MiB when it opens."},
     {param_id::live_stats, "live_stats", param_type::boolean, 1, "", 0, 1, "",
      "1: every endpoint keeps a copy of its counters in /dev/shm/exanet-stats.<uid>.<pid>.<port> "
      "(4 KiB) for exanet-stats top, --json and --csv while the job runs; 0: no file.",

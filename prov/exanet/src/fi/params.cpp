@@ -68,6 +68,7 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::copy:
     case param_id::dma_engine:
     case param_id::stats:
+    case param_id::profile:
     case param_id::progress:
     case param_id::protocol:
     case param_id::network:
@@ -119,6 +120,7 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::copy:
     case param_id::dma_engine:
     case param_id::stats:
+    case param_id::profile:
     case param_id::progress:
     case param_id::protocol:
     case param_id::network:
@@ -514,6 +516,11 @@ bool params_auto_progress() noexcept {
   return false;
 }
 
+const char* params_profile_destination() noexcept {
+  const char* v = read_string(param_id::profile);
+  return v && *v && std::strcmp(v, "0") != 0 ? v : nullptr;
+}
+
 const char* params_stats_destination() noexcept {
   const char* v = read_string(param_id::stats);
   return v && std::strcmp(v, "0") != 0 ? v : nullptr;
@@ -591,6 +598,7 @@ proto::config params_read() noexcept {
   }
   read_dma_engine(c);
   read_network(c);
+  c.profile = params_profile_destination() != nullptr;
   // Keep the sizes consistent: a medium message and an inline RMA write fit half a ring, and an
   // inject fits the buffered paths (so it never needs the rendezvous).
   clamp_to(param_id::medium_max, c.medium_max, c.bounce_ring_bytes / 2, "half a bounce ring");

@@ -16,6 +16,9 @@ bool params_protocol(proto::protocol_family& out) noexcept;
 /// FI_EXANET_STATS: where endpoints print their counters when they close ("stderr" or "1" for
 /// standard error, anything else a file appended to); nullptr when unset, empty or "0".
 const char* params_stats_destination() noexcept;
+/// FI_EXANET_PROFILE: where endpoints print their phase stamps when they close (as
+/// params_stats_destination); nullptr when unset, empty or "0".
+const char* params_profile_destination() noexcept;
 /// FI_EXANET_PROGRESS: true for "auto" (fi_getinfo answers FI_PROGRESS_AUTO where the hints
 /// leave progress unset); false for "manual", unset, or (after a warning) anything else.
 bool params_auto_progress() noexcept;

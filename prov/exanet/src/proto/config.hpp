@@ -62,6 +62,8 @@ struct config {
                                            // without data, even if its sender says it has the
                                            // send; 0: none (the default: a computing rank is
                                            // waited for)
+  bool profile = false;                    // FI_EXANET_PROFILE: each endpoint stamps its
+                                           // messages' phases (profile.hpp)
   bool proto_info = false;                 // FI_EXANET_PROTO_INFO: each endpoint prints its
                                            // protocol table at open (protocol_select.hpp)
   // FI_EXANET_NETWORK*: which peers the network backend reaches (dev/hybrid), over which

@@ -35,6 +35,7 @@ inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::
     core::copy_from_iov(p.payload, iov, 0, len);
   wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);
+  if (prof_) [[unlikely]] prof_->note_issued();
   commit_send(to, kind, tag, false, 0);
   ++stats_.eager_sent;
   stats_.bytes_sent += len;
@@ -48,9 +49,9 @@ core::status endpoint::eager_send(const send_args& a, std::size_t len) noexcept 
   return s;
 }
 
-core::status endpoint::send_one(dev::peer_id to, const void* buf, std::size_t len,
-                                std::uint64_t tag, std::uint64_t cq_data, bool has_cq_data,
-                                queue_kind kind, const one_send& how) noexcept {
+core::status endpoint::send_one_now(dev::peer_id to, const void* buf, std::size_t len,
+                                    std::uint64_t tag, std::uint64_t cq_data, bool has_cq_data,
+                                    queue_kind kind, const one_send& how) noexcept {
   // The checks of send_now, in its order, for the case the table sends eager; anything else
   // (a DMA backlog that may close the psn window, a larger message) takes send().
   if (len < eager_below_[static_cast<int>(kind)] && dma_backlog_.empty()) [[likely]] {
@@ -83,7 +84,7 @@ core::status endpoint::send_one(dev::peer_id to, const void* buf, std::size_t le
     if (s == core::status::peer_dead) [[unlikely]] settle_found_dead();
     return s;
   }
-  return send(a);
+  return send_settled(a);  // not send(): a profiled send is stamped once, by send_one_profiled
 }
 
 void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {
@@ -96,7 +97,9 @@ void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
   ++stats_.eager_recv;
+  prof_recv(profile_phase::arrival, profile_proto::eager, len);
   if (recv_request* r = take_posted(kind, from, p.tag, len)) {
+    prof_recv(profile_phase::match);
     deliver_recv(*r, from, p.tag, p.cq_data, has_data, p.payload, len);
     return;
   }

@@ -153,7 +153,9 @@ void endpoint::on_env_train(dev::peer_id from, const wire::env_data& p) noexcept
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
   ++stats_.train_recv;
+  prof_recv(profile_phase::arrival, profile_proto::eager, len);
   if (recv_request* r = take_posted(kind, from, p.tag, len)) {
+    prof_recv(profile_phase::match);
     deliver_recv(*r, from, p.tag, p.cq_data, has_data, data, len);
     return;
   }

@@ -98,6 +98,10 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
     dev_.close();
     return core::status::no_memory;
   }
+  if (cfg_.profile && !prof_) {
+    prof_.reset(new (std::nothrow) profile);  // about 50 KiB, once per endpoint
+    if (!prof_) EXANET_LOG(warn, core, "FI_EXANET_PROFILE: out of memory; this endpoint is not profiled");
+  }
   open_ = true;
   if (cfg_.proto_info) print_protocols(protocols_, dev_.local_address().port);
   return core::status::ok;
@@ -154,7 +158,7 @@ std::uint64_t endpoint::resolve_source(dev::peer_id p) noexcept {
 
 // ---- posting ------------------------------------------------------------------------------
 
-core::status endpoint::send(const send_args& a) noexcept {
+core::status endpoint::send_settled(const send_args& a) noexcept {
   const core::status s = send_now(a);
   // The peer was found dead by this send: fail the rest of its operations and reclaim its
   // segment before the caller sees the error (as progress() does for what it finds).
@@ -209,6 +213,45 @@ core::status endpoint::rendezvous_send(const send_args& a, std::size_t len, prot
   }
 }
 
+// ---- FI_EXANET_PROFILE (profile.hpp): the sender's stamps -----------------------------------
+
+void endpoint::profile_send(std::uint64_t t_post, std::size_t len, std::uint64_t eager_before,
+                            std::uint64_t medium_before) noexcept {
+  const std::uint64_t published = prof_->take_issued();
+  const std::uint64_t t_issued = published ? published : profile::now_ns();
+  const profile_proto p = stats_.eager_sent + stats_.train_sent != eager_before ? profile_proto::eager
+                          : stats_.medium_sent != medium_before                ? profile_proto::medium
+                                                                                : profile_proto::rndv;
+  prof_->mark(profile_phase::post, p, len, t_post);
+  prof_->mark(profile_phase::issued, p, len, t_issued);
+}
+
+core::status endpoint::send_profiled(const send_args& a) noexcept {
+  const std::uint64_t eager = stats_.eager_sent + stats_.train_sent, medium = stats_.medium_sent;
+  (void)prof_->take_issued();  // one a failed send left
+  const std::uint64_t t = profile::now_ns();
+  const core::status s = send_settled(a);
+  if (core::ok(s)) profile_send(t, core::iov_length(a.iov), eager, medium);
+  return s;
+}
+
+core::status endpoint::send_one_profiled(dev::peer_id to, const void* buf, std::size_t len,
+                                         std::uint64_t tag, std::uint64_t cq_data,
+                                         bool has_cq_data, queue_kind kind,
+                                         const one_send& how) noexcept {
+  const std::uint64_t eager = stats_.eager_sent + stats_.train_sent, medium = stats_.medium_sent;
+  (void)prof_->take_issued();
+  const std::uint64_t t = profile::now_ns();
+  const core::status s = send_one_now(to, buf, len, tag, cq_data, has_cq_data, kind, how);
+  if (core::ok(s)) profile_send(t, len, eager, medium);
+  return s;
+}
+
+std::string endpoint::profile_report(bool with_stamps) const {
+  return prof_ ? prof_->format(static_cast<int>(getpid()), dev_.local_address().port, with_stamps)
+               : std::string();
+}
+
 recv_request* endpoint::make_recv(const recv_args& a, std::size_t capacity) noexcept {
   recv_request* r = recvs_.acquire();
   if (!r) return nullptr;
@@ -231,6 +274,11 @@ recv_request* endpoint::make_recv(const recv_args& a, std::size_t capacity) noex
 }
 
 void endpoint::take_unexpected(recv_request& r, unexpected_msg& u) noexcept {
+  prof_recv(profile_phase::match,
+            u.type == wire::pkt_type::rts      ? profile_proto::rndv
+            : u.type == wire::pkt_type::medium ? profile_proto::medium
+                                               : profile_proto::eager,
+            u.len);
   if (u.type == wire::pkt_type::rts) {
     wire::rts m{};
     m.tag = u.tag;
@@ -498,6 +546,7 @@ void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t t
     return;
   }
   finish_recv(r, recv_success(r, from, tag, cq_data, has_cq_data, msg_len, delivered));
+  prof_recv(profile_phase::done);
 }
 
 void endpoint::fail_recv(recv_request& r, int err) noexcept {

@@ -11,7 +11,9 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <rdma/fi_ext_exanet.h>
@@ -25,6 +27,7 @@
 #include "match/matcher.hpp"
 #include "proto/completion.hpp"
 #include "proto/config.hpp"
+#include "proto/profile.hpp"
 #include "proto/protocol_select.hpp"
 #include "proto/stored_rtrs.hpp"
 #include "proto/wire.hpp"
@@ -367,14 +370,24 @@ class endpoint {
   /// Forgets every cached sender fi_addr (the AV removed an entry).
   void invalidate_sources() noexcept;
 
-  core::status send(const send_args& a) noexcept;
+  core::status send(const send_args& a) noexcept {
+    if (prof_) [[unlikely]] return send_profiled(a);
+    return send_settled(a);
+  }
   /// A send of one buffer (fi_send, fi_senddata, fi_inject, fi_injectdata and their tagged
   /// forms), already validated by fi/, without delivery-complete semantics. The same as send()
   /// with those arguments; a message the protocol table sends eager goes straight into the
   /// packet, then completes (MPI libraries' small sends, blocking and not, take this path).
   core::status send_one(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
                         std::uint64_t cq_data, bool has_cq_data, queue_kind kind,
-                        const one_send& how) noexcept;
+                        const one_send& how) noexcept {
+    if (prof_) [[unlikely]]
+      return send_one_profiled(to, buf, len, tag, cq_data, has_cq_data, kind, how);
+    return send_one_now(to, buf, len, tag, cq_data, has_cq_data, kind, how);
+  }
+  /// FI_EXANET_PROFILE (profile.hpp): the lines this endpoint's profile reports (with its
+  /// stamps, or the sums alone), empty when it is off. May throw std::bad_alloc.
+  std::string profile_report(bool with_stamps) const;
   core::status recv(const recv_args& a) noexcept;
   /// fi_write* / fi_read*: protection-checked at the target before any byte moves; a refused
   /// access is an FI_EACCES error completion.
@@ -491,6 +504,30 @@ class endpoint {
   void on_medium(dev::peer_id from, const dev::packet& pkt) noexcept;
   // rendezvous sends (endpoint.cpp): p is the table's rendezvous protocol for this send
   core::status send_now(const send_args& a) noexcept;
+  core::status send_settled(const send_args& a) noexcept;
+  core::status send_one_now(dev::peer_id to, const void* buf, std::size_t len, std::uint64_t tag,
+                            std::uint64_t cq_data, bool has_cq_data, queue_kind kind,
+                            const one_send& how) noexcept;
+  // FI_EXANET_PROFILE: the send calls again, between the post and issued stamps (endpoint.cpp).
+  [[gnu::cold, gnu::noinline]] core::status send_profiled(const send_args& a) noexcept;
+  [[gnu::cold, gnu::noinline]] core::status send_one_profiled(dev::peer_id to, const void* buf,
+                                                              std::size_t len, std::uint64_t tag,
+                                                              std::uint64_t cq_data,
+                                                              bool has_cq_data, queue_kind kind,
+                                                              const one_send& how) noexcept;
+  /// The protocol a send just took, from the counters it moved (medium may fall back to the
+  /// rendezvous): eager and train sends count in eager_sent and train_sent, medium in medium_sent.
+  void profile_send(std::uint64_t t_post, std::size_t len, std::uint64_t eager_before,
+                    std::uint64_t medium_before) noexcept;
+  /// Receive-side stamps (profile.hpp): one test of prof_ when the profile is off.
+  void prof_recv(profile_phase ph, profile_proto p, std::size_t len) noexcept {
+    if (prof_) [[unlikely]] prof_->mark_recv(ph, p, len);
+  }
+  [[gnu::cold, gnu::noinline]] void profile_ri_landed(const recv_request& r,
+                                                     std::size_t msg_len) noexcept;
+  void prof_recv(profile_phase ph) noexcept {
+    if (prof_) [[unlikely]] prof_->mark_recv(ph);
+  }
   core::status rma_now(const rma_args& a) noexcept;
   core::status rendezvous_send(const send_args& a, std::size_t len, protocol p) noexcept;
   // rndv_rts.cpp
@@ -782,6 +819,7 @@ class endpoint {
     } else {
       core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
     }
+    prof_recv(profile_phase::copy);
     complete_recv(r, from, tag, cq_data, has_cq_data, len, n);
   }
   void complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
@@ -869,6 +907,7 @@ class endpoint {
   bool unstick_due_ = false;  // a peer died: watch the mailbox head for a slot it never published
   endpoint_stats stats_{};
   bool open_ = false;
+  std::unique_ptr<profile> prof_;  // FI_EXANET_PROFILE; null (the default): no stamps
 };
 
 }  // namespace exanet::proto

@@ -40,6 +40,7 @@ core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept
   p.psn = next_psn(a.peer);
   wire::write(slot.data(), p);
   dev_.mailbox_publish(slot);
+  if (prof_) [[unlikely]] prof_->note_issued();
   // The next medium message's room, made ready while we would wait anyway (dev/emu: its lines
   // taken from the receiver's cache now instead of during the next copy in).
   dev_.bounce_prepare(a.peer, len);
@@ -63,7 +64,9 @@ void endpoint::on_medium(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
   ++stats_.medium_recv;
+  prof_recv(profile_phase::arrival, profile_proto::medium, len);
   if (recv_request* r = take_posted(kind, from, p.tag, len)) {
+    prof_recv(profile_phase::match);
     deliver_recv(*r, from, p.tag, p.cq_data, has_data, data, len);
     dev_.bounce_consume(from, p.ring, p.ring_offset + len);
     return;

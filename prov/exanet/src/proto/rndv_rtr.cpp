@@ -181,6 +181,16 @@ void endpoint::rtr_release(recv_request& r) noexcept {
 // receive already matched), so what is matched is always a prefix of each peer's sends. Progress
 // hands over the slots whose bells rang (on_ri_bell); a notification that must wait for an
 // earlier psn makes progress scan every RTR'd receive (poll_ri) until it is taken.
+// FI_EXANET_PROFILE: a write straight into the receive (its RTR named it) arrives, matches and
+// lands at its notification; one for an RTS already matched (waiting_rts) only lands here.
+void endpoint::profile_ri_landed(const recv_request& r, std::size_t msg_len) noexcept {
+  if (r.rtr != rtr_state::waiting_rts) {
+    prof_->mark_recv(profile_phase::arrival, profile_proto::rndv, msg_len);
+    prof_->mark_recv(profile_phase::match);
+  }
+  prof_->mark_recv(profile_phase::copy, profile_proto::rndv, msg_len);
+}
+
 endpoint::ri_take endpoint::take_ri(recv_request& r) noexcept {
   dev::notification raw;
   if (!dev_.notify_test(r.ri_slot, r.ri_gen, raw)) return ri_take::waiting;
@@ -195,6 +205,7 @@ endpoint::ri_take endpoint::take_ri(recv_request& r) noexcept {
     if (r.landing) core::copy_to_iov({r.iov.data(), r.iov_count}, 0, r.landing, delivered);
     ++stats_.ri_recv;
     if (note.flags & wire::flag_rtr_first) ++stats_.fast_recv;
+    if (prof_) [[unlikely]] profile_ri_landed(r, rec.msg_len);
     complete_recv(r, from, rec.tag, note.cq_data, note.flags & wire::flag_cq_data, rec.msg_len,
                   delivered);
     return ri_take::done;
@@ -209,6 +220,7 @@ endpoint::ri_take endpoint::take_ri(recv_request& r) noexcept {
     fail_recv(r, FI_EIO);
     return ri_take::done;
   }
+  if (prof_) [[unlikely]] profile_ri_landed(r, rec.msg_len);
   if (r.rtr != rtr_state::waiting_rts) {  // still posted: the write is its match
     unpost(r);
     ++stats_.fast_recv;

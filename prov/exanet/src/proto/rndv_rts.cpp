@@ -93,7 +93,9 @@ void endpoint::on_rts(dev::peer_id from, const dev::packet& pkt) noexcept {
   }
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   ++stats_.rndv_recv;
+  prof_recv(profile_phase::arrival, profile_proto::rndv, p.msg_len);
   if (recv_request* r = take_posted(kind, from, p.tag, p.msg_len)) {
+    prof_recv(profile_phase::match);
     if (r->rtr == rtr_state::sent || r->rtr == rtr_state::cancelling) {
       // The receive's RTR names this send: the sender writes when it sees the RTR (it serves as
       // this RTS's CTS), or answers NACK and then the CTS goes (rndv_rtr.cpp).
@@ -215,6 +217,7 @@ std::size_t endpoint::poll_notifications() noexcept {
       wire::write(raw.data(), ack);
       send_control(r.peer, raw);
     }
+    prof_recv(profile_phase::copy, profile_proto::rndv, r.msg_len);
     complete_recv(r, r.peer, r.tag, r.cq_data, r.has_cq_data, r.msg_len, r.delivered);
   });
   return n;
