@@ -50,7 +50,7 @@ struct xt_ep {
 	struct fid_av *av;
 	struct fid_cq *txcq, *rxcq;
 	struct fid_ep *ep;
-	char name[64];
+	char name[64]; /* fi_getname's; empty (namelen 0) when the name is longer */
 	size_t namelen;
 };
 

@@ -14,6 +14,13 @@
  * name): fi_av_insert reads each name's length from its version; a name of this host works; a
  * name of another host is kept in the AV but a send to it fails, and never reaches the endpoint
  * of this host that has the same port; a malformed one is refused.
+ *
+ * The string form of a 64-byte name carries its network fields too ("?node=&host=&inc=&lower="):
+ * with FI_EXANET_NETWORK=every_peer (net.addr_formats), where every name is a 64-byte one and a
+ * 16-byte one reaches nothing, fi_getname's string, fi_getinfo(node = that string), fi_av_insert,
+ * fi_av_lookup and fi_av_straddr give back the same peer, and the string fi_av_straddr prints for
+ * a name of an FI_FORMAT_UNSPEC domain reaches that endpoint through an FI_ADDR_STR AV. Malformed
+ * network fields are refused.
  */
 #include "xt.h"
 
@@ -75,6 +82,41 @@ static void check_name(const struct format *f, const void *name, size_t len, int
 	default:
 		XT_CHECK(len == 16, "native name length %zu", len);
 	}
+}
+
+/* Version 2 strings whose network fields are malformed: each is refused, none crashes. */
+static void check_bad_strings(struct xt_ep *x)
+{
+	static const char *bad[] = {
+		"fi_exanet://192.0.2.1:9/1?host=1",			  /* no incarnation */
+		"fi_exanet://192.0.2.1:9/1?inc=1",			  /* no host */
+		"fi_exanet://192.0.2.1:9/1?host=1&inc=2&lower=abc",	  /* odd hex digits */
+		"fi_exanet://192.0.2.1:9/1?host=1&inc=2&lower=zz",	  /* not hex */
+		"fi_exanet://192.0.2.1:9/1?host=1&inc=2&bogus=1",	  /* unknown key */
+		"fi_exanet://192.0.2.1:9/1?host=1&host=1&inc=2",	  /* repeated key */
+		"fi_exanet://192.0.2.1:9/1?host=11112222333344445&inc=2", /* 65 bits */
+		"fi_exanet://192.0.2.1:9/1?node=10000&host=1&inc=2",	  /* node beyond 16 bits */
+		"fi_exanet://192.0.2.1:9/1?host=1&inc=2&",		  /* trailing separator */
+		"fi_exanet://192.0.2.1:9?host=1&inc=2",			  /* no PDID */
+		"fi_sockaddr_in://192.0.2.1:9/1?host=1&inc=2",		  /* not exanet's form */
+		"fi_exanet://192.0.2.1:9/1?host=1&inc=2&lower="
+		"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff", /* 32 bytes */
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		fi_addr_t a = 0;
+		const char *names[] = {bad[i]};
+		XT_CHECK(fi_av_insert(x->av, names, 1, &a, 0, NULL) == 0 && a == FI_ADDR_NOTAVAIL,
+			 "malformed \"%s\" was inserted", bad[i]);
+	}
+	/* A well-formed one of another host is kept (an operation on it fails: longer_names). */
+	fi_addr_t a = FI_ADDR_NOTAVAIL;
+	const char *names[] = {"fi_exanet://127.0.0.1:9/1?node=0&host=5eed&inc=7&lower=0002"};
+	XT_CHECK(fi_av_insert(x->av, names, 1, &a, 0, NULL) == 1 && a != FI_ADDR_NOTAVAIL,
+		 "a version 2 string of another host was refused");
+	char back[320];
+	size_t blen = sizeof back;
+	XT_CHECK(fi_av_lookup(x->av, a, back, &blen) == 0 && !strcmp(back, names[0]),
+		 "fi_av_lookup of a version 2 string: \"%s\"", back);
 }
 
 static void open_from(struct xt_ep *x, struct fi_info *info)
@@ -196,6 +238,7 @@ static void client(int index, int sock)
 		const char *names[] = {"fi_exanet://192.0.2.1:9"};
 		XT_CHECK(fi_av_insert(x.av, names, 1, &other, 0, NULL) == 0 && other == FI_ADDR_NOTAVAIL,
 			 "%s: an address of another host was inserted", f->name);
+		check_bad_strings(&x);
 	}
 	struct fi_info *none = NULL;
 	XT_CHECK(fi_getinfo(FI_VERSION(1, 17), "192.0.2.1", service, 0, h, &none) == -FI_ENODATA,
@@ -312,10 +355,142 @@ static int longer_names(int unused, int sock)
 	return 0;
 }
 
+/* Over the network (every_peer): the string of a 64-byte name round-trips. */
+static int net_server(int unused, int sock)
+{
+	(void)unused;
+	xt_init(60);
+	struct fi_info *h = hints_for(&formats[4]), *info;
+	XT_RC(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info));
+	struct xt_ep x;
+	open_from(&x, info);
+	char self[320];
+	size_t slen = sizeof self;
+	XT_RC(fi_getname(&x.ep->fid, self, &slen));
+	XT_CHECK(slen == strlen(self) + 1 && strstr(self, "?node=") && strstr(self, "&lower="),
+		 "fi_getname over the network: \"%s\" lacks the network fields", self);
+	char small[64];
+	size_t smlen = sizeof small;
+	XT_CHECK(fi_getname(&x.ep->fid, small, &smlen) == -FI_ETOOSMALL && smlen == slen,
+		 "fi_getname into 64 bytes: -FI_ETOOSMALL and the length needed (%zu, want %zu)",
+		 smlen, slen);
+	char text[320];
+	size_t tlen = sizeof text;
+	XT_CHECK(fi_av_straddr(x.av, self, text, &tlen) && tlen == slen && !strcmp(text, self),
+		 "fi_av_straddr of \"%s\" gave \"%s\"", self, text);
+	uint32_t n = (uint32_t)slen;
+	xt_send_all(sock, &n, sizeof n);
+	xt_send_all(sock, self, n);
+	char name[320];
+	xt_recv_all(sock, &n, sizeof n);
+	XT_CHECK(n <= sizeof name, "name length");
+	xt_recv_all(sock, name, n);
+	fi_addr_t peer = FI_ADDR_NOTAVAIL;
+	const char *names[] = {name};
+	XT_CHECK(fi_av_insert(x.av, names, 1, &peer, 0, NULL) == 1, "insert of \"%s\"", name);
+	pong(&x, peer, 1);
+	ping(&x, peer, 2);
+	XT_CHECK(xt_counters(x.ep).peers_network >= 1, "the peer was not reached over the network");
+	xt_sync(sock);
+	xt_close(&x);
+	fi_freeinfo(h);
+	return 0;
+}
+
+static int net_pair(int unused, int sock)
+{
+	(void)unused;
+	(void)sock;
+	int ssock;
+	pid_t spid;
+	xt_spawn(1, net_server, &ssock, &spid);
+	xt_init(60);
+	uint32_t n = 0;
+	char sname[320];
+	xt_recv_all(ssock, &n, sizeof n);
+	XT_CHECK(n <= sizeof sname, "name length");
+	xt_recv_all(ssock, sname, n);
+	/* fi_getinfo with the whole string as node: the same name as destination */
+	struct fi_info *h = hints_for(&formats[4]), *info;
+	XT_RC(fi_getinfo(FI_VERSION(1, 17), sname, NULL, 0, h, &info));
+	XT_CHECK(info->dest_addr && !strcmp(info->dest_addr, sname),
+		 "fi_getinfo(\"%s\") gave dest \"%s\"", sname,
+		 info->dest_addr ? (const char *)info->dest_addr : "(none)");
+	struct xt_ep x;
+	open_from(&x, info);
+	char self[320];
+	size_t slen = sizeof self;
+	XT_RC(fi_getname(&x.ep->fid, self, &slen));
+	n = (uint32_t)slen;
+	xt_send_all(ssock, &n, sizeof n);
+	xt_send_all(ssock, self, n);
+	fi_addr_t peer = FI_ADDR_NOTAVAIL;
+	const char *names[] = {sname};
+	XT_CHECK(fi_av_insert(x.av, names, 1, &peer, 0, NULL) == 1, "insert of \"%s\"", sname);
+	char back[320];
+	size_t blen = sizeof back;
+	XT_RC(fi_av_lookup(x.av, peer, back, &blen));
+	XT_CHECK(blen == strlen(sname) + 1 && !strcmp(back, sname),
+		 "fi_av_lookup gave \"%s\" for \"%s\"", back, sname);
+	ping(&x, peer, 1);
+	pong(&x, peer, 2);
+
+	/* A 64-byte name of an FI_FORMAT_UNSPEC domain, printed by its AV, inserted as a string. */
+	struct xt_ep u;
+	xt_open_default(&u, 0);
+	XT_CHECK(u.namelen == sizeof(struct fi_exanet_addr_v2),
+		 "fi_getname over the network: %zu bytes", u.namelen);
+	char text[320];
+	size_t tlen = sizeof text;
+	XT_CHECK(fi_av_straddr(u.av, u.name, text, &tlen) && tlen == strlen(text) + 1 &&
+			 strstr(text, "&lower="),
+		 "fi_av_straddr of a 64-byte name: \"%s\"", text);
+	fi_addr_t ua = FI_ADDR_NOTAVAIL;
+	const char *unames[] = {text};
+	XT_CHECK(fi_av_insert(x.av, unames, 1, &ua, 0, NULL) == 1, "insert of \"%s\"", text);
+	blen = sizeof back;
+	XT_RC(fi_av_lookup(x.av, ua, back, &blen));
+	XT_CHECK(!strcmp(back, text), "fi_av_lookup gave \"%s\" for \"%s\"", back, text);
+	char in[8] = {0}, out[8] = "by text";
+	XT_RC(fi_trecv(u.ep, in, sizeof in, NULL, FI_ADDR_UNSPEC, 9, 0, NULL));
+	/* Both endpoints are ours: each progresses while the other waits (the network's hello). */
+	ssize_t rc;
+	while ((rc = fi_tsend(x.ep, out, sizeof out, NULL, ua, 9, NULL)) == -FI_EAGAIN)
+		(void)fi_cq_read(u.rxcq, NULL, 0);
+	XT_RC(rc);
+	struct fi_cq_tagged_entry e;
+	int sent = 0, got = 0;
+	for (long i = 0; i < 100000000 && !(sent && got); i++) {
+		sent += fi_cq_read(x.txcq, &e, 1) == 1;
+		got += fi_cq_read(u.rxcq, &e, 1) == 1;
+	}
+	XT_CHECK(sent && got && !strcmp(in, out),
+		 "the send through fi_av_straddr's string (sent %d, received %d)", sent, got);
+	check_bad_strings(&x);
+	xt_sync(ssock);
+	xt_close(&u);
+	xt_close(&x);
+	fi_freeinfo(h);
+	xt_reap(1, &spid);
+	return 0;
+}
+
 int main(void)
 {
 	xt_init(120);
 	g_port = 20000 + getpid() % 10000;
+	const char *net = getenv("FI_EXANET_NETWORK");
+	if (net && !strcmp(net, "every_peer")) {
+		/* 16-byte names (sockaddrs, node/service) reach nothing here: the string form only
+		 */
+		int sock;
+		pid_t pid;
+		xt_spawn(1, net_pair, &sock, &pid);
+		xt_reap(1, &pid);
+		xt_pass("over the network: FI_ADDR_STR of 64-byte names round-trips (getname, "
+			"getinfo, AV)");
+		return 0;
+	}
 	for (int i = 0; i < (int)(sizeof formats / sizeof formats[0]); i++) {
 		/* libfabric is never initialized in this process: each format gets a fresh pair */
 		g_index = i;

@@ -10,9 +10,18 @@
  * eager_sent/train_sent/medium_sent say which protocol carried each size, so every path is
  * covered. The receiver checks every byte and tag. Over shared memory (conformance.net_messages)
  * the same exchange must hand nothing to a lower provider.
+ *
+ * Atomics too: one lower message per atomic request, whether its operands travel in the packet
+ * or in the bounce ring; and, with an 8 KiB ring (net.net_messages_small_ring,
+ * FI_EXANET_BOUNCE_RING_BYTES=8192), when two 4 KiB messages the receiver has not read yet fill
+ * it, an atomic's 64 operand bytes go as a train of two atomic_operands packets ahead of its
+ * request: still one lower message (before the bundle flag on those packets: three). The target
+ * checks the sums. With the small ring, messages above 4 KiB, and those that find it full, go by
+ * rendezvous (more lower messages by design): medium sizes are not checked there.
  */
 #include "xt.h"
 
+#include <rdma/fi_atomic.h>
 #include <rdma/fi_ext_exanet.h>
 #include <string.h>
 
@@ -28,6 +37,21 @@ static const struct {
 #define BIG 8192
 
 static fi_addr_t peer;
+static int g_small_ring; /* FI_EXANET_BOUNCE_RING_BYTES=8192: atomics meet a full ring */
+#define FILL 4096	 /* the largest message that fills the small ring */
+
+/* Atomic operand sizes: one uint64 (in the packet), 64 and 256 bytes (the bounce ring). */
+static const size_t atomic_counts[] = {1, 8, 32};
+#define NATOMIC (sizeof atomic_counts / sizeof atomic_counts[0])
+#define ATOMIC_ELEMS 32
+
+static void open_atomic_ep(struct xt_ep *x)
+{
+	struct fi_info *h = xt_hints();
+	h->caps |= FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	xt_open(x, h, 0);
+	fi_freeinfo(h);
+}
 
 static void warm_up(struct xt_ep *x, int first)
 {
@@ -42,11 +66,52 @@ static void warm_up(struct xt_ep *x, int first)
 	}
 }
 
+/* The small ring filled with messages the receiver has not read (it waits on the socket, without
+ * progress): sizes halving from 4 KiB to 128 B, each as long as it still goes through the ring
+ * (the first that does not goes by rendezvous, waiting for the receiver), leave less room than
+ * the next atomic's 256 operand bytes need. They go by train (5 atomic_operands packets), which
+ * must leave with the request as one lower message. Then the receiver reads the fills. */
+static void train_atomic(struct xt_ep *x, int sock, uint64_t raddr, uint64_t rkey, uint64_t *ones)
+{
+	unsigned char *b = malloc((size_t)N * FILL); /* each fill's own: rendezvous ones wait */
+	XT_CHECK(b, "out of memory");
+	uint32_t fills = 0;
+	for (size_t len = FILL; len >= 128; len /= 2) {
+		for (int went_medium = 1; went_medium;) {
+			const uint64_t medium = xt_counters(x->ep).medium_sent;
+			xt_fill(b + (size_t)fills * FILL, len, (unsigned)len);
+			XT_RC(fi_tsend(x->ep, b + (size_t)fills * FILL, len, NULL, peer, 7000,
+				       NULL));
+			XT_CHECK(++fills < N, "the ring never filled");
+			went_medium = xt_counters(x->ep).medium_sent > medium;
+		}
+	}
+	const struct fi_exanet_counters before = xt_counters(x->ep);
+	XT_RC(fi_atomic(x->ep, ones, 32, NULL, peer, raddr, rkey, FI_UINT64, FI_SUM, NULL));
+	const struct fi_exanet_counters after = xt_counters(x->ep);
+	const unsigned long long msgs = after.network_messages_sent - before.network_messages_sent;
+	XT_CHECK(
+		msgs == 1,
+		"an atomic whose 256 operand bytes went by train took %llu lower messages (want 1)",
+		msgs);
+	printf("256-byte atomic operands by train (ring full after %u messages): %llu lower "
+	       "message\n",
+	       fills, msgs);
+	xt_send_all(sock, &fills, sizeof fills); /* the receiver may read now */
+	for (uint32_t k = 0; k <= fills; k++) {	 /* the fills and the atomic */
+		struct fi_cq_err_entry err = {0};
+		XT_CHECK(xt_wait(x->txcq, NULL, &err, 30) == 1,
+			 "fill or atomic by train failed: %d (%s)", err.err, fi_strerror(err.err));
+	}
+	xt_sync_progress(sock, x->txcq);
+	free(b);
+}
+
 static int sender(int i, int sock)
 {
 	(void)i;
 	struct xt_ep x;
-	xt_open_default(&x, 0);
+	open_atomic_ep(&x);
 	peer = xt_exchange(&x, sock, 1, NULL);
 	warm_up(&x, 1);
 	const int network = xt_counters(x.ep).peers_network > 0;
@@ -66,6 +131,10 @@ static int sender(int i, int sock)
 					 train = after.train_sent - before.train_sent,
 					 medium = after.medium_sent - before.medium_sent;
 		const unsigned long long by[] = {eager, train, medium};
+		if (g_small_ring && sizes[s].by == MEDIUM) { /* partly rendezvous: not counted */
+			xt_sync_progress(sock, x.txcq);
+			continue;
+		}
 		XT_CHECK(by[sizes[s].by] == N && eager + train + medium == N,
 			 "%zu B: %d messages went eager %llu, train %llu, medium %llu times (want all %s)",
 			 len, N, eager, train, medium,
@@ -81,6 +150,45 @@ static int sender(int i, int sock)
 		xt_sync_progress(sock, x.txcq); /* the receiver has them all; its ring credit comes back */
 	}
 	xt_sync_progress(sock, x.txcq);
+
+	/* Atomics: N sums of each size into the receiver's region, each waited for. */
+	uint64_t raddr = 0, rkey = 0, ones[ATOMIC_ELEMS];
+	for (int i = 0; i < ATOMIC_ELEMS; i++)
+		ones[i] = 1;
+	struct fid_mr *mr = xt_mr_reg_bound(&x, ones, sizeof ones, 2);
+	xt_exchange_region(&x, sock, ones, mr, &raddr, &rkey);
+	for (size_t s = 0; s < NATOMIC; s++) {
+		const size_t count = atomic_counts[s];
+		const struct fi_exanet_counters before = xt_counters(x.ep);
+		for (int k = 0; k < N; k++) {
+			ssize_t rc;
+			while ((rc = fi_atomic(x.ep, ones, count, NULL, peer, raddr, rkey,
+					       FI_UINT64, FI_SUM, NULL)) == -FI_EAGAIN)
+				fi_cq_read(x.txcq, NULL, 0);
+			XT_RC(rc);
+			struct fi_cq_err_entry err = {0};
+			XT_CHECK(xt_wait(x.txcq, NULL, &err, 30) == 1,
+				 "%zu-byte atomic failed: %d (%s)", count * 8, err.err,
+				 fi_strerror(err.err));
+		}
+		const struct fi_exanet_counters after = xt_counters(x.ep);
+		const unsigned long long msgs =
+			after.network_messages_sent - before.network_messages_sent;
+		if (network)
+			XT_CHECK(msgs >= N && msgs <= N + 2,
+				 "%zu-byte atomic operands: %d atomics took %llu lower messages "
+				 "(want one each)",
+				 count * 8, N, msgs);
+		else
+			XT_CHECK(msgs == 0, "atomics over shared memory: %llu lower messages",
+				 msgs);
+		printf("%zu-byte atomic operands: %d atomics, %llu lower messages\n", count * 8, N,
+		       msgs);
+	}
+	xt_sync_progress(sock, x.txcq);
+	if (g_small_ring && network)
+		train_atomic(&x, sock, raddr, rkey, ones);
+	fi_close(&mr->fid);
 	xt_close(&x);
 	free(b);
 	return 0;
@@ -94,11 +202,13 @@ int main(void)
 		printf("SKIP: the sizes here assume the default FI_EXANET_EAGER_MAX and MEDIUM_MAX\n");
 		return 0;
 	}
+	const char *ring = getenv("FI_EXANET_BOUNCE_RING_BYTES");
+	g_small_ring = ring && !strcmp(ring, "8192");
 	int sock;
 	pid_t pid;
 	xt_spawn(1, sender, &sock, &pid);
 	struct xt_ep x;
-	xt_open_default(&x, 0);
+	open_atomic_ep(&x);
 	peer = xt_exchange(&x, sock, 0, NULL);
 	warm_up(&x, 0);
 	unsigned char *b = malloc((size_t)N * BIG);
@@ -125,11 +235,47 @@ int main(void)
 		xt_sync_progress(sock, x.rxcq);
 	}
 	xt_sync_progress(sock, x.rxcq);
+	/* The atomics' target: every element summed once per size that covers it. */
+	uint64_t *region = calloc(ATOMIC_ELEMS, sizeof *region);
+	XT_CHECK(region, "out of memory");
+	uint64_t raddr = 0, rkey = 0;
+	struct fid_mr *mr = xt_mr_reg_bound(&x, region, ATOMIC_ELEMS * sizeof *region, 1);
+	xt_exchange_region(&x, sock, region, mr, &raddr, &rkey);
+	xt_sync_progress(sock, x.rxcq);
+	const int net_now = xt_counters(x.ep).peers_network > 0;
+	if (g_small_ring && net_now) {
+		uint32_t fills =
+			0; /* no progress until the sender filled the ring and posted its atomic */
+		xt_recv_all(sock, &fills, sizeof fills);
+		for (uint32_t k = 0; k < fills; k++)
+			XT_RC(fi_trecv(x.ep, b + (size_t)k * BIG, BIG, NULL, peer, 7000, 0,
+				       b + (size_t)k * BIG));
+		for (uint32_t k = 0; k < fills; k++) { /* the rendezvous ones complete last */
+			struct fi_cq_tagged_entry e;
+			XT_CHECK(xt_wait(x.rxcq, &e, NULL, 30) == 1, "ring fill %u not received",
+				 k);
+			XT_CHECK(xt_verify(e.op_context, e.len, (unsigned)e.len),
+				 "ring fill of %zu B: payload differs", e.len);
+		}
+		xt_sync_progress(sock, x.rxcq);
+	}
+	for (size_t i = 0; i < ATOMIC_ELEMS; i++) {
+		uint64_t want = g_small_ring && net_now ? 1 : 0; /* the atomic by train */
+		for (size_t s = 0; s < NATOMIC; s++)
+			want += i < atomic_counts[s] ? N : 0;
+		XT_CHECK(region[i] == want, "atomic target element %zu: %llu, want %llu", i,
+			 (unsigned long long)region[i], (unsigned long long)want);
+	}
+	fi_close(&mr->fid);
+	free(region);
 	const int network = xt_counters(x.ep).peers_network > 0;
 	xt_close(&x);
 	xt_reap(1, &pid);
 	free(b);
-	xt_pass(network ? "one lower message per exanet message, 8 B to 8 KiB, every byte checked"
+	xt_pass(network ? (g_small_ring ? "one lower message per exanet message and atomic (also "
+					  "by train)"
+					: "one lower message per exanet message and atomic, 8 B to "
+					  "8 KiB, every byte checked")
 			: "over shared memory: no lower message, every byte checked");
 	return 0;
 }

@@ -107,11 +107,72 @@ int from_sockaddr(const addr_codec& c, const sockaddr* sa, std::size_t len, dev:
   return 0;
 }
 
-/// "scheme://HOST:PORT[/PDID]"; HOST a name, an IPv4 address or [an IPv6 address].
+int hex_digit(char ch) noexcept {
+  return ch >= '0' && ch <= '9'   ? ch - '0'
+         : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+         : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                  : -1;
+}
+
+/// The version 2 fields of a string name, its query "?node=N&host=X&inc=X&lower=X" (hex; lower
+/// the lower provider's name, byte by byte). host and inc are required, node and lower may be
+/// left out; an unknown or repeated key, or a value out of range, makes the name malformed.
+bool parse_v2_query(const char* q, dev::address& a) noexcept {
+  bool seen[4] = {};
+  constexpr std::string_view keys[4] = {"node", "host", "inc", "lower"};
+  while (*q) {
+    const char* eq = std::strchr(q, '=');
+    if (!eq) return false;
+    const std::string_view key(q, static_cast<std::size_t>(eq - q));
+    const char* val = eq + 1;
+    const std::size_t vn = std::strcspn(val, "&");
+    int k = 0;
+    while (k < 4 && keys[k] != key) ++k;
+    if (k == 4 || seen[k]) return false;
+    seen[k] = true;
+    if (k == 3) {
+      if (vn % 2 != 0 || vn / 2 > dev::lower_name_bytes) return false;
+      for (std::size_t i = 0; i < vn / 2; ++i) {
+        unsigned byte = 0;
+        for (std::size_t j = 0; j < 2; ++j) {
+          const int d = hex_digit(val[2 * i + j]);
+          if (d < 0) return false;
+          byte = byte * 16 + static_cast<unsigned>(d);
+        }
+        a.lower_name[i] = static_cast<std::byte>(byte);
+      }
+      a.lower_len = static_cast<std::uint8_t>(vn / 2);
+    } else {
+      if (vn == 0 || vn > 16) return false;
+      std::uint64_t v = 0;
+      for (std::size_t i = 0; i < vn; ++i) {
+        const int d = hex_digit(val[i]);
+        if (d < 0) return false;
+        v = v * 16 + static_cast<std::uint64_t>(d);
+      }
+      if (k == 0) {
+        if (v > 0xffff) return false;
+        a.node = static_cast<std::uint16_t>(v);
+      } else {
+        (k == 1 ? a.host : a.incarnation) = v;
+      }
+    }
+    q = val + vn;
+    if (*q == '&') {
+      ++q;
+      if (!*q) return false;
+    }
+  }
+  return seen[1] && seen[2];
+}
+
+/// "scheme://HOST:PORT[/PDID][?V2]"; HOST a name, an IPv4 address or [an IPv6 address]. With
+/// the version 2 query (parse_v2_query) the name is of any host: its host field says which,
+/// and HOST only has to be well formed; without it HOST must be this host.
 int from_string(const addr_codec& c, const char* s, std::size_t max, dev::address& out,
                 port_any any) noexcept {
   const std::size_t n = strnlen(s, max);
-  if (n == max || n > 512) return -FI_EINVAL;
+  if (n == max || n >= addr_str_max) return -FI_EINVAL;
   const char* sep = std::strstr(s, "://");
   if (!sep) return -FI_EINVAL;
   const std::string_view scheme(s, static_cast<std::size_t>(sep - s));
@@ -136,24 +197,59 @@ int from_string(const addr_codec& c, const char* s, std::size_t max, dev::addres
   if (hn == 0 || hn >= sizeof name) return -FI_EINVAL;
   std::memcpy(name, host, hn);
   name[hn] = '\0';
-  const char* slash = std::strchr(after, '/');
-  const std::size_t pn = slash ? static_cast<std::size_t>(slash - after) : std::strlen(after);
+  const char* query = std::strchr(after, '?');
+  const std::size_t rest = query ? static_cast<std::size_t>(query - after) : std::strlen(after);
+  const char* slash = static_cast<const char*>(std::memchr(after, '/', rest));
+  const std::size_t pn = slash ? static_cast<std::size_t>(slash - after) : rest;
   std::uint32_t port = 0;
   if (!parse_port(after, pn, port) || (port == 0 && any == port_any::refused)) return -FI_EINVAL;
   std::uint32_t pdid = c.pdid;
   if (slash) {
     if (!native) return -FI_EINVAL;
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(slash + 1, &end, 10);
-    if (end == slash + 1 || *end != '\0' || v == 0 || v > 0xffffffffu) return -FI_EINVAL;
+    const char* end_of_pdid = after + rest;
+    std::uint64_t v = 0;
+    const char* d = slash + 1;
+    if (d == end_of_pdid || end_of_pdid - d > 10) return -FI_EINVAL;
+    for (; d < end_of_pdid; ++d) {
+      if (*d < '0' || *d > '9') return -FI_EINVAL;
+      v = v * 10 + static_cast<std::uint64_t>(*d - '0');
+    }
+    if (v == 0 || v > 0xffffffffu) return -FI_EINVAL;
     pdid = static_cast<std::uint32_t>(v);
   }
-  if (!is_this_host(name)) return -FI_EADDRNOTAVAIL;
-  out = {};
-  out.node = c.node;
-  out.pdid = pdid;
-  out.port = port;
+  dev::address a{};
+  a.node = c.node;
+  a.pdid = pdid;
+  a.port = port;
+  if (query) {
+    if (!native || !slash) return -FI_EINVAL;  // version 2 fields only in exanet's own form
+    a.version = 2;
+    if (!parse_v2_query(query + 1, a) || !a.valid()) return -FI_EINVAL;
+  } else if (!is_this_host(name)) {
+    return -FI_EADDRNOTAVAIL;
+  }
+  out = a;
   return 0;
+}
+
+/// The host part of a version 2 name's string: the IP address in its lower name when that is
+/// a socket address (tcp's), which says where the endpoint is; else the codec's.
+void host_text(const addr_codec& c, const dev::address& a, char (&host)[INET6_ADDRSTRLEN],
+               bool& v6) noexcept {
+  sockaddr_storage ss = c.host;
+  if (a.version == 2 && a.lower_len >= sizeof(sockaddr_in)) {
+    sa_family_t family = 0;
+    std::memcpy(&family, a.lower_name.data(), sizeof family);
+    if (family == AF_INET || (family == AF_INET6 && a.lower_len >= sizeof(sockaddr_in6)))
+      std::memcpy(&ss, a.lower_name.data(),
+                  family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+  }
+  v6 = ss.ss_family == AF_INET6;
+  std::strcpy(host, "127.0.0.1");
+  if (v6)
+    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&ss)->sin6_addr, host, sizeof host);
+  else
+    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&ss)->sin_addr, host, sizeof host);
 }
 
 }  // namespace
@@ -225,7 +321,7 @@ int addr_decode(const addr_codec& c, const void* addr, std::size_t len, dev::add
       if (len < sizeof(sockaddr)) return -FI_EINVAL;
       return from_sockaddr(c, static_cast<const sockaddr*>(addr), len, out, any);
     case FI_ADDR_STR:
-      return from_string(c, static_cast<const char*>(addr), len ? len : 513, out, any);
+      return from_string(c, static_cast<const char*>(addr), len ? len : addr_str_max, out, any);
     default: {
       // The version says how long the name is: 16 bytes (version 1) or all of it.
       if (len < dev::address::v1_bytes) return -FI_EINVAL;
@@ -244,15 +340,21 @@ int addr_encode(const addr_codec& c, const dev::address& a, void* out, std::size
   if (!len) return -FI_EINVAL;
   const std::size_t room = out ? *len : 0;
   if (c.format == FI_ADDR_STR) {
-    char host[INET6_ADDRSTRLEN] = "127.0.0.1";
-    const bool v6 = c.host.ss_family == AF_INET6;
-    if (v6)
-      inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&c.host)->sin6_addr, host, sizeof host);
-    else
-      inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&c.host)->sin_addr, host, sizeof host);
-    char text[128];
-    const int n = std::snprintf(text, sizeof text, "%s%s%s%s:%u/%u", exanet_scheme, v6 ? "[" : "",
-                                host, v6 ? "]" : "", a.port, a.pdid);
+    char host[INET6_ADDRSTRLEN];
+    bool v6 = false;
+    host_text(c, a, host, v6);
+    char text[addr_str_max];
+    int n = std::snprintf(text, sizeof text, "%s%s%s%s:%u/%u", exanet_scheme, v6 ? "[" : "", host,
+                          v6 ? "]" : "", a.port, a.pdid);
+    if (a.version == 2) {  // the fields that find it from another host (parse_v2_query)
+      n += std::snprintf(text + n, sizeof text - static_cast<std::size_t>(n),
+                         "?node=%x&host=%llx&inc=%llx&lower=", a.node,
+                         static_cast<unsigned long long>(a.host),
+                         static_cast<unsigned long long>(a.incarnation));
+      for (std::size_t i = 0; i < a.lower_len && i < dev::lower_name_bytes; ++i)
+        n += std::snprintf(text + n, sizeof text - static_cast<std::size_t>(n), "%02x",
+                           static_cast<unsigned>(a.lower_name[i]));
+    }
     *len = static_cast<std::size_t>(n) + 1;
     if (room < *len) return -FI_ETOOSMALL;
     std::memcpy(out, text, *len);
@@ -280,7 +382,7 @@ int addr_from_node_service(const addr_codec& c, const char* node, const char* se
                            dev::address& out) noexcept {
   if (c.format == FI_ADDR_STR && node && std::strstr(node, "://")) {
     if (service && *service) return -FI_EINVAL;  // fi_getinfo(3): the string is the whole name
-    return from_string(c, node, 513, out, port_any::allowed);
+    return from_string(c, node, addr_str_max, out, port_any::allowed);
   }
   if (!is_this_host(node)) return -FI_EADDRNOTAVAIL;
   std::uint32_t port = 0;

@@ -7,13 +7,17 @@
 //   FI_SOCKADDR_IN, FI_SOCKADDR_IN6   an address of the endpoint's host and the port in
 //   (FI_SOCKADDR: either)             sin_port / sin6_port;
 //   FI_ADDR_STR                       "fi_exanet://HOST:PORT" with an optional "/PDID" field
-//                                     (fi_getname writes it); fi_sockaddr_in://IP:PORT and
-//                                     fi_sockaddr_in6://[IP]:PORT are read as well.
+//                                     (fi_getname writes it) and, for a version 2 name, the
+//                                     query "?node=N&host=X&inc=X&lower=X" (hex) with the
+//                                     fields that find it from another host; fi_sockaddr_in://
+//                                     IP:PORT and fi_sockaddr_in6://[IP]:PORT are read as well.
 //
-// The host part names the node: today any address of this host (loopback included) is this
-// node, and an address of another host is refused (-FI_EADDRNOTAVAIL until the network backend
-// of the multi-node issue). The PDID is not in a sockaddr: it is the reader's own, as an
-// ExaNeST packetizer stamps it. Ports fit 16 bits (dev/address.hpp).
+// The host part names the node: any address of this host (loopback included) is this node, and
+// an address of another host is refused (-FI_EADDRNOTAVAIL): a sockaddr cannot say how the
+// network backend reaches it. A version 2 string carries that (its lower name), so its host
+// part is only informative (the lower name's IP address when it has one). The PDID is not in a
+// sockaddr: it is the reader's own, as an ExaNeST packetizer stamps it. Ports fit 16 bits
+// (dev/address.hpp).
 #pragma once
 #include <netinet/in.h>
 #include <rdma/fabric.h>
@@ -42,6 +46,10 @@ bool addr_format_supported(std::uint32_t format) noexcept;
 /// host (else loopback). FI_SOCKADDR becomes its IPv4 or IPv6 form, by addr's family.
 addr_codec addr_codec_for(std::uint32_t format, const void* addr, std::size_t len,
                           const proto::config& cfg) noexcept;
+
+/// Bytes of the longest FI_ADDR_STR name, its terminating zero included (a version 2 name with
+/// an IPv6 host and a full lower name takes about 200).
+inline constexpr std::size_t addr_str_max = 320;
 
 /// Port 0 names no endpoint, except in a source address, where it asks for any free port.
 enum class port_any { refused, allowed };

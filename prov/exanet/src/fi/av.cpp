@@ -433,7 +433,7 @@ int av_lookup_op(fid_av* f, fi_addr_t fi_addr, void* addr, size_t* addrlen) noex
   av& a = av_of(f);
   if (!av_lookup(a, fi_addr, found)) return -FI_ENOENT;
   // fi_av(3): as much of the name as fits, and the size it needs.
-  char full[256];  // larger than a name of any format
+  char full[addr_str_max];  // room for a name of any format
   std::size_t len = sizeof full;
   if (addr_encode(domain_names(a.domain), found, full, &len) != 0) return -FI_EINVAL;
   if (addr) std::memcpy(addr, full, std::min(*addrlen, len));
@@ -441,12 +441,13 @@ int av_lookup_op(fid_av* f, fi_addr_t fi_addr, void* addr, size_t* addrlen) noex
   return 0;
 }
 
-// The FI_ADDR_STR form of a name in the domain's format ("fi_exanet://HOST:PORT/PDID").
+// The FI_ADDR_STR form of a name in the domain's format ("fi_exanet://HOST:PORT/PDID", and the
+// version 2 fields of a 64-byte name: addr_format.hpp); fi_av_insert of it finds the same peer.
 const char* av_straddr(fid_av* f, const void* addr, char* buf, size_t* len) noexcept {
   if (!addr || !buf || !len) return nullptr;
   const addr_codec& names = domain_names(av_of(f).domain);
   dev::address a;
-  char text[128];
+  char text[addr_str_max];
   addr_codec as_text = names;
   as_text.format = FI_ADDR_STR;
   std::size_t tl = sizeof text;

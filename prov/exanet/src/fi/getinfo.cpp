@@ -282,8 +282,9 @@ int set_addresses(const char* node, const char* service, std::uint64_t flags, co
     dev::address a;
     if (int rc = addr_from_node_service(c, node, service, a); rc != 0)
       return refuse("node \"%s\" service \"%s\": %s", node ? node : "", service ? service : "",
-                    rc == -FI_EADDRNOTAVAIL ? "not this host (exanet reaches endpoints of this "
-                                              "host only)" : "not an exanet endpoint"),
+                    rc == -FI_EADDRNOTAVAIL ? "not this host (another host's endpoint is named "
+                                              "by its FI_ADDR_STR name with the network fields)"
+                                            : "not an exanet endpoint"),
              -FI_ENODATA;
     if (flags & FI_SOURCE) {
       src = a;

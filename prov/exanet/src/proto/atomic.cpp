@@ -198,12 +198,18 @@ bool endpoint::atomic_send_train(atomic_request& r, std::span<const iovec> opera
     p.hdr = wire::make_header(wire::pkt_type::atomic_operands, 0, static_cast<std::uint32_t>(n));
     p.offset = static_cast<std::uint32_t>(r.train_sent);
     core::copy_from_iov(p.data, operands, r.train_sent, n);
-    dev::packet pkt;
-    wire::write(pkt.data(), p);
-    if (const core::status s = dev_.mailbox_send(r.peer, pkt); !core::ok(s)) {
+    dev::mailbox_reservation slot;
+    if (const core::status s = dev_.mailbox_reserve(r.peer, slot); !core::ok(s)) {
       if (s != core::status::again) r.err = -core::to_int(s);
       return false;
     }
+    wire::write(slot.data(), p);
+    // The rest of the train and the atomic_req follow in this call (atomic_send), as an eager
+    // train's packets do: over the network they leave as one lower message (protocol.md,
+    // "Bundles"). A train stopped by a full mailbox resumes from train_sent; what waits in the
+    // device's bundle goes at its next poll or send, ahead of anything else (FIFO per pair).
+    slot.more = true;
+    dev_.mailbox_publish(slot);
     r.train_sent += n;
   }
   return true;
