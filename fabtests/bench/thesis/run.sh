@@ -14,7 +14,8 @@
 #      machine's cores: only the ratios between families mean anything;
 #   d. the fast-receive share (exanet's counters: sends an RTR found waiting, over rendezvous
 #      sends) of each program, and of LAMMPS (its melt example) if lmp is installed; NetPIPE if
-#      NPmpi is.
+#      NPopenmpi is (NETPIPE_MAX: its largest size, default 64 KiB: it adapts its repetitions to a
+#      time per size, so under the model each size takes seconds).
 # The thesis's message classes: FI_EXANET_MEDIUM_MAX=EAGER_MAX=36 (its eager limit is 40 B; every
 # larger message is a rendezvous, where the families differ).
 # Output in OUT (default fabtests/bench/results/<UTC date>/thesis): claims.md and claims.csv (the
@@ -184,7 +185,7 @@ awk '$1 > 0 && $4 == "write" && $7 != "NA" { print $2, $7 }' "$out/p2p.samples" 
        END { for (m in n) { k = n[m]; med = k % 2 ? v[m, (k + 1) / 2] : (v[m, k / 2] + v[m, k / 2 + 1]) / 2
                             printf "p2p_%s write %d %.4f\n", m, k, med } }' >"$out/p2p_share.samples"
 
-# LAMMPS (the melt example, shortened) and NetPIPE, if installed; never installed here.
+# LAMMPS (the melt example, shortened) and NetPIPE, if installed (ci/install-deps.sh installs both).
 lammps_input=""
 for d in /usr/share/lammps/examples/melt /usr/share/doc/lammps/examples/melt; do
   [[ -f $d/in.melt ]] && lammps_input=$d/in.melt && break
@@ -207,7 +208,23 @@ else
   fi
   rm -f "$out/in.melt"
 fi
-command -v NPmpi >/dev/null || apps_note="${apps_note:+$apps_note; }netpipe: not run (NPmpi is not installed)"
+# NetPIPE (Debian's netpipe-openmpi: NPopenmpi), its ping-pong from 1 B to NETPIPE_MAX over two
+# ranks at the point-to-point distance, write family: the share of its rendezvous sends that
+# found their RTR waiting.
+if [[ $quick == 1 ]]; then
+  apps_note="${apps_note:+$apps_note; }netpipe: not run (QUICK=1)"
+elif ! command -v NPopenmpi >/dev/null; then
+  apps_note="${apps_note:+$apps_note; }netpipe: not run (NPopenmpi is not installed: netpipe-openmpi)"
+else
+  extra_mca=()
+  if (cd "$out" && np=2 mpi_run write "$hop_ns" "$out/stats.netpipe.write" NPopenmpi \
+      -u "${NETPIPE_MAX:-65536}" -o /dev/null >"$out/netpipe.log" 2>"$out/netpipe.log.err"); then
+    share_of netpipe write "$out/stats.netpipe.write"
+    rm -f "$out/netpipe.log" "$out/netpipe.log.err"
+  else
+    apps_note="${apps_note:+$apps_note; }netpipe: failed ($(tail -1 "$out/netpipe.log.err"))"
+  fi
+fi
 echo "$apps_note" >"$out/apps.note"
 
 python3 "$here/table.py" "$out" && echo "table: $out/claims.md  csv: $out/claims.csv"

@@ -319,9 +319,12 @@ row("share-lammps", "fast-receive share, LAMMPS melt (write family, 4 ranks)", "
     "sends an RTR found waiting / rendezvous sends (%)", f(lm, 1) if ok(lm) else (lammps_why or "NA"),
     "n/a (no thesis figure)" if ok(lm) else (lammps_why or "NA"), f(lm, 1) + "%" if ok(lm) else (lammps_why or "NA"),
     optional=True)
+npv = share.get("netpipe", NA)
 np_why = next((p for p in apps_note.split("; ") if p.startswith("netpipe")), "")
-row("share-netpipe", "fast-receive share, NetPIPE", "not in the thesis's table",
-    "-", np_why or "NA", np_why or "NA", np_why or "NA", optional=True)
+row("share-netpipe", "fast-receive share, NetPIPE (write family, 2 ranks)", "not in the thesis's table",
+    "sends an RTR found waiting / rendezvous sends (%)", f(npv, 1) if ok(npv) else (np_why or "NA"),
+    "n/a (no thesis figure)" if ok(npv) else (np_why or "NA"), f(npv, 1) + "%" if ok(npv) else (np_why or "NA"),
+    optional=True)
 
 # --- output ----------------------------------------------------------------------------------
 cols = ["id", "claim", "thesis", "exanet", "same", "ratio_def", "ratio", "note", "optional"]
