@@ -61,13 +61,19 @@ void copy_misaligned(void* dst, const void* src, std::size_t n) noexcept;
 void copy_backward(void* dst, const void* src, std::size_t n) noexcept;
 }  // namespace detail
 
+/// True when dst lies 1..63 bytes ahead of src modulo a page: a forward copy from src to dst
+/// makes its loads alias the stores it has just made (see above). Also the DMA engine's placement
+/// class (dev/emu/dma_engine_choice.hpp).
+constexpr bool page_aliased(std::uintptr_t dst, std::uintptr_t src) noexcept {
+  // 0 wraps to the top and is not taken.
+  return ((dst - src) & (detail::alias_page - 1)) - 1 < detail::alias_reach - 1;
+}
+
 /// memcpy for non-overlapping buffers, at full speed whatever their alignment.
 inline void copy_bytes(void* dst, const void* src, std::size_t n) noexcept {
   const auto d = reinterpret_cast<std::uintptr_t>(dst), s = reinterpret_cast<std::uintptr_t>(src);
   if (n >= detail::vector_copy_min) [[unlikely]] {
-    // 1..63 bytes ahead modulo a page (0 wraps to the top and is not taken).
-    if (((d - s) & (detail::alias_page - 1)) - 1 < detail::alias_reach - 1 &&
-        detail::ahead_backward.load(std::memory_order_relaxed)) {
+    if (page_aliased(d, s) && detail::ahead_backward.load(std::memory_order_relaxed)) {
       detail::copy_backward(dst, src, n);
       return;
     }

@@ -33,6 +33,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/copy.hpp"
+
 namespace exanet::dev::emu {
 
 enum class dma_engine : std::uint8_t { staged, cross_memory_attach };
@@ -123,7 +125,7 @@ class dma_engine_choice {
   /// True when a write from src to dst is "aliased": dst lies 1-63 bytes ahead of src modulo a
   /// page (see above).
   static bool is_aliased(std::uintptr_t src, std::uintptr_t dst) noexcept {
-    return ((dst - src) & 4095) - 1 < 63;
+    return core::page_aliased(dst, src);
   }
 
  private:
