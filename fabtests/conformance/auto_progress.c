@@ -141,7 +141,16 @@ static void initiator(int sock)
 
 	static const char *names[OPS] = {"RMA write", "RMA read", "fetch-add", "rendezvous send"};
 	char ctx[OPS];
-	XT_RC(fi_write(x.ep, wbuf, BIG, NULL, peer, d.base, d.key, &ctx[0]));
+	/* Delivery complete: the target checks the written data after the initiator's completion and
+	 * a socket handshake, with no further libfabric call of its own. A transmit-complete write
+	 * leaves the state at the target undefined (fi_cq(3)); exanet's staged engine completes
+	 * it once the last chunk is queued, and the target copies that chunk out on its next progress
+	 * (the 2026-11-27 TSan run caught the target checking before it). */
+	struct iovec wiov = {wbuf, BIG};
+	struct fi_rma_iov wrma = {d.base, BIG, d.key};
+	struct fi_msg_rma wmsg = {.msg_iov = &wiov, .iov_count = 1, .addr = peer, .rma_iov = &wrma,
+				  .rma_iov_count = 1, .context = &ctx[0]};
+	XT_RC(fi_writemsg(x.ep, &wmsg, FI_COMPLETION | FI_DELIVERY_COMPLETE));
 	XT_RC(fi_read(x.ep, rdbuf, BIG, NULL, peer, d.base + BIG, d.key, &ctx[1]));
 	XT_RC(fi_fetch_atomic(x.ep, &operand, 1, NULL, &fetched, NULL, peer, d.base + ATOMIC_OFF, d.key,
 			      FI_UINT64, FI_SUM, &ctx[2]));
