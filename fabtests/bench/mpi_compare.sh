@@ -20,7 +20,8 @@
 #   SIZES     latency sizes (default "1 8 64 512 4K 16K 64K 256K 1M 4M")
 #   BW_SIZES  bandwidth sizes (default: SIZES)
 #   REPEAT    runs per path and size (default 2)
-#   PATHS     the paths, in turn order (default "exanet vader ucx tcp")
+#   PATHS     the paths, in turn order (default "exanet vader ucx tcp"); exanet_before is
+#             another build of exanet whose provider directory BEFORE_LIB names (an A/B)
 #   OFFSETS   placements, comma separated (default 0,8,16,24,40,63); OFFSETS=0 for aligned only
 #   BLOCKS    timed blocks per placement inside a run, the best kept (default 2)
 #   TOUCH     1 (default): the receiver reads every cache line it received (mpi_bench -r), as an
@@ -46,6 +47,9 @@ bench_mpi_options "exanet vader ucx tcp"
 base=(--allow-run-as-root -np 2 --bind-to core)
 declare -A mca
 mca[exanet]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl ^ofi -x FI_PROVIDER=exanet -x FI_PROVIDER_PATH=$build/lib"
+# Another build of exanet for an A/B in the same run (PATHS="exanet exanet_before vader"):
+# BEFORE_LIB is its provider directory, as in xfer_compare.sh.
+[[ -n ${BEFORE_LIB:-} ]] && mca[exanet_before]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl ^ofi -x FI_PROVIDER=exanet -x FI_PROVIDER_PATH=$BEFORE_LIB"
 mca[tcp]="--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include tcp --mca btl ^ofi -x FI_PROVIDER=tcp"
 mca[vader]="--mca pml ob1 --mca btl vader,self --mca mtl ^ofi"
 mca[ucx]="--mca pml ucx --mca pml_ucx_tls any --mca pml_ucx_devices any --mca btl ^ofi"

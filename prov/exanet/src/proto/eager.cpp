@@ -88,19 +88,23 @@ core::status endpoint::send_one_now(dev::peer_id to, const void* buf, std::size_
 }
 
 void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {
-  const auto p = wire::read<wire::env_data>(pkt);
+  // The header alone, then the payload's len bytes straight from the packet: a small message's
+  // bytes are all the receiver loads (wire::read_head). len is checked before it bounds a copy.
+  constexpr std::size_t head = offsetof(wire::env_data, payload);
+  const auto p = wire::read_head<wire::env_data, head>(pkt);
   const std::size_t len = p.hdr.len;
   if (len > wire::eager_payload_max) [[unlikely]] {
-    on_env_train(from, p);  // the end of an eager train, or malformed (dropped there)
+    on_env_train(from, wire::read<wire::env_data>(pkt));  // a train's end, or malformed (dropped)
     return;
   }
+  const std::byte* const payload = pkt.data() + head;
   const auto kind = (p.hdr.flags & wire::flag_tagged) ? queue_kind::tagged : queue_kind::msg;
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
   ++stats_.eager_recv;
   prof_recv(profile_phase::arrival, profile_proto::eager, len);
   if (recv_request* r = take_posted(kind, from, p.tag, len)) {
     prof_recv(profile_phase::match);
-    deliver_recv(*r, from, p.tag, p.cq_data, has_data, p.payload, len);
+    deliver_recv(*r, from, p.tag, p.cq_data, has_data, payload, len);
     return;
   }
   unexpected_msg* u = unexpected_.acquire();
@@ -114,7 +118,7 @@ void endpoint::on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept {
   u->cq_data = p.cq_data;
   u->has_cq_data = has_data;
   u->len = len;
-  std::memcpy(u->inline_payload, p.payload, len);
+  std::memcpy(u->inline_payload, payload, len);
   (void)add_unexpected(kind, *u);  // on failure it logged and freed the record
 }
 

@@ -32,7 +32,8 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 10;  // 10: link model (arrival times, position),
+inline constexpr std::uint32_t layout_version = 11;  // 11: a slot's packet starts in seq's line
+                                                     // 10: link model (arrival times, position),
                                                      // and sleepers and wake_seq (owner sleeps)
                                                      // 8: the creator holds a flock on the file
                                                      // 7: bounce rings last, reserved on claim
@@ -86,17 +87,27 @@ struct alignas(cache_line) mailbox_control {
   std::atomic<std::uint64_t> tail;  // next position producers claim
 };
 
+/// Two lines; the packet starts in the first, right behind what the receiver reads to take it
+/// (seq, pdid, sender), so a packet whose meaning fits in its first packet_in_seq_line bytes (a
+/// message of up to 12 bytes: the env_data header is 28) is taken with the one line that seq
+/// brought. With the packet in a line of its own, the receiver's load of it could start only
+/// after seq's line had come and its check passed: two cross-core transfers in a row for every
+/// small message, where this costs one. The receiver reads only the packet bytes it needs
+/// (proto/wire.hpp, read_head), so the second line stays with the sender when they are unused.
 struct alignas(cache_line) mailbox_slot {
   std::atomic<std::uint64_t> seq;  // == position: free; == position + 1: holds a packet
   std::uint32_t pdid;              // stamped by the sending "packetizer"
   std::uint32_t src_port;
   std::uint16_t src_node;
+  std::uint8_t reserved[6];
+  packet data;  // bytes 24..88: its first 40 in seq's line
   // Link model: the packet is not taken before this CLOCK_MONOTONIC time (ns), stamped by the
   // sender before it publishes seq; 0 without the model.
   std::uint64_t arrive_ns;
-  alignas(cache_line) packet data;
 };
 static_assert(sizeof(mailbox_slot) == 2 * cache_line);
+inline constexpr std::size_t packet_in_seq_line = cache_line - offsetof(mailbox_slot, data);
+static_assert(packet_in_seq_line == 40 && offsetof(mailbox_slot, arrive_ns) >= cache_line);
 
 struct alignas(cache_line) notify_slot {
   std::atomic<std::uint32_t> gen;  // set to the armed generation after data is written
