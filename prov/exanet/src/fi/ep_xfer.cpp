@@ -136,9 +136,36 @@ ssize_t send_one(fid_ep* f, const void* buf, size_t len, fi_addr_t dest, std::ui
 
 // ---- FI_MSG -----------------------------------------------------------------------------------
 
-ssize_t msg_recv(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, void* ctx) noexcept {
+// The calls with one buffer (fi_recv, fi_trecv): what post_recv checks, in one test, then
+// straight to the protocol. MPI's receive: no peek/claim, no multi-receive; anything unusual
+// (a multi-receive among the endpoint's default flags included) goes to post_recv for its
+// answer.
+template <queue_kind K>
+ssize_t recv_one(fid_ep* f, void* buf, size_t len, fi_addr_t src, std::uint64_t tag,
+                 std::uint64_t ignore, void* ctx) noexcept {
   const iovec v = one(buf, len);
-  return post_recv<queue_kind::msg>(ep, &v, 1, src, 0, 0, ep_of(ep).rx_op_flags & recv_flags_known, ctx);
+  endpoint& ep = ep_of(f);
+  const std::uint64_t flags =
+      ep.rx_op_flags & recv_flags_known & (K == queue_kind::tagged ? ~FI_MULTI_RECV : ~0ull);
+  if (!ep.enabled || (len && !buf) || ep.rx_iov_limit == 0 || (flags & FI_MULTI_RECV)) [[unlikely]]
+    return post_recv<K>(f, &v, 1, src, tag, ignore, flags, ctx);
+  proto::recv_args a;
+  a.iov = {&v, 1};
+  a.tag = tag;
+  a.ignore = ignore;
+  a.context = ctx;
+  a.completion = !ep.rx_selective || (flags & FI_COMPLETION);
+  a.kind = K;
+  core::level_guard g(ep.lock);
+  // Without FI_DIRECTED_RECV the source address is ignored (fi_msg(3)).
+  if (src != FI_ADDR_UNSPEC && (ep.caps & FI_DIRECTED_RECV)) {
+    if (int rc = ep.peer_of(src, a.peer); rc != 0) return rc;
+  }
+  return core::to_int(ep.proto.recv(a));
+}
+
+ssize_t msg_recv(fid_ep* ep, void* buf, size_t len, void*, fi_addr_t src, void* ctx) noexcept {
+  return recv_one<queue_kind::msg>(ep, buf, len, src, 0, 0, ctx);
 }
 ssize_t msg_recvv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src,
                   void* ctx) noexcept {
@@ -175,25 +202,7 @@ ssize_t msg_injectdata(fid_ep* ep, const void* buf, size_t len, std::uint64_t da
 
 ssize_t tagged_recv(fid_ep* f, void* buf, size_t len, void*, fi_addr_t src, std::uint64_t tag,
                     std::uint64_t ignore, void* ctx) noexcept {
-  const iovec v = one(buf, len);
-  endpoint& ep = ep_of(f);
-  const std::uint64_t flags = ep.rx_op_flags & recv_flags_known & ~FI_MULTI_RECV;
-  // MPI's receive: one buffer, no peek/claim. What post_recv checks, in one test; anything
-  // unusual goes there for its error.
-  if (!ep.enabled || (len && !buf) || ep.rx_iov_limit == 0) [[unlikely]]
-    return post_recv<queue_kind::tagged>(f, &v, 1, src, tag, ignore, flags, ctx);
-  proto::recv_args a;
-  a.iov = {&v, 1};
-  a.tag = tag;
-  a.ignore = ignore;
-  a.context = ctx;
-  a.completion = !ep.rx_selective || (flags & FI_COMPLETION);
-  core::level_guard g(ep.lock);
-  // Without FI_DIRECTED_RECV the source address is ignored (fi_msg(3)).
-  if (src != FI_ADDR_UNSPEC && (ep.caps & FI_DIRECTED_RECV)) {
-    if (int rc = ep.peer_of(src, a.peer); rc != 0) return rc;
-  }
-  return core::to_int(ep.proto.recv(a));
+  return recv_one<queue_kind::tagged>(f, buf, len, src, tag, ignore, ctx);
 }
 ssize_t tagged_recvv(fid_ep* ep, const iovec* iov, void**, size_t count, fi_addr_t src,
                      std::uint64_t tag, std::uint64_t ignore, void* ctx) noexcept {
