@@ -104,6 +104,11 @@ struct fi_exanet_counters xt_counters(struct fid_ep *ep);
 void xt_sync(int sock);
 /* The same barrier, progressing cq while it waits (manual progress: a peer may need us). */
 void xt_sync_progress(int sock, struct fid_cq *cq);
+/* For a polling loop that found nothing: gives the core away. ctest runs two tests at once on CI's
+ * two cores, each of two or more processes, and a spinner that keeps its time slice delays the
+ * peer it waits for (iov_random took 4-8 times its solo time at -j2 before xt_wait,
+ * xt_sync_progress and its own loop called this). Alone on a core it returns at once. */
+void xt_idle(void);
 
 /* Deterministic payloads: byte i of message `seed`. */
 void xt_fill(void *buf, size_t len, unsigned seed);

@@ -37,7 +37,6 @@
 #include "xt.h"
 
 #include <rdma/fi_rma.h>
-#include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -314,7 +313,7 @@ static void progress(struct run *r)
 {
 	fi_cq_read(r->x.txcq, NULL, 0);
 	fi_cq_read(r->x.rxcq, NULL, 0);
-	sched_yield(); /* called only while waiting: let the peer have the core (xt.c, idle_yield) */
+	xt_idle(); /* called only while waiting */
 }
 
 /* Posts one call, progressing while the provider answers -FI_EAGAIN. */
