@@ -239,7 +239,7 @@ TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
   ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
   ASSERT_EQ(b.connect(a.local_address(), ba), core::status::ok);
   const std::size_t ring = 1 << 16, len = 24000;  // does not divide the ring: forces skips
-  std::uint64_t consumed = 0;
+  std::uint64_t consumed = 0, tail = 0;
   std::uint32_t held = 0;  // the ring a holds at b
   for (int i = 0; i < 40; ++i) {
     std::uint32_t r;
@@ -248,6 +248,7 @@ TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
     std::byte* dst = a.bounce_acquire(ab, len, like, r, off);
     if (!dst) {  // out of credit: the receiver consumes everything, then it must succeed
       b.bounce_consume(r, consumed);
+      tail = consumed;
       dst = a.bounce_acquire(ab, len, like, r, off);
       ASSERT_NE(dst, nullptr);
     }
@@ -258,7 +259,11 @@ TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
     a.bounce_commit(ab, off + len);
     const std::byte* seen = b.bounce_data(ba, r, off, len);
     ASSERT_NE(seen, nullptr);
-    EXPECT_EQ(b.bounce_data(ba, r, off, len + 1), nullptr) << "past what the sender produced";
+    // The bound is the receiver's own tail, not the sender's head: at most one ring past what
+    // it consumed (8 bytes at a line, never straddling the ring's end).
+    const std::uint64_t lap_end = (tail + ring) & ~std::uint64_t{63};
+    EXPECT_EQ(b.bounce_data(ba, r, lap_end + 64, 8), nullptr) << "past one ring of credit";
+    EXPECT_NE(b.bounce_data(ba, r, lap_end - 64, 8), nullptr) << "within one ring of credit";
     EXPECT_EQ(b.bounce_data(ba, (r + 1) % 4, off, len), nullptr) << "a ring the sender does not hold";
     EXPECT_EQ(seen[0], std::byte(i));
     EXPECT_EQ(seen[len - 1], std::byte(i));
@@ -302,6 +307,59 @@ TEST(emu_device, a_closed_senders_last_bounce_messages_are_still_its_own) {
   ASSERT_EQ(shm_segment::open(segment_name(getuid(), b.local_address().pdid, b.local_address().port), seg),
             core::status::ok);
   EXPECT_EQ(view_of(seg).bounce[ring].owner.load(), 0u) << "a drained ring of a closed sender is free";
+}
+
+// A forging sender names bytes past what it produced (the receiver bounds by its own tail, not
+// by the sender's head) and so has the receiver consume past the head, then closes. The ring is
+// freed, whether the receiver consumed before the close or after it, and the next sender that
+// claims it is not refused: it continues after both positions.
+TEST(emu_device, a_ring_consumed_past_its_head_serves_the_next_sender) {
+  device b;
+  ASSERT_EQ(b.open(make_params(test_pdid(19))), core::status::ok);
+  shm_segment seg;
+  ASSERT_EQ(shm_segment::open(segment_name(getuid(), b.local_address().pdid, b.local_address().port), seg),
+            core::status::ok);
+  std::uint32_t first_ring = ~0u;
+  for (const bool consume_after_close : {false, true}) {
+    SCOPED_TRACE(consume_after_close ? "consumed after the close" : "consumed before the close");
+    device a;
+    ASSERT_EQ(a.open(make_params(test_pdid(19))), core::status::ok);
+    peer_id ab, ba;
+    ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+    ASSERT_EQ(b.connect(a.local_address(), ba), core::status::ok);
+    std::uint32_t ring;
+    std::uint64_t off;
+    std::byte* dst = a.bounce_acquire(ab, 100, 0, ring, off);
+    ASSERT_NE(dst, nullptr) << "a sender after a forging one was refused ring space";
+    if (first_ring == ~0u) first_ring = ring;
+    ASSERT_EQ(ring, first_ring) << "the test meant every sender to take the same ring";
+    std::memset(dst, 0x5a, 100);
+    a.bounce_commit(ab, off + 100);
+    const std::byte* seen = b.bounce_data(ba, ring, off, 100);
+    ASSERT_NE(seen, nullptr) << "a sender after a forging one had its message refused";
+    EXPECT_EQ(seen[99], std::byte{0x5a});
+    // The forged packet: 4000 bytes where the sender produced 100.
+    ASSERT_NE(b.bounce_data(ba, ring, off, 4000), nullptr);
+    if (!consume_after_close) b.bounce_consume(ring, off + 4000);
+    a.close();
+    if (consume_after_close) b.bounce_consume(ring, off + 4000);
+    EXPECT_EQ(view_of(seg).bounce[ring].owner.load(), 0u) << "a closed sender's drained ring stays held";
+  }
+  device c;  // the next sender: claims the ring both forgers left consumed past their heads
+  ASSERT_EQ(c.open(make_params(test_pdid(19))), core::status::ok);
+  peer_id cb, bc;
+  ASSERT_EQ(c.connect(b.local_address(), cb), core::status::ok);
+  ASSERT_EQ(b.connect(c.local_address(), bc), core::status::ok);
+  std::uint32_t ring;
+  std::uint64_t off;
+  std::byte* dst = c.bounce_acquire(cb, 500, 0, ring, off);
+  ASSERT_NE(dst, nullptr);
+  ASSERT_EQ(ring, first_ring);
+  std::memset(dst, 0x6b, 500);
+  c.bounce_commit(cb, off + 500);
+  const std::byte* seen = b.bounce_data(bc, ring, off, 500);
+  ASSERT_NE(seen, nullptr) << "the next sender's message was refused";
+  EXPECT_EQ(seen[499], std::byte{0x6b});
 }
 
 TEST(emu_device, notification_generations_never_alias) {

@@ -182,7 +182,7 @@ void device::close() noexcept {
       const std::uint64_t mine = ring_owner(self_.node, self_.port);
       d.owner.store(mine | ring_closing, std::memory_order_release);
       std::uint64_t closing = mine | ring_closing;
-      if (d.tail.load(std::memory_order_acquire) == d.head.load(std::memory_order_acquire))
+      if (d.tail.load(std::memory_order_acquire) >= d.head.load(std::memory_order_acquire))
         d.owner.compare_exchange_strong(closing, 0, std::memory_order_acq_rel);
     }
     if (pr.event_ring != ~0u) pr.view.events[pr.event_ring].owner.store(0, std::memory_order_release);
@@ -456,15 +456,18 @@ const std::byte* device::bounce_data(peer_id from, std::uint32_t ring, std::uint
   if (from >= peers_.size() || ring >= geo_.bounce_peers || len > size ||
       (offset & (size - 1)) + len > size)
     return nullptr;
-  // Only the ring the sender holds here, and only bytes it produced that were not consumed: a
-  // packet cannot make this endpoint read another sender's messages or move another's credit.
+  // Only the ring the sender holds here, and only bytes not consumed yet, within one ring of
+  // credit past them: a packet cannot make this endpoint read another sender's messages or move
+  // another's credit. The sender's head is not consulted. It is the sender's own word (it
+  // stores it here), so a bound by it stops nothing a sender could not do by storing a larger
+  // head; and reading it cost a cross-core transfer per message, on the line the sender has
+  // just written, after the packet's own. The packet's release publishes the bytes it names.
   const ring_desc& d = local_.bounce[ring];
   const address& a = peers_[from].addr;
   if ((d.owner.load(std::memory_order_acquire) & ~ring_closing) != ring_owner(a.node, a.port))
     return nullptr;
   const std::uint64_t tail = d.tail.load(std::memory_order_relaxed);  // ours: only we move it
-  const std::uint64_t head = d.head.load(std::memory_order_acquire);
-  if (offset < tail || offset > head || len > head - offset) return nullptr;
+  if (offset < tail || offset - tail > size - len) return nullptr;
   return local_.bounce_data + std::size_t{ring} * size + (offset & (size - 1));
 }
 

@@ -158,7 +158,7 @@ class device {
   /// receiver may still read are never touched.
   void bounce_prepare(peer_id p, std::size_t len) noexcept;
   /// Receiver: the bytes a medium packet from `from` names, or nullptr unless the ring is the one
-  /// `from` holds here and the range lies between what was consumed and what it produced.
+  /// `from` holds here and the range lies within one ring past what was consumed.
   const std::byte* bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,
                                std::size_t len) const noexcept;
   /// Receiver: everything up to end in ring has been copied out. A ring its sender closed is
@@ -171,7 +171,7 @@ class device {
     ring_desc& d = local_.bounce[ring];
     d.tail.store(end, std::memory_order_release);
     std::uint64_t owner = d.owner.load(std::memory_order_acquire);
-    if ((owner & ring_closing) && end == d.head.load(std::memory_order_acquire)) [[unlikely]]
+    if ((owner & ring_closing) && end >= d.head.load(std::memory_order_acquire)) [[unlikely]]
       d.owner.compare_exchange_strong(owner, 0, std::memory_order_acq_rel);
   }
 

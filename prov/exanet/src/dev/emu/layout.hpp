@@ -21,6 +21,7 @@
 //   | bounce data        |  P rings of R bytes, each reserved by the sender that claims it
 //   +--------------------+
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -146,13 +147,17 @@ inline constexpr std::uint64_t ring_closing = 1ull << 63;
 
 /// Claims the first free ring of `count` for `owner`; returns its index, or ~0u if all are taken.
 /// head is where the claimant continues: a previous owner may have left units the receiver has
-/// not consumed yet, and credits stay exact only if the new owner appends after them.
+/// not consumed yet, and credits stay exact only if the new owner appends after them. A
+/// receiver bounds what a bounce packet names by its tail, not the sender's head, so a forging
+/// previous owner could have had it consume past its head: the claimant starts after both,
+/// or its first messages would name consumed bytes and be refused.
 inline std::uint32_t claim_ring(ring_desc* rings, std::uint32_t count, std::uint64_t owner,
                                 std::uint64_t& head) noexcept {
   for (std::uint32_t i = 0; i < count; ++i) {
     std::uint64_t expected = 0;
     if (rings[i].owner.compare_exchange_strong(expected, owner, std::memory_order_acq_rel)) {
-      head = rings[i].head.load(std::memory_order_acquire);
+      head = std::max(rings[i].head.load(std::memory_order_acquire),
+                      rings[i].tail.load(std::memory_order_acquire));
       return i;
     }
   }
