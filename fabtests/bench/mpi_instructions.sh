@@ -12,7 +12,9 @@
 # Environment: SHORT (default 2000), LONG (default 10000), SIZE (message bytes, default 8);
 # TEST=bw counts streaming instead (mpi_bench -t bw, window 64; SHORT and LONG are then windows,
 # default 20 and 100, and the figures are per message, acknowledgement share included), and
-# RANK=1 profiles rank 1 (in bw, the receiver) instead of rank 0.
+# RANK=1 profiles rank 1 (in bw, the receiver) instead of rank 0. CG_OPTS adds callgrind options,
+# e.g. CG_OPTS=--cache-sim=yes to count simulated L1 misses too (read them with callgrind_annotate
+# --show=D1mr,D1mw on the two cg.* files).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
@@ -29,9 +31,9 @@ for n in "$short" "$long"; do
   # The profiled rank under callgrind, the other at full speed; FI_EXANET_* settings pass on.
   mpirun $(env | sed -n 's/^\(FI_EXANET_[A-Z0-9_]*\)=.*/-x \1/p') --allow-run-as-root -np 2 --bind-to core --mca pml cm --mca mtl ofi \
     --mca mtl_ofi_provider_include exanet --mca btl ^ofi -x FI_PROVIDER=exanet \
-    -x FI_PROVIDER_PATH="$build/lib" -x CG_FILE="$out/cg.$n" -x PRANK="$prank" \
+    -x FI_PROVIDER_PATH="$build/lib" -x CG_FILE="$out/cg.$n" -x PRANK="$prank" -x CG_OPTS="${CG_OPTS:-}" \
     bash -c 'if [ "$OMPI_COMM_WORLD_RANK" = "$PRANK" ]; then
-               exec valgrind --tool=callgrind --dump-instr=yes --callgrind-out-file="$CG_FILE" "$@"
+               exec valgrind --tool=callgrind --dump-instr=yes $CG_OPTS --callgrind-out-file="$CG_FILE" "$@"
              else exec "$@"; fi' rank "$prog" -t "$test" -m "$size" -M "$size" -P 0:0 -b 1 -i "$n" -n "$n" -w 64 \
     >"$out/run.$n.log" 2>&1
   grep -q "^$test $size " "$out/run.$n.log" || { echo "run of $n failed: $out/run.$n.log" >&2; exit 1; }
