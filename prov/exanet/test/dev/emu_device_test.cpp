@@ -283,6 +283,28 @@ TEST(emu_device, bounce_ring_credits_and_no_wrapping_messages) {
   EXPECT_EQ(b.bounce_data(ba, held, consumed - len, 8), nullptr) << "bytes already consumed";
 }
 
+// a and b know each other: ab is b as a's peer, ba is a as b's.
+void connect_pair(device& a, device& b, peer_id& ab, peer_id& ba) {
+  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
+  ASSERT_EQ(b.connect(a.local_address(), ba), core::status::ok);
+}
+
+// One medium message's bytes through from's ring at to: len bytes of `fill`, committed; what the
+// receiver reads at the position the sender was given (nullptr if refused, or if the sender got
+// no room: then ring is ~0u).
+const std::byte* bounce_through(device& from, peer_id at_to, device& to, peer_id at_from,
+                                std::size_t len, std::byte fill, std::uint32_t& ring,
+                                std::uint64_t& off) {
+  ring = ~0u;
+  std::uint32_t r;
+  std::byte* dst = from.bounce_acquire(at_to, len, 0, r, off);
+  if (!dst) return nullptr;
+  ring = r;
+  std::memset(dst, std::to_integer<int>(fill), len);
+  from.bounce_commit(at_to, off + len);
+  return to.bounce_data(at_from, ring, off, len);
+}
+
 // A sender that closes right after a medium send (an inject, then fi_close) leaves its last
 // messages in its ring: they are still read as its own, and the ring is freed once drained.
 TEST(emu_device, a_closed_senders_last_bounce_messages_are_still_its_own) {
@@ -290,14 +312,11 @@ TEST(emu_device, a_closed_senders_last_bounce_messages_are_still_its_own) {
   ASSERT_EQ(a.open(make_params(test_pdid(16))), core::status::ok);
   ASSERT_EQ(b.open(make_params(test_pdid(16))), core::status::ok);
   peer_id ab, ba;
-  ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
-  ASSERT_EQ(b.connect(a.local_address(), ba), core::status::ok);
+  ASSERT_NO_FATAL_FAILURE(connect_pair(a, b, ab, ba));
   std::uint32_t ring;
   std::uint64_t off;
-  std::byte* dst = a.bounce_acquire(ab, 1000, 0, ring, off);
-  ASSERT_NE(dst, nullptr);
-  std::memset(dst, 0x3c, 1000);
-  a.bounce_commit(ab, off + 1000);
+  (void)bounce_through(a, ab, b, ba, 1000, std::byte{0x3c}, ring, off);
+  ASSERT_NE(ring, ~0u);
   a.close();
   const std::byte* seen = b.bounce_data(ba, ring, off, 1000);
   ASSERT_NE(seen, nullptr) << "the closed sender's message was refused";
@@ -320,46 +339,31 @@ TEST(emu_device, a_ring_consumed_past_its_head_serves_the_next_sender) {
   ASSERT_EQ(shm_segment::open(segment_name(getuid(), b.local_address().pdid, b.local_address().port), seg),
             core::status::ok);
   std::uint32_t first_ring = ~0u;
-  for (const bool consume_after_close : {false, true}) {
-    SCOPED_TRACE(consume_after_close ? "consumed after the close" : "consumed before the close");
+  // Two forgers, then an honest sender (the last round).
+  for (const int round : {0, 1, 2}) {
+    SCOPED_TRACE(round == 0 ? "consumed before the close" : round == 1 ? "consumed after the close"
+                                                                       : "the next sender");
     device a;
     ASSERT_EQ(a.open(make_params(test_pdid(19))), core::status::ok);
     peer_id ab, ba;
-    ASSERT_EQ(a.connect(b.local_address(), ab), core::status::ok);
-    ASSERT_EQ(b.connect(a.local_address(), ba), core::status::ok);
+    ASSERT_NO_FATAL_FAILURE(connect_pair(a, b, ab, ba));
     std::uint32_t ring;
     std::uint64_t off;
-    std::byte* dst = a.bounce_acquire(ab, 100, 0, ring, off);
-    ASSERT_NE(dst, nullptr) << "a sender after a forging one was refused ring space";
+    const std::byte fill{0x5a};
+    const std::byte* seen = bounce_through(a, ab, b, ba, 100, fill, ring, off);
+    ASSERT_NE(ring, ~0u) << "a sender after a forging one was refused ring space";
     if (first_ring == ~0u) first_ring = ring;
     ASSERT_EQ(ring, first_ring) << "the test meant every sender to take the same ring";
-    std::memset(dst, 0x5a, 100);
-    a.bounce_commit(ab, off + 100);
-    const std::byte* seen = b.bounce_data(ba, ring, off, 100);
     ASSERT_NE(seen, nullptr) << "a sender after a forging one had its message refused";
-    EXPECT_EQ(seen[99], std::byte{0x5a});
+    EXPECT_EQ(seen[99], fill);
+    if (round == 2) break;
     // The forged packet: 4000 bytes where the sender produced 100.
     ASSERT_NE(b.bounce_data(ba, ring, off, 4000), nullptr);
-    if (!consume_after_close) b.bounce_consume(ring, off + 4000);
+    if (round == 0) b.bounce_consume(ring, off + 4000);
     a.close();
-    if (consume_after_close) b.bounce_consume(ring, off + 4000);
+    if (round == 1) b.bounce_consume(ring, off + 4000);
     EXPECT_EQ(view_of(seg).bounce[ring].owner.load(), 0u) << "a closed sender's drained ring stays held";
   }
-  device c;  // the next sender: claims the ring both forgers left consumed past their heads
-  ASSERT_EQ(c.open(make_params(test_pdid(19))), core::status::ok);
-  peer_id cb, bc;
-  ASSERT_EQ(c.connect(b.local_address(), cb), core::status::ok);
-  ASSERT_EQ(b.connect(c.local_address(), bc), core::status::ok);
-  std::uint32_t ring;
-  std::uint64_t off;
-  std::byte* dst = c.bounce_acquire(cb, 500, 0, ring, off);
-  ASSERT_NE(dst, nullptr);
-  ASSERT_EQ(ring, first_ring);
-  std::memset(dst, 0x6b, 500);
-  c.bounce_commit(cb, off + 500);
-  const std::byte* seen = b.bounce_data(bc, ring, off, 500);
-  ASSERT_NE(seen, nullptr) << "the next sender's message was refused";
-  EXPECT_EQ(seen[499], std::byte{0x6b});
 }
 
 TEST(emu_device, notification_generations_never_alias) {
