@@ -295,11 +295,9 @@ void connect_pair(device& a, device& b, peer_id& ab, peer_id& ba) {
 const std::byte* bounce_through(device& from, peer_id at_to, device& to, peer_id at_from,
                                 std::size_t len, std::byte fill, std::uint32_t& ring,
                                 std::uint64_t& off) {
-  ring = ~0u;
-  std::uint32_t r;
-  std::byte* dst = from.bounce_acquire(at_to, len, 0, r, off);
+  ring = ~0u;  // bounce_acquire sets it only when it gives room
+  std::byte* dst = from.bounce_acquire(at_to, len, 0, ring, off);
   if (!dst) return nullptr;
-  ring = r;
   std::memset(dst, std::to_integer<int>(fill), len);
   from.bounce_commit(at_to, off + len);
   return to.bounce_data(at_from, ring, off, len);

@@ -182,7 +182,8 @@ void device::close() noexcept {
       const std::uint64_t mine = ring_owner(self_.node, self_.port);
       d.owner.store(mine | ring_closing, std::memory_order_release);
       std::uint64_t closing = mine | ring_closing;
-      if (d.tail.load(std::memory_order_acquire) >= d.head.load(std::memory_order_acquire))
+      if (ring_drained(d.tail.load(std::memory_order_acquire),
+                       d.head.load(std::memory_order_acquire)))
         d.owner.compare_exchange_strong(closing, 0, std::memory_order_acq_rel);
     }
     if (pr.event_ring != ~0u) pr.view.events[pr.event_ring].owner.store(0, std::memory_order_release);

@@ -171,7 +171,8 @@ class device {
     ring_desc& d = local_.bounce[ring];
     d.tail.store(end, std::memory_order_release);
     std::uint64_t owner = d.owner.load(std::memory_order_acquire);
-    if ((owner & ring_closing) && end >= d.head.load(std::memory_order_acquire)) [[unlikely]]
+    if ((owner & ring_closing) && ring_drained(end, d.head.load(std::memory_order_acquire)))
+        [[unlikely]]
       d.owner.compare_exchange_strong(owner, 0, std::memory_order_acq_rel);
   }
 

@@ -144,6 +144,12 @@ constexpr std::uint64_t ring_owner(std::uint16_t node, std::uint32_t port) noexc
 /// out everything it sent: the ring stays that sender's (its last messages are still read as
 /// its own) until the receiver consumes up to the head, which frees it.
 inline constexpr std::uint64_t ring_closing = 1ull << 63;
+/// A closing ring is drained, and may be freed, once the receiver consumed up to its head or
+/// past it: a receiver bounds a packet's range by its own tail, not the sender's head, so a
+/// forging sender can have it consume beyond what was produced (claim_ring continues after both).
+constexpr bool ring_drained(std::uint64_t tail, std::uint64_t head) noexcept {
+  return tail >= head;
+}
 
 /// Claims the first free ring of `count` for `owner`; returns its index, or ~0u if all are taken.
 /// head is where the claimant continues: a previous owner may have left units the receiver has
