@@ -13,8 +13,13 @@
  *      caught only by the wait's own bound (20 ms) and shows as a round trip that long; at most
  *      SLOW_SHARE of the rounds may exceed the responder's delay by SLOW_MS. Time either side
  *      spent runnable but not running (a loaded machine: /proc/thread-self/schedstat) is not
- *      counted: the responder sends its own with each reply. The initiator's CPU over the run
- *      must stay under CPU_SHARE of the wall time (a wait that polls uses it all).
+ *      counted: the responder sends its own with each reply; nor is time the hypervisor took
+ *      from the machine's CPUs in the round (steal, /proc/stat: it stops every thread, the
+ *      kernel's network processing included, and no thread's schedstat shows it). A stalled
+ *      machine shows in a few rounds of one run; a lost wake-up races in every run. So a run
+ *      that fails the slow-round check alone is run once more, and the test fails if the
+ *      second also does. The initiator's CPU over the run must stay under CPU_SHARE of the
+ *      wall time (a wait that polls uses it all).
  *   2. FI_PROGRESS_AUTO: the target sleeps (nanosleep, no libfabric call) while the initiator,
  *      every 300 ms, writes 4 KiB into its memory (fi_write) and waits for the completion. The
  *      target's progress thread must serve each write within WRITE_MAX_MS (its idle sleep lasts
@@ -73,6 +78,34 @@ static double run_delay_ms(void)
 	const int n = fscanf(f, "%llu %llu", &on_cpu, &waited);
 	fclose(f);
 	return n == 2 ? waited / 1e6 : 0;
+}
+
+static double thread_cpu_s(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+	return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* CPU seconds the initiator spent reading /proc/stat (about 1.5% of its time): the test's own
+ * cost, left out of the CPU share that judges the waits. */
+static double steal_reading_s;
+
+/* Milliseconds the hypervisor has taken from this machine's CPUs, summed over them (0 where
+ * the kernel does not say). Counted in clock ticks: a round sees it only once it reaches one. */
+static double steal_ms(void)
+{
+	const double c0 = thread_cpu_s();
+	FILE *f = fopen("/proc/stat", "r");
+	if (!f)
+		return 0;
+	unsigned long long v[8] = {0};
+	const int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+			     &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	steal_reading_s += thread_cpu_s() - c0;
+	const long hz = sysconf(_SC_CLK_TCK);
+	return n == 8 && hz > 0 ? v[7] * 1e3 / (double)hz : 0;
 }
 
 static void pause_us(unsigned us)
@@ -158,7 +191,9 @@ static int responder(int index, int sock)
 	return 0;
 }
 
-static void pingpong(void)
+/* One run of part 1; returns whether its rounds kept to their delays (the other checks fail
+ * the test at once). */
+static int pingpong_run(void)
 {
 	int socks[1];
 	pid_t pids[1];
@@ -173,21 +208,25 @@ static void pingpong(void)
 	/* The first rounds form the lower connections (network backend): not timed. */
 	const uint32_t untimed = pings < 20 ? 0 : 10;
 	unsigned slow = 0;
-	double worst = 0, t_start = 0, starved = 0;
+	double worst = 0, t_start = 0, starved = 0, stolen_all = 0, stolen = steal_ms();
 	struct usage u0 = {0, 0};
 	for (uint32_t i = 0; i < pings; i++) {
 		if (i == untimed) {
 			u0 = usage_now();
 			t_start = xt_now_us();
+			steal_reading_s = 0;
 		}
 		const double t0 = xt_now_us(), w0 = run_delay_ms();
 		struct ball v = {i, 0};
 		send_ball(&x, peer, &v);
 		v = sread_ball(&x, &buf, "initiator", i);
 		XT_CHECK(v.round == i, "initiator: round %u got %u", i, v.round);
-		const double not_run = run_delay_ms() - w0 + v.delay_us / 1e3;
-		const double extra_ms = (xt_now_us() - t0) / 1e3 - delays_us[(i * 2654435761u >> 7) % 4] / 1e3 -
-					not_run;
+		const double t1 = xt_now_us(), stolen_now = steal_ms();
+		const double not_run = run_delay_ms() - w0 + v.delay_us / 1e3 + (stolen_now - stolen);
+		const double extra_ms = (t1 - t0) / 1e3 - delays_us[(i * 2654435761u >> 7) % 4] / 1e3 - not_run;
+		if (i >= untimed)
+			stolen_all += stolen_now - stolen;
+		stolen = stolen_now;
 		if (i < untimed)
 			continue;
 		starved += not_run;
@@ -197,19 +236,30 @@ static void pingpong(void)
 			slow++;
 	}
 	const struct usage u1 = usage_now();
-	const double wall_s = (xt_now_us() - t_start) / 1e6, share = (u1.cpu_s - u0.cpu_s) / wall_s;
+	const double wall_s = (xt_now_us() - t_start) / 1e6, share = (u1.cpu_s - u0.cpu_s - steal_reading_s) / wall_s;
 	const uint32_t timed = pings - untimed;
 	printf("  ping-pong, both in fi_cq_sread: %u rounds in %.2f s, %u over their delay by more than "
-	       "%.0f ms (worst %.2f ms; %.0f ms runnable, not running, left out), initiator CPU %.1f%%, "
-	       "%.0f wake-ups/s\n", timed, wall_s, slow, SLOW_MS, worst, starved, share * 100,
-	       (u1.wakeups - u0.wakeups) / wall_s);
-	XT_CHECK(slow <= timed * SLOW_SHARE, "%u of %u rounds took more than %.0f ms beyond the delay "
-		 "(lost wake-ups end only at the wait's bound)", slow, timed, SLOW_MS);
+	       "%.0f ms (worst %.2f ms; %.0f ms runnable, not running, left out, of which %.0f ms stolen "
+	       "by the hypervisor), initiator CPU %.1f%%, %.0f wake-ups/s\n", timed, wall_s, slow, SLOW_MS,
+	       worst, starved, stolen_all, share * 100, (u1.wakeups - u0.wakeups) / wall_s);
 	const double cpu_bound = xt_env_size("WAIT_PINGPONG_CPU_PERCENT", (size_t)(CPU_SHARE * 100)) / 100.0;
 	XT_CHECK(share <= cpu_bound, "the initiator used %.1f%% CPU while waiting", share * 100);
 	xt_sync_progress(socks[0], x.txcq);
 	xt_close(&x);
 	xt_reap(1, pids);
+	return slow <= timed * SLOW_SHARE;
+}
+
+static void pingpong(void)
+{
+	for (int attempt = 1;; attempt++) {
+		if (pingpong_run())
+			break;
+		XT_CHECK(attempt < 2, "in both runs more than %.0f%% of the rounds took more than %.0f ms "
+			 "beyond the delay (lost wake-ups end only at the wait's bound)", SLOW_SHARE * 100, SLOW_MS);
+		printf("  more than %.0f%% of the rounds were slow: once more, to tell a stalled machine "
+		       "from a lost wake-up\n", SLOW_SHARE * 100);
+	}
 	xt_pass("ping-pong in fi_cq_sread: no lost wake-up, little CPU");
 }
 
