@@ -491,10 +491,13 @@ int record(const char* path, double interval, long count) {
 
 // segments [--stale]: every exanet file of this user in /dev/shm and whether its owner lives.
 // Segments and live files carry their owner's lock; named AVs carry none and are listed as
-// left behind whenever they exist (a test that makes one removes it).
+// left behind whenever they exist (a test that makes one removes it). A wake socket lives and
+// goes with its segment (dev/emu/segment.hpp): it is left behind when its segment is gone or
+// dead.
 int segments(bool stale_only) {
   namespace emu = exanet::dev::emu;
   int left = 0;
+  std::vector<std::pair<std::string, owner_state>> segment_states;
   const auto show = [&](const char* kind, const std::string& name, owner_state st, int pid) {
     if (stale_only && st == owner_state::alive) return;
     if (st != owner_state::alive) ++left;
@@ -529,6 +532,18 @@ int segments(bool stale_only) {
       st = probe_owner(path);
     }
     show("segment", name, st, pid);
+    segment_states.emplace_back(name, st);
+  }
+  static constexpr char wake_prefix[] = "exanet-wake.";
+  for (const std::string& name : shm_files(wake_prefix)) {
+    const std::string segment = "exanet." + name.substr(sizeof wake_prefix - 1);
+    owner_state st = owner_state::gone;
+    for (const auto& [seg, seg_state] : segment_states)
+      if (seg == segment) st = seg_state;
+    // Made just now, its segment after the listing above: it is there now.
+    if (st == owner_state::gone && access((std::string(shm_dir) + "/" + segment).c_str(), F_OK) == 0)
+      st = probe_owner(std::string(shm_dir) + "/" + segment);
+    show("wake", name, st, 0);
   }
   for (const std::string& name : shm_files(live::name_prefix)) {
     endpoint_snapshot s;

@@ -52,8 +52,12 @@ static void remove_killed_children_segments(void)
 		const int ours = pread(fd, head, sizeof head, 0) == (ssize_t)sizeof head && head[0] == 0x45584e54u;
 		close(fd);
 		for (int i = 0; ours && i < xt_nchildren; i++)
-			if (xt_children[i] > 0 && (pid_t)head[4] == xt_children[i])
+			if (xt_children[i] > 0 && (pid_t)head[4] == xt_children[i]) {
+				char wake[300]; /* its wake socket, if it had one (dev/emu/segment.hpp) */
+				snprintf(wake, sizeof wake, "/dev/shm/exanet-wake.%s", e->d_name + strlen("exanet."));
+				unlink(wake);
 				unlink(path);
+			}
 	}
 	closedir(d);
 }

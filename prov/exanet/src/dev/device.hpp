@@ -216,6 +216,9 @@ struct sleep_descriptor {
   int fd = -1;               // -1: none; the word alone covers every arrival
   bool word_in_use = true;   // peers may still change the word: a sleeper that polls fd must
                              // look at the word too (a futex cannot be polled)
+  int word_fd = -1;          // readable once a peer changed the word since sleep_prepare (the
+                             // emulation's wake socket): polled beside fd, the word need not
+                             // be looked at
 };
 
 /// A claimed, not yet published packet slot in a peer's mailbox: the protocol writes the packet

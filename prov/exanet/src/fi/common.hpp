@@ -70,6 +70,7 @@ struct sleep_target {
   std::uint32_t expected = 0;
   int fd = -1;
   bool word_in_use = true;  // with fd: peers may still change the word, which poll(2) cannot see
+  int word_fd = -1;         // readable once peers changed the word (dev::sleep_descriptor)
 };
 
 /// Something a CQ or counter read must progress (an endpoint, under manual progress). The

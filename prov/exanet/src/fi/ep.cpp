@@ -378,6 +378,7 @@ bool endpoint::sleep_prepare(sleep_target& target) noexcept {
   const dev::sleep_descriptor d = proto.sleep_fd();
   target.fd = d.fd;
   target.word_in_use = d.word_in_use;
+  target.word_fd = d.word_fd;
   sleep_refs.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -171,13 +171,17 @@ bool arrival_sleep::add(const progress_source& s) noexcept {
   if (!s.sleep_prepare(s.self, t)) return false;
   sources_[sources_used_++] = s;
   words_[words_used_++] = {t.word, t.expected};
+  const auto poll_too = [this](int fd) {
+    if (std::find(fds_.begin(), fds_.begin() + fds_used_, fd) == fds_.begin() + fds_used_)
+      fds_[fds_used_++] = fd;
+  };
   if (t.fd < 0) {
-    wordless_sources_ = true;
+    if (t.word_fd < 0) wordless_sources_ = true;
   } else {
     if (t.word_in_use) foreign_words_ = true;
-    if (std::find(fds_.begin(), fds_.begin() + fds_used_, t.fd) == fds_.begin() + fds_used_)
-      fds_[fds_used_++] = t.fd;
+    poll_too(t.fd);
   }
+  if (t.word_fd >= 0) poll_too(t.word_fd);
   return true;
 }
 
@@ -211,7 +215,7 @@ void arrival_sleep::poll_sleep(unsigned timeout_ms) noexcept {
   // since makes it readable. The words of this process ring the bell once it is registered;
   // then the look at every word, and only then the sleep.
   const int bell = t_bell.get();
-  std::array<pollfd, max_words + 1> polled{};
+  std::array<pollfd, 2 * max_words + 1> polled{};
   for (std::size_t i = 0; i < fds_used_; ++i) polled[i] = {fds_[i], POLLIN, 0};
   std::size_t n = fds_used_;
   // Without a bell (no eventfd to be had) every word is looked at, as a foreign one.

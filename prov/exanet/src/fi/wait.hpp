@@ -46,9 +46,10 @@ class wait_fd {
 /// provider's CQ wait object, after fi_trywait); a futex cannot be polled, so the sleep is then
 /// poll(2) on those fds and this thread's bell, an eventfd that wake_all_sleepers() rings for a
 /// thread that registered it on the word being woken: the words of this process (a CQ's or
-/// counter's wake word, the progress thread's kick) are rung that way. A word only another
-/// process changes (the emulation's, with same-host peers beside the network) rings no bell:
-/// it is looked at every foreign_word_look_ms instead (fi_exanet(7), PROGRESS).
+/// counter's wake word, the progress thread's kick) are rung that way. The emulation's word,
+/// which other processes of this host change, comes with its wake socket (the endpoint's
+/// word_fd), polled too. A word only another process changes and that comes without one rings
+/// no bell: it is looked at every foreign_word_look_ms instead (fi_exanet(7), PROGRESS).
 class arrival_sleep {
  public:
   arrival_sleep() = default;
@@ -73,7 +74,7 @@ class arrival_sleep {
   static constexpr std::size_t max_words = 16;
   std::array<core::futex_watch, max_words> words_{};
   std::array<progress_source, max_words> sources_{};
-  std::array<int, max_words> fds_{};
+  std::array<int, 2 * max_words> fds_{};  // a source's fd and its word's
   std::size_t words_used_ = 0, sources_used_ = 0, fds_used_ = 0;
   bool foreign_words_ = false;  // a source's word that another process changes and that
                                 // matters beside an fd (see above)

@@ -4,8 +4,11 @@
 // generations, DMA writes across processes (CMA and the staged fallback), dead peers and the
 // reclaiming of their segments.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +45,18 @@ params make_params(std::uint32_t pdid, std::uint32_t slots = 64) {
 bool segment_exists(const address& a) {
   struct stat st {};
   return stat(("/dev/shm" + segment_name(getuid(), a.pdid, a.port)).c_str(), &st) == 0;
+}
+
+bool wake_socket_exists(const address& a) {
+  struct stat st {};
+  return stat(wake_socket_path(segment_name(getuid(), a.pdid, a.port)).c_str(), &st) == 0 &&
+         S_ISSOCK(st.st_mode);
+}
+
+// Whether fd turns readable within ms.
+bool readable(int fd, int ms) {
+  pollfd p{fd, POLLIN, 0};
+  return ::poll(&p, 1, ms) == 1;
 }
 
 // What another process with access to the segment sees of it.
@@ -622,7 +637,7 @@ TEST(emu_device, a_process_that_exits_without_closing_leaves_no_segment) {
   if (pid == 0) {
     ::close(to_parent[0]);
     auto* d = new device;  // never closed nor destroyed, as by a program that forgets fi_close
-    if (d->open(make_params(test_pdid(14))) != core::status::ok) _exit(2);
+    if (d->open(make_params(test_pdid(14))) != core::status::ok || !d->arm_wake_socket()) _exit(2);
     const address a = d->local_address();
     const pid_t grandchild = fork();
     if (grandchild == 0) std::exit(0);  // inherits the endpoint's memory, not its segment
@@ -645,6 +660,7 @@ TEST(emu_device, a_process_that_exits_without_closing_leaves_no_segment) {
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
   EXPECT_TRUE(kept_after_child) << "a forked child's exit removed its parent's segment";
   EXPECT_FALSE(segment_exists(a)) << "the segment outlived the process that exited";
+  EXPECT_FALSE(wake_socket_exists(a)) << "the wake socket outlived the process that exited";
 }
 
 TEST(emu_device, open_reclaims_segments_of_dead_processes) {
@@ -652,8 +668,8 @@ TEST(emu_device, open_reclaims_segments_of_dead_processes) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     device d;
-    if (d.open(make_params(test_pdid(11))) != core::status::ok) _exit(2);
-    kill(getpid(), SIGKILL);  // dies holding its segment
+    if (d.open(make_params(test_pdid(11))) != core::status::ok || !d.arm_wake_socket()) _exit(2);
+    kill(getpid(), SIGKILL);  // dies holding its segment and its wake socket
   }
   waitpid(pid, nullptr, 0);
   address stale{};
@@ -668,9 +684,62 @@ TEST(emu_device, open_reclaims_segments_of_dead_processes) {
     }
   }
   ASSERT_TRUE(found) << "the killed child's segment should be left behind";
+  EXPECT_TRUE(wake_socket_exists(stale)) << "the killed child's wake socket should be left too";
   device fresh;
   ASSERT_EQ(fresh.open(make_params(test_pdid(12))), core::status::ok);
   EXPECT_FALSE(segment_exists(stale)) << "open() did not reclaim a dead process's segment";
+  EXPECT_FALSE(wake_socket_exists(stale)) << "open() reclaimed the segment, not its wake socket";
+}
+
+// A sleeper that polls other fds too (the network side's) cannot wait on the futex word: with a
+// wake socket armed, every wake of a sleeping owner also makes the socket readable, and only
+// then (no datagram for an owner awake). The socket is this user's alone and goes at close; a
+// stale one of the same name (its owner killed) is replaced.
+TEST(emu_device, a_sleeping_owner_is_woken_through_its_wake_socket) {
+  device a, b;
+  ASSERT_EQ(a.open(make_params(test_pdid(17))), core::status::ok);
+  ASSERT_EQ(b.open(make_params(test_pdid(17))), core::status::ok);
+  const address at = b.local_address();
+  {
+    // A socket file left at b's name, as by a killed owner whose segment name b now has.
+    const int s = ::socket(AF_UNIX, SOCK_DGRAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string path = wake_socket_path(segment_name(getuid(), at.pdid, at.port));
+    std::strcpy(addr.sun_path, path.c_str());
+    ASSERT_EQ(::bind(s, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    ::close(s);
+  }
+  EXPECT_EQ(b.wake_fd(), -1);
+  ASSERT_TRUE(b.arm_wake_socket()) << "a stale socket at the name should be replaced";
+  ASSERT_GE(b.wake_fd(), 0);
+  struct stat st {};
+  ASSERT_EQ(stat(wake_socket_path(segment_name(getuid(), at.pdid, at.port)).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  peer_id ab, ba;
+  ASSERT_NO_FATAL_FAILURE(connect_pair(a, b, ab, ba));
+
+  const std::atomic<std::uint32_t>* word = nullptr;
+  std::uint32_t expected = 0;
+  ASSERT_TRUE(b.sleep_prepare(word, expected));
+  EXPECT_FALSE(readable(b.wake_fd(), 0)) << "nothing arrived yet";
+  ASSERT_EQ(a.mailbox_send(ab, numbered(3, 1, 1)), core::status::ok);
+  EXPECT_TRUE(readable(b.wake_fd(), 2000)) << "the sleeper's socket was not woken";
+  EXPECT_NE(word->load(), expected) << "the futex word is woken as well";
+  b.sleep_end();
+  std::size_t got = 0;
+  b.poll_mailbox(8, [&](peer_id, const packet&) { ++got; });
+  EXPECT_EQ(got, 1u);
+
+  // The next sleep starts from a drained socket; an owner awake is sent nothing.
+  ASSERT_TRUE(b.sleep_prepare(word, expected));
+  EXPECT_FALSE(readable(b.wake_fd(), 0)) << "the last sleep's datagram was not drained";
+  b.sleep_end();
+  ASSERT_EQ(a.mailbox_send(ab, numbered(3, 1, 2)), core::status::ok);
+  EXPECT_FALSE(readable(b.wake_fd(), 50)) << "a datagram for an owner that was not asleep";
+
+  b.close();
+  EXPECT_FALSE(wake_socket_exists(at)) << "close left the wake socket";
 }
 
 // A process that can write into the target's mailbox (any process of the user can) publishes

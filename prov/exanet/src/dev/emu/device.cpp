@@ -7,7 +7,10 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -19,6 +22,7 @@
 #include "core/copy.hpp"
 #include "core/iov.hpp"
 #include "core/log.hpp"
+#include "core/unlink_at_exit.hpp"
 #include "dev/emu/key_table.hpp"
 
 namespace exanet::dev::emu {
@@ -33,6 +37,20 @@ bool owner_alive(const shm_segment& seg) noexcept {
   const auto* h = static_cast<const segment_header*>(seg.data());
   if (h->version == layout_version) return seg.owner_alive();
   return process_alive(h->owner_pid);
+}
+
+bool wake_socket_address(const std::string& path, sockaddr_un& a) noexcept {
+  a = {};
+  a.sun_family = AF_UNIX;
+  if (path.empty() || path.size() >= sizeof a.sun_path) return false;
+  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  return true;
+}
+
+// One unbound datagram socket per process sends every wake (a cold path: the owner sleeps).
+int wake_sender() noexcept {
+  static const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  return fd;
 }
 
 
@@ -125,6 +143,7 @@ core::status device::open(const params& p) noexcept {
   }
   h.sleepers.store(0, std::memory_order_relaxed);
   h.wake_seq.store(0, std::memory_order_relaxed);
+  h.wake_socket.store(0, std::memory_order_relaxed);
   local_.mbox_ctl->tail.store(0, std::memory_order_relaxed);
   for (std::uint32_t i = 0; i < geo_.mailbox_slots; ++i)
     local_.mailbox[i].seq.store(i, std::memory_order_relaxed);
@@ -192,8 +211,56 @@ void device::close() noexcept {
   peer_index_.clear();
   last_sender_key_ = ~0ull;
   last_sender_ = no_peer;
-  seg_.reset();
+  if (wake_fd_ >= 0) {
+    local_.header->wake_socket.store(0, std::memory_order_release);
+    ::close(wake_fd_);
+    wake_fd_ = -1;
+    try {
+      core::forget_at_exit(wake_socket_path(seg_.name()).substr(std::strlen("/dev/shm")));
+    } catch (...) {
+      // At exit it is then unlinked a second time: no harm, the name is gone.
+    }
+  }
+  seg_.reset();  // removes the wake socket's name too
   local_ = {};
+}
+
+bool device::arm_wake_socket() noexcept {
+  if (wake_fd_ >= 0) return true;
+  if (!local_.header) return false;
+  std::string path, shm_name;  // shm_name: as unlink_at_exit takes it (under /dev/shm)
+  try {
+    path = wake_socket_path(seg_.name());
+    shm_name = path.substr(std::strlen("/dev/shm"));
+  } catch (...) {
+    return false;
+  }
+  sockaddr_un a;
+  const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0 || !wake_socket_address(path, a)) {
+    if (fd >= 0) ::close(fd);
+    EXANET_LOG(warn, core, "no wake socket (%s): a sleeper looks at same-host arrivals every "
+               "millisecond", std::strerror(errno));
+    return false;
+  }
+  // The name goes with our segment: one left by a killed owner of the segment's name is stale.
+  int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+  if (rc != 0 && errno == EADDRINUSE) {
+    ::unlink(path.c_str());
+    rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
+  }
+  if (rc != 0) {
+    EXANET_LOG(warn, core, "no wake socket at %s (%s): a sleeper looks at same-host arrivals "
+               "every millisecond", path.c_str(), std::strerror(errno));
+    ::close(fd);
+    return false;
+  }
+  (void)::chmod(path.c_str(), 0600);  // as the segment: this user's processes alone send to it
+  // Removed at exit like the segment (shm_unlink takes the name under /dev/shm).
+  (void)core::unlink_at_exit(shm_name);
+  wake_fd_ = fd;
+  local_.header->wake_socket.store(1, std::memory_order_seq_cst);
+  return true;
 }
 
 void device::reclaim_stale_segments() noexcept {
@@ -585,11 +652,30 @@ void device::notify_write(segment_view& v, std::uint32_t slot, std::uint32_t gen
 void device::wake_owner(segment_header& h) noexcept {
   h.wake_seq.fetch_add(1, std::memory_order_seq_cst);
   core::futex_wake_all(h.wake_seq);
+  if (h.wake_socket.load(std::memory_order_seq_cst) == 0) return;
+  // The owner's sleepers poll its socket: a byte says "look". Refused (the owner closed), or
+  // its queue full (it is readable already): nothing more to do. The name is the one of the
+  // segment's own header; a forged one reaches only sockets of this user, with one byte.
+  sockaddr_un a;
+  try {
+    if (!wake_socket_address(wake_socket_path(segment_name(getuid(), h.pdid, h.port)), a)) return;
+  } catch (...) {
+    return;  // no memory for the name: the sleeper's bound ends its sleep
+  }
+  const char byte = 1;
+  (void)::sendto(wake_sender(), &byte, 1, MSG_DONTWAIT | MSG_NOSIGNAL,
+                 reinterpret_cast<const sockaddr*>(&a), sizeof a);
 }
 
 bool device::sleep_prepare(const std::atomic<std::uint32_t>*& word,
                            std::uint32_t& expected) noexcept {
   segment_header& h = *local_.header;
+  if (wake_fd_ >= 0) {
+    // Before the announcement: a wake from now on leaves its byte for this sleep's poll.
+    char drain[64];
+    while (::recv(wake_fd_, drain, sizeof drain, MSG_DONTWAIT) > 0) {
+    }
+  }
   h.sleepers.fetch_add(1, std::memory_order_seq_cst);
   expected = h.wake_seq.load(std::memory_order_seq_cst);
   // The last look, after the announcement: a packet claimed (even not yet published), a bell or

@@ -120,6 +120,14 @@ class device {
   void sleep_end() noexcept;
   /// Every arrival here changes the word: nothing else to poll.
   sleep_descriptor sleep_fd() const noexcept { return {}; }
+  /// For a sleeper that polls(2) other fds too (the network side's) and cannot wait on the
+  /// futex: a datagram socket, bound in /dev/shm beside the segment (wake_socket_name), that
+  /// every waker of this host also sends a byte to while the flag in the header is set. Owner
+  /// only, once after open; false (logged) if it cannot be made: sleepers then look at the word
+  /// now and then instead.
+  bool arm_wake_socket() noexcept;
+  /// The armed wake socket, or -1. Readable after a wake since the last sleep_prepare.
+  int wake_fd() const noexcept { return wake_fd_; }
 
   // ---- bounce rings (medium protocol; provider-owned memory at the receiver) ------------------
   /// Space for len bytes in p's bounce ring for this sender, without committing it. Returns
@@ -519,6 +527,7 @@ class device {
   shm_segment seg_;
   segment_view local_{};
   std::uint64_t mb_head_ = 0;  // consumer position: private to this endpoint
+  int wake_fd_ = -1;           // arm_wake_socket's socket; -1 unarmed
   std::uint64_t stuck_head_ = ~0ull;  // mailbox_unstick: the head position seen unpublished
   std::uint64_t stuck_skipped_ = 0;
   dma_engine_mode engine_mode_ = dma_engine_mode::cross_memory_attach;

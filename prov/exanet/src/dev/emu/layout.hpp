@@ -33,7 +33,9 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 11;  // 11: a slot's packet starts in seq's line
+inline constexpr std::uint32_t layout_version = 12;  // 12: wake_socket (the owner's sleepers
+                                                     //     poll a socket too)
+                                                     // 11: a slot's packet starts in seq's line
                                                      // 10: link model (arrival times, position),
                                                      // and sleepers and wake_seq (owner sleeps)
                                                      // 8: the creator holds a flock on the file
@@ -82,6 +84,11 @@ struct alignas(cache_line) segment_header {
   // wake is lost. On the line senders read for `closed`: the look costs no extra cache miss.
   std::atomic<std::uint32_t> sleepers;
   std::atomic<std::uint32_t> wake_seq;
+  // 1 while the owner's sleepers also poll(2) its wake socket (device::arm_wake_socket): a waker
+  // then sends it a datagram after the futex wake. A sleeper that polls the network's fd beside
+  // the word cannot wait on a futex; without the socket it would look at the word only now and
+  // then. Set before the owner first sleeps on it, cleared at close.
+  std::atomic<std::uint32_t> wake_socket;
 };
 
 struct alignas(cache_line) mailbox_control {

@@ -18,6 +18,18 @@
 
 namespace exanet::dev::emu {
 
+namespace {
+
+void remove_wake_socket(const std::string& segment) noexcept {
+  try {
+    if (const std::string path = wake_socket_path(segment); !path.empty()) ::unlink(path.c_str());
+  } catch (...) {
+    // Out of memory for a path: the socket is left, and removed by the name's next owner.
+  }
+}
+
+}  // namespace
+
 shm_segment& shm_segment::operator=(shm_segment&& o) noexcept {
   if (this != &o) {
     reset();
@@ -38,6 +50,7 @@ shm_segment& shm_segment::operator=(shm_segment&& o) noexcept {
 
 void shm_segment::reset() noexcept {
   if (owner_ && !name_.empty()) {
+    remove_wake_socket(name_);
     shm_unlink(name_.c_str());
     core::forget_at_exit(name_);
   }
@@ -279,13 +292,21 @@ void shm_segment::unlink_name() const noexcept {
   struct stat st {};
   const bool same = fstat(fd, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
   close(fd);
-  if (same) shm_unlink(name_.c_str());
+  if (!same) return;
+  remove_wake_socket(name_);  // first: a new owner can take the names only once the segment went
+  shm_unlink(name_.c_str());
 }
 
 std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port) {
   char buf[64];
   std::snprintf(buf, sizeof buf, "/exanet.%u.%u.%u", uid, pdid, port);
   return buf;
+}
+
+std::string wake_socket_path(const std::string& segment) {
+  static constexpr char prefix[] = "/exanet.";
+  if (segment.compare(0, sizeof prefix - 1, prefix) != 0) return {};
+  return "/dev/shm/exanet-wake." + segment.substr(sizeof prefix - 1);
 }
 
 // Whether pid has exited and waits to be reaped (state Z or X in /proc/<pid>/stat).

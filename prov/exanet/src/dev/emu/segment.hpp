@@ -83,6 +83,12 @@ class shm_segment {
 /// "/exanet.<uid>.<pdid>.<port>": the user id keeps users apart (and the 0600 mode enforces it),
 /// the PDID keeps jobs apart, the port names the endpoint.
 std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port);
+/// The path of the owner's wake socket (device::arm_wake_socket) of a segment: for
+/// "/exanet.<uid>.<pdid>.<port>", /dev/shm/exanet-wake.<uid>.<pdid>.<port>. It lives and goes
+/// with the segment: whatever removes the segment (its owner, a reclaim) removes it first, so
+/// a socket without its segment is left behind (exanet-stats segments --stale). Empty if the
+/// name is not a segment's.
+std::string wake_socket_path(const std::string& segment);
 
 /// True once pid has exited, even before its parent reaps it (a zombie answers kill(pid, 0)).
 bool process_exited(pid_t pid) noexcept;

@@ -34,6 +34,9 @@ core::status device::open(const open_params& p) noexcept {
   }
   self_ = remote_.local_address();
   net_on_ = true;
+  // Sleepers now poll the network's fd, and a futex word cannot be polled: peers of this host
+  // wake them through a socket as well (with every peer over the network none would).
+  if (reach_ != open_params::network::use::every_peer) (void)local_.arm_wake_socket();
   // The emulation's peers so far (none: it just opened) need no route; later ones get one.
   return core::status::ok;
 }

@@ -257,14 +257,17 @@ class device {
     local_.sleep_end();
     if (net_on_) remote_.sleep_end();
   }
-  /// With every peer over the network no peer rings the emulation's word (every process of a
-  /// job reaches its peers the same way), nor while the emulation has no peer: the fd alone
-  /// wakes the sleeper. (A peer of this host that was not connected and sends first is seen
-  /// at the end of the sleep's bound, and from then on the word is looked at too.)
+  /// Peers of this host wake the sleeper through the emulation's wake socket, armed at open,
+  /// which the sleeper polls beside the network's fd. Without it (it could not be made) the
+  /// word is looked at now and then, once the emulation has a peer. With every peer over the
+  /// network no peer rings the word (every process of a job reaches its peers the same way).
   sleep_descriptor sleep_fd() const noexcept {
     if (!net_on_) return {};
+    const bool by_socket = local_.wake_fd() >= 0;
     return {remote_.sleep_fd().fd,
-            reach_ != open_params::network::use::every_peer && local_.peer_count() != 0};
+            !by_socket && reach_ != open_params::network::use::every_peer &&
+                local_.peer_count() != 0,
+            local_.wake_fd()};
   }
 
   /// The sides, for tests and tools (the protocols see only dev::device's operations).
