@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -689,6 +691,46 @@ TEST(emu_device, open_reclaims_segments_of_dead_processes) {
   ASSERT_EQ(fresh.open(make_params(test_pdid(12))), core::status::ok);
   EXPECT_FALSE(segment_exists(stale)) << "open() did not reclaim a dead process's segment";
   EXPECT_FALSE(wake_socket_exists(stale)) << "open() reclaimed the segment, not its wake socket";
+}
+
+// A creator killed while it made its segment (before the header said ready) leaves a file no
+// owner's lock guards and nothing else removes: open() reclaims it once it has not changed for
+// a while. One just made, or one whose lock is held (a live creator), stays.
+TEST(emu_device, open_reclaims_segments_left_unfinished_by_a_dead_creator) {
+  const auto make = [](std::uint32_t port, bool old, int& fd) {
+    const std::string name = segment_name(getuid(), test_pdid(18), port);
+    fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(fchmod(fd, 0600), 0);
+    ASSERT_EQ(ftruncate(fd, 1 << 16), 0);  // a header of zeros: not ready
+    if (old) {
+      timespec t[2];
+      clock_gettime(CLOCK_REALTIME, &t[0]);
+      t[0].tv_sec -= 10 * shm_segment::unfinished_after_s;
+      t[1] = t[0];
+      ASSERT_EQ(futimens(fd, t), 0);
+    }
+  };
+  address abandoned{}, fresh{}, locked{};
+  abandoned.pdid = fresh.pdid = locked.pdid = test_pdid(18);
+  abandoned.port = first_auto_port + 1;
+  fresh.port = first_auto_port + 2;
+  locked.port = first_auto_port + 3;
+  int fd_abandoned, fd_fresh, fd_locked;
+  ASSERT_NO_FATAL_FAILURE(make(abandoned.port, true, fd_abandoned));
+  ASSERT_NO_FATAL_FAILURE(make(fresh.port, false, fd_fresh));
+  ASSERT_NO_FATAL_FAILURE(make(locked.port, true, fd_locked));
+  ASSERT_EQ(flock(fd_locked, LOCK_EX | LOCK_NB), 0);  // as a creator still making it holds
+  ::close(fd_abandoned);
+  ::close(fd_fresh);
+  device d;
+  ASSERT_EQ(d.open(make_params(test_pdid(19))), core::status::ok);
+  EXPECT_FALSE(segment_exists(abandoned)) << "an unfinished segment of a dead creator was kept";
+  EXPECT_TRUE(segment_exists(fresh)) << "a segment being made now was taken from its creator";
+  EXPECT_TRUE(segment_exists(locked)) << "a segment whose creator holds its lock was taken";
+  ::close(fd_locked);
+  shm_unlink(segment_name(getuid(), fresh.pdid, fresh.port).c_str());
+  shm_unlink(segment_name(getuid(), locked.pdid, locked.port).c_str());
 }
 
 // A sleeper that polls other fds too (the network side's) cannot wait on the futex word: with a

@@ -276,9 +276,16 @@ void device::reclaim_stale_segments() noexcept {
     shm_segment seg;
     if (!core::ok(shm_segment::open(name, seg)) || seg.size() < sizeof(segment_header)) continue;
     auto* h = static_cast<segment_header*>(seg.data());
-    if (h->magic == segment_magic && h->ready.load(std::memory_order_acquire) && !owner_alive(seg)) {
+    const bool ready = h->ready.load(std::memory_order_acquire) != 0;
+    if (h->magic == segment_magic && ready && !owner_alive(seg)) {
       EXANET_LOG(info, core, "reclaiming stale segment %s of dead pid %d", name.c_str(),
                  h->owner_pid);
+      seg.unlink_name();
+    } else if (!ready && seg.abandoned_unfinished()) {
+      // Its creator was killed while it made it: the header never said ready, and nothing
+      // else would ever remove it.
+      EXANET_LOG(info, core, "reclaiming segment %s left unfinished by a dead creator",
+                 name.c_str());
       seg.unlink_name();
     }
   }

@@ -7,6 +7,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -250,6 +251,14 @@ bool shm_segment::owner_alive() const noexcept {
     return false;
   }
   return true;  // EWOULDBLOCK: held; any other failure: unknown, never proof of death
+}
+
+bool shm_segment::abandoned_unfinished() const noexcept {
+  if (owner_alive()) return false;
+  struct stat st {};
+  timespec now{};
+  if (fd_ < 0 || fstat(fd_, &st) != 0 || clock_gettime(CLOCK_REALTIME, &now) != 0) return false;
+  return now.tv_sec - st.st_mtim.tv_sec > unfinished_after_s;
 }
 
 bool shm_segment::mapped_by(pid_t pid, const char*& why) const noexcept {

@@ -54,6 +54,12 @@ class shm_segment {
   /// is never proof of death). A segment a process created and then lost to exit, kill or
   /// crash answers false from then on, in any PID namespace.
   bool owner_alive() const noexcept;
+  /// Whether a segment whose header never said ready was left by a creator killed while making
+  /// it: nobody holds its lock, and its file has not changed for unfinished_after_s seconds
+  /// (between shm_open and flock a live creator holds no lock for an instant; the rest of the
+  /// making holds it).
+  bool abandoned_unfinished() const noexcept;
+  static constexpr int unfinished_after_s = 2;
   /// Whether pid, as this process's PID namespace numbers it, is a live process of our
   /// effective uid that maps this very file (by device and inode in /proc/<pid>/maps): the
   /// check that lets a pid read from a segment header be used for process_vm_writev(2). When
