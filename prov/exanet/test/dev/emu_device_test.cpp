@@ -693,16 +693,19 @@ TEST(emu_device, open_reclaims_segments_of_dead_processes) {
   EXPECT_FALSE(wake_socket_exists(stale)) << "open() reclaimed the segment, not its wake socket";
 }
 
-// A creator killed while it made its segment (before the header said ready) leaves a file no
-// owner's lock guards and nothing else removes: open() reclaims it once it has not changed for
-// a while. One just made, or one whose lock is held (a live creator), stays.
+// A creator killed while it made its segment (before the header said ready, or even before the
+// file had its size) leaves a file no owner's lock guards and nothing else removes: open()
+// reclaims it once it has not changed for a while. One just made, or one whose lock is held (a
+// live creator), stays.
 TEST(emu_device, open_reclaims_segments_left_unfinished_by_a_dead_creator) {
-  const auto make = [](std::uint32_t port, bool old, int& fd) {
+  const auto make = [](std::uint32_t port, bool old, int& fd, bool sized = true) {
     const std::string name = segment_name(getuid(), test_pdid(18), port);
     fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(fchmod(fd, 0600), 0);
-    ASSERT_EQ(ftruncate(fd, 1 << 16), 0);  // a header of zeros: not ready
+    if (sized) {
+      ASSERT_EQ(ftruncate(fd, 1 << 16), 0);  // a header of zeros: not ready
+    }
     if (old) {
       timespec t[2];
       clock_gettime(CLOCK_REALTIME, &t[0]);
@@ -711,26 +714,35 @@ TEST(emu_device, open_reclaims_segments_left_unfinished_by_a_dead_creator) {
       ASSERT_EQ(futimens(fd, t), 0);
     }
   };
-  address abandoned{}, fresh{}, locked{};
-  abandoned.pdid = fresh.pdid = locked.pdid = test_pdid(18);
+  address abandoned{}, fresh{}, locked{}, empty{}, empty_fresh{};
+  abandoned.pdid = fresh.pdid = locked.pdid = empty.pdid = empty_fresh.pdid = test_pdid(18);
   abandoned.port = first_auto_port + 1;
   fresh.port = first_auto_port + 2;
   locked.port = first_auto_port + 3;
-  int fd_abandoned, fd_fresh, fd_locked;
+  empty.port = first_auto_port + 4;
+  empty_fresh.port = first_auto_port + 5;
+  int fd_abandoned, fd_fresh, fd_locked, fd_empty, fd_empty_fresh;
   ASSERT_NO_FATAL_FAILURE(make(abandoned.port, true, fd_abandoned));
   ASSERT_NO_FATAL_FAILURE(make(fresh.port, false, fd_fresh));
   ASSERT_NO_FATAL_FAILURE(make(locked.port, true, fd_locked));
+  ASSERT_NO_FATAL_FAILURE(make(empty.port, true, fd_empty, false));
+  ASSERT_NO_FATAL_FAILURE(make(empty_fresh.port, false, fd_empty_fresh, false));
   ASSERT_EQ(flock(fd_locked, LOCK_EX | LOCK_NB), 0);  // as a creator still making it holds
   ::close(fd_abandoned);
   ::close(fd_fresh);
+  ::close(fd_empty);
+  ::close(fd_empty_fresh);
   device d;
   ASSERT_EQ(d.open(make_params(test_pdid(19))), core::status::ok);
   EXPECT_FALSE(segment_exists(abandoned)) << "an unfinished segment of a dead creator was kept";
   EXPECT_TRUE(segment_exists(fresh)) << "a segment being made now was taken from its creator";
   EXPECT_TRUE(segment_exists(locked)) << "a segment whose creator holds its lock was taken";
+  EXPECT_FALSE(segment_exists(empty)) << "an empty segment of a dead creator was kept";
+  EXPECT_TRUE(segment_exists(empty_fresh)) << "an empty segment being made now was taken";
   ::close(fd_locked);
   shm_unlink(segment_name(getuid(), fresh.pdid, fresh.port).c_str());
   shm_unlink(segment_name(getuid(), locked.pdid, locked.port).c_str());
+  shm_unlink(segment_name(getuid(), empty_fresh.pdid, empty_fresh.port).c_str());
 }
 
 // A sleeper that polls other fds too (the network side's) cannot wait on the futex word: with a

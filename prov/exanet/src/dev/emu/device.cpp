@@ -274,7 +274,12 @@ void device::reclaim_stale_segments() noexcept {
     std::string name = std::string("/") + e->d_name;
     // open refuses (and logs) files that are not ours: another user's are never read or unlinked.
     shm_segment seg;
-    if (!core::ok(shm_segment::open(name, seg)) || seg.size() < sizeof(segment_header)) continue;
+    const core::status opened = shm_segment::open(name, seg);
+    if (opened == core::status::unreachable && shm_segment::remove_if_abandoned_empty(name)) {
+      EXANET_LOG(info, core, "reclaimed segment %s left empty by a dead creator", name.c_str());
+      continue;
+    }
+    if (!core::ok(opened) || seg.size() < sizeof(segment_header)) continue;
     auto* h = static_cast<segment_header*>(seg.data());
     const bool ready = h->ready.load(std::memory_order_acquire) != 0;
     if (h->magic == segment_magic && ready && !owner_alive(seg)) {

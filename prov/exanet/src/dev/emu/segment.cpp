@@ -261,6 +261,33 @@ bool shm_segment::abandoned_unfinished() const noexcept {
   return now.tv_sec - st.st_mtim.tv_sec > unfinished_after_s;
 }
 
+bool shm_segment::remove_if_abandoned_empty(const std::string& name) noexcept {
+  const int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) return false;
+  struct stat st {};
+  timespec now{};
+  bool abandoned = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+                   st.st_size == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+                   now.tv_sec - st.st_mtim.tv_sec > unfinished_after_s;
+  // A shared lock is granted only while no creator holds its exclusive one (owner_alive).
+  if (abandoned && flock(fd, LOCK_SH | LOCK_NB) == 0)
+    flock(fd, LOCK_UN);
+  else
+    abandoned = false;
+  close(fd);
+  if (!abandoned) return false;
+  // Only while the name still names that file.
+  const int again = shm_open(name.c_str(), O_RDONLY, 0);
+  if (again < 0) return false;
+  struct stat now_st {};
+  const bool same = fstat(again, &now_st) == 0 && now_st.st_dev == st.st_dev &&
+                    now_st.st_ino == st.st_ino;
+  close(again);
+  if (!same) return false;
+  remove_wake_socket(name);
+  return shm_unlink(name.c_str()) == 0;
+}
+
 bool shm_segment::mapped_by(pid_t pid, const char*& why) const noexcept {
   uid_t uid = 0;
   why = nullptr;

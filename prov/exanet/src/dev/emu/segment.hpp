@@ -60,6 +60,11 @@ class shm_segment {
   /// making holds it).
   bool abandoned_unfinished() const noexcept;
   static constexpr int unfinished_after_s = 2;
+  /// The same for a segment name whose file is still empty (its creator killed before it gave
+  /// the file its size, so it cannot be opened as a segment): removes it if it is this user's,
+  /// nobody holds its lock, and it has not changed for unfinished_after_s seconds. True if
+  /// removed.
+  static bool remove_if_abandoned_empty(const std::string& name) noexcept;
   /// Whether pid, as this process's PID namespace numbers it, is a live process of our
   /// effective uid that maps this very file (by device and inode in /proc/<pid>/maps): the
   /// check that lets a pid read from a segment header be used for process_vm_writev(2). When
