@@ -51,7 +51,7 @@ bool segment_exists(const address& a) {
 
 bool wake_socket_exists(const address& a) {
   struct stat st {};
-  return stat(wake_socket_path(segment_name(getuid(), a.pdid, a.port)).c_str(), &st) == 0 &&
+  return stat((shm_dir + wake_socket_name(segment_name(getuid(), a.pdid, a.port))).c_str(), &st) == 0 &&
          S_ISSOCK(st.st_mode);
 }
 
@@ -759,7 +759,7 @@ TEST(emu_device, a_sleeping_owner_is_woken_through_its_wake_socket) {
     const int s = ::socket(AF_UNIX, SOCK_DGRAM, 0);
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
-    const std::string path = wake_socket_path(segment_name(getuid(), at.pdid, at.port));
+    const std::string path = shm_dir + wake_socket_name(segment_name(getuid(), at.pdid, at.port));
     std::strcpy(addr.sun_path, path.c_str());
     ASSERT_EQ(::bind(s, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
     ::close(s);
@@ -768,7 +768,7 @@ TEST(emu_device, a_sleeping_owner_is_woken_through_its_wake_socket) {
   ASSERT_TRUE(b.arm_wake_socket()) << "a stale socket at the name should be replaced";
   ASSERT_GE(b.wake_fd(), 0);
   struct stat st {};
-  ASSERT_EQ(stat(wake_socket_path(segment_name(getuid(), at.pdid, at.port)).c_str(), &st), 0);
+  ASSERT_EQ(stat((shm_dir + wake_socket_name(segment_name(getuid(), at.pdid, at.port))).c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
   peer_id ab, ba;
   ASSERT_NO_FATAL_FAILURE(connect_pair(a, b, ab, ba));

@@ -39,11 +39,13 @@ bool owner_alive(const shm_segment& seg) noexcept {
   return process_alive(h->owner_pid);
 }
 
-bool wake_socket_address(const std::string& path, sockaddr_un& a) noexcept {
+// Where the wake socket of that name (wake_socket_name) is bound: under shm_dir.
+bool wake_socket_address(const std::string& name, sockaddr_un& a) noexcept {
   a = {};
   a.sun_family = AF_UNIX;
-  if (path.empty() || path.size() >= sizeof a.sun_path) return false;
-  std::memcpy(a.sun_path, path.c_str(), path.size() + 1);
+  if (name.empty() || sizeof shm_dir - 1 + name.size() >= sizeof a.sun_path) return false;
+  std::memcpy(a.sun_path, shm_dir, sizeof shm_dir - 1);
+  std::memcpy(a.sun_path + sizeof shm_dir - 1, name.c_str(), name.size() + 1);
   return true;
 }
 
@@ -216,7 +218,7 @@ void device::close() noexcept {
     ::close(wake_fd_);
     wake_fd_ = -1;
     try {
-      core::forget_at_exit(wake_socket_path(seg_.name()).substr(std::strlen("/dev/shm")));
+      core::forget_at_exit(wake_socket_name(seg_.name()));
     } catch (...) {
       // At exit it is then unlinked a second time: no harm, the name is gone.
     }
@@ -228,16 +230,15 @@ void device::close() noexcept {
 bool device::arm_wake_socket() noexcept {
   if (wake_fd_ >= 0) return true;
   if (!local_.header) return false;
-  std::string path, shm_name;  // shm_name: as unlink_at_exit takes it (under /dev/shm)
+  std::string name;
   try {
-    path = wake_socket_path(seg_.name());
-    shm_name = path.substr(std::strlen("/dev/shm"));
+    name = wake_socket_name(seg_.name());
   } catch (...) {
     return false;
   }
   sockaddr_un a;
   const int fd = ::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0 || !wake_socket_address(path, a)) {
+  if (fd < 0 || !wake_socket_address(name, a)) {
     if (fd >= 0) ::close(fd);
     EXANET_LOG(warn, core, "no wake socket (%s): a sleeper looks at same-host arrivals every "
                "millisecond", std::strerror(errno));
@@ -246,18 +247,17 @@ bool device::arm_wake_socket() noexcept {
   // The name goes with our segment: one left by a killed owner of the segment's name is stale.
   int rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
   if (rc != 0 && errno == EADDRINUSE) {
-    ::unlink(path.c_str());
+    ::unlink(a.sun_path);
     rc = ::bind(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
   }
   if (rc != 0) {
     EXANET_LOG(warn, core, "no wake socket at %s (%s): a sleeper looks at same-host arrivals "
-               "every millisecond", path.c_str(), std::strerror(errno));
+               "every millisecond", a.sun_path, std::strerror(errno));
     ::close(fd);
     return false;
   }
-  (void)::chmod(path.c_str(), 0600);  // as the segment: this user's processes alone send to it
-  // Removed at exit like the segment (shm_unlink takes the name under /dev/shm).
-  (void)core::unlink_at_exit(shm_name);
+  (void)::chmod(a.sun_path, 0600);  // as the segment: this user's processes alone send to it
+  (void)core::unlink_at_exit(name);  // removed at exit like the segment
   wake_fd_ = fd;
   local_.header->wake_socket.store(1, std::memory_order_seq_cst);
   return true;
@@ -670,7 +670,7 @@ void device::wake_owner(segment_header& h) noexcept {
   // segment's own header; a forged one reaches only sockets of this user, with one byte.
   sockaddr_un a;
   try {
-    if (!wake_socket_address(wake_socket_path(segment_name(getuid(), h.pdid, h.port)), a)) return;
+    if (!wake_socket_address(wake_socket_name(segment_name(getuid(), h.pdid, h.port)), a)) return;
   } catch (...) {
     return;  // no memory for the name: the sleeper's bound ends its sleep
   }

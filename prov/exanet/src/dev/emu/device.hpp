@@ -121,7 +121,7 @@ class device {
   /// Every arrival here changes the word: nothing else to poll.
   sleep_descriptor sleep_fd() const noexcept { return {}; }
   /// For a sleeper that polls(2) other fds too (the network side's) and cannot wait on the
-  /// futex: a datagram socket, bound in /dev/shm beside the segment (wake_socket_path), that
+  /// futex: a datagram socket, bound in /dev/shm beside the segment (wake_socket_name), that
   /// every waker of this host also sends a byte to while the flag in the header is set. Owner
   /// only, once after open; false (logged) if it cannot be made: sleepers then look at the word
   /// now and then instead.

@@ -23,10 +23,40 @@ namespace {
 
 void remove_wake_socket(const std::string& segment) noexcept {
   try {
-    if (const std::string path = wake_socket_path(segment); !path.empty()) ::unlink(path.c_str());
+    if (const std::string name = wake_socket_name(segment); !name.empty()) shm_unlink(name.c_str());
   } catch (...) {
-    // Out of memory for a path: the socket is left, and removed by the name's next owner.
+    // Out of memory for a name: the socket is left, and removed by the name's next owner.
   }
+}
+
+// Whether nobody holds the exclusive lock a segment's creator keeps for its life: a shared
+// lock is granted only then (the kernel released the creator's with its last descriptor).
+// Given back at once, so two processes probing together both learn the same. False when the
+// probe fails otherwise: unknown is never proof of death.
+bool creator_lock_free(int fd) noexcept {
+  if (flock(fd, LOCK_SH | LOCK_NB) != 0) return false;
+  flock(fd, LOCK_UN);
+  return true;
+}
+
+// Whether a file has not changed for shm_segment::unfinished_after_s seconds.
+bool unchanged_for_a_while(const struct stat& st) noexcept {
+  timespec now{};
+  return clock_gettime(CLOCK_REALTIME, &now) == 0 &&
+         now.tv_sec - st.st_mtim.tv_sec > shm_segment::unfinished_after_s;
+}
+
+// Unlinks a segment name (its wake socket first: a new owner can take the names only once the
+// segment went) only while it still names the file (dev, ino): never a file put there since.
+bool unlink_if_names(const std::string& name, dev_t dev, ino_t ino) noexcept {
+  const int fd = shm_open(name.c_str(), O_RDONLY, 0);
+  if (fd < 0) return false;
+  struct stat st {};
+  const bool same = fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+  close(fd);
+  if (!same) return false;
+  remove_wake_socket(name);
+  return shm_unlink(name.c_str()) == 0;
 }
 
 }  // namespace
@@ -243,49 +273,23 @@ mapping maps_file(pid_t pid, dev_t dev, ino_t ino) noexcept {
 bool shm_segment::owner_alive() const noexcept {
   if (owner_) return true;  // never probe our own lock: flock on its description would convert it
   if (fd_ < 0) return false;
-  // A shared lock is granted only while nobody holds the exclusive one: then the creator is
-  // gone (the kernel released its lock with its last descriptor). Given back at once, so two
-  // processes probing together both learn the same.
-  if (flock(fd_, LOCK_SH | LOCK_NB) == 0) {
-    flock(fd_, LOCK_UN);
-    return false;
-  }
-  return true;  // EWOULDBLOCK: held; any other failure: unknown, never proof of death
+  return !creator_lock_free(fd_);
 }
 
 bool shm_segment::abandoned_unfinished() const noexcept {
-  if (owner_alive()) return false;
   struct stat st {};
-  timespec now{};
-  if (fd_ < 0 || fstat(fd_, &st) != 0 || clock_gettime(CLOCK_REALTIME, &now) != 0) return false;
-  return now.tv_sec - st.st_mtim.tv_sec > unfinished_after_s;
+  return !owner_alive() && fstat(fd_, &st) == 0 && unchanged_for_a_while(st);
 }
 
 bool shm_segment::remove_if_abandoned_empty(const std::string& name) noexcept {
   const int fd = shm_open(name.c_str(), O_RDONLY, 0);
   if (fd < 0) return false;
   struct stat st {};
-  timespec now{};
-  bool abandoned = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-                   st.st_size == 0 && clock_gettime(CLOCK_REALTIME, &now) == 0 &&
-                   now.tv_sec - st.st_mtim.tv_sec > unfinished_after_s;
-  // A shared lock is granted only while no creator holds its exclusive one (owner_alive).
-  if (abandoned && flock(fd, LOCK_SH | LOCK_NB) == 0)
-    flock(fd, LOCK_UN);
-  else
-    abandoned = false;
+  const bool abandoned = fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+                         st.st_uid == geteuid() && st.st_size == 0 &&
+                         unchanged_for_a_while(st) && creator_lock_free(fd);
   close(fd);
-  if (!abandoned) return false;
-  // Only while the name still names that file.
-  const int again = shm_open(name.c_str(), O_RDONLY, 0);
-  if (again < 0) return false;
-  struct stat now_st {};
-  const bool same = fstat(again, &now_st) == 0 && now_st.st_dev == st.st_dev &&
-                    now_st.st_ino == st.st_ino;
-  close(again);
-  if (!same) return false;
-  remove_wake_socket(name);
-  return shm_unlink(name.c_str()) == 0;
+  return abandoned && unlink_if_names(name, st.st_dev, st.st_ino);
 }
 
 bool shm_segment::mapped_by(pid_t pid, const char*& why) const noexcept {
@@ -322,15 +326,7 @@ core::status shm_segment::reserve(std::size_t offset, std::size_t len) const noe
 }
 
 void shm_segment::unlink_name() const noexcept {
-  if (name_.empty()) return;
-  const int fd = shm_open(name_.c_str(), O_RDONLY, 0);
-  if (fd < 0) return;
-  struct stat st {};
-  const bool same = fstat(fd, &st) == 0 && st.st_dev == dev_ && st.st_ino == ino_;
-  close(fd);
-  if (!same) return;
-  remove_wake_socket(name_);  // first: a new owner can take the names only once the segment went
-  shm_unlink(name_.c_str());
+  if (!name_.empty()) (void)unlink_if_names(name_, dev_, ino_);
 }
 
 std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port) {
@@ -339,10 +335,10 @@ std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port) {
   return buf;
 }
 
-std::string wake_socket_path(const std::string& segment) {
+std::string wake_socket_name(const std::string& segment) {
   static constexpr char prefix[] = "/exanet.";
   if (segment.compare(0, sizeof prefix - 1, prefix) != 0) return {};
-  return "/dev/shm/exanet-wake." + segment.substr(sizeof prefix - 1);
+  return "/exanet-wake." + segment.substr(sizeof prefix - 1);
 }
 
 // Whether pid has exited and waits to be reaped (state Z or X in /proc/<pid>/stat).

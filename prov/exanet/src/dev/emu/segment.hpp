@@ -94,12 +94,14 @@ class shm_segment {
 /// "/exanet.<uid>.<pdid>.<port>": the user id keeps users apart (and the 0600 mode enforces it),
 /// the PDID keeps jobs apart, the port names the endpoint.
 std::string segment_name(unsigned uid, std::uint32_t pdid, std::uint32_t port);
-/// The path of the owner's wake socket (device::arm_wake_socket) of a segment: for
-/// "/exanet.<uid>.<pdid>.<port>", /dev/shm/exanet-wake.<uid>.<pdid>.<port>. It lives and goes
-/// with the segment: whatever removes the segment (its owner, a reclaim) removes it first, so
-/// a socket without its segment is left behind (exanet-stats segments --stale). Empty if the
-/// name is not a segment's.
-std::string wake_socket_path(const std::string& segment);
+/// The name of the owner's wake socket (device::arm_wake_socket) of a segment, as shm_open and
+/// shm_unlink take names: "/exanet-wake.<uid>.<pdid>.<port>" for "/exanet.<uid>.<pdid>.<port>";
+/// the socket is bound at shm_dir + that name. It lives and goes with the segment: whatever
+/// removes the segment (its owner, a reclaim) removes it first, so a socket without its segment
+/// is left behind (exanet-stats segments --stale). Empty if the name is not a segment's.
+std::string wake_socket_name(const std::string& segment);
+/// Where shm_open's names live.
+inline constexpr char shm_dir[] = "/dev/shm";
 
 /// True once pid has exited, even before its parent reaps it (a zombie answers kill(pid, 0)).
 bool process_exited(pid_t pid) noexcept;
