@@ -114,8 +114,7 @@ void endpoint::close() noexcept {
   for (match::matcher& m : matchers_)
     m.for_each_unexpected([&](match::unexpected_entry& e) {
       m.remove_unexpected(e);
-      free_unexpected(*reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
-                                                         offsetof(unexpected_msg, entry)));
+      free_unexpected(unexpected_of(e));
     });
   payload_cache_.trim();
   held_count_ = 0;
@@ -273,12 +272,28 @@ recv_request* endpoint::make_recv(const recv_args& a, std::size_t capacity) noex
   return r;
 }
 
+namespace {
+profile_proto profile_proto_of(const unexpected_msg& u) noexcept {
+  return u.type == wire::pkt_type::rts      ? profile_proto::rndv
+         : u.type == wire::pkt_type::medium ? profile_proto::medium
+                                            : profile_proto::eager;
+}
+}  // namespace
+
+void endpoint::take_unexpected_at_post(const recv_args& a, std::size_t capacity,
+                                       unexpected_msg& u) noexcept {
+  prof_recv(profile_phase::match, profile_proto_of(u), u.len);
+  const std::size_t n =
+      copy_payload(a.iov, capacity, u.payload ? u.payload : u.inline_payload, u.len);
+  stats_.bytes_recv += n;
+  emit_recv(a.completion,
+            received(a.context, a.kind, false, u.peer, u.tag, u.cq_data, u.has_cq_data, u.len, n));
+  prof_recv(profile_phase::done);
+  free_unexpected(u);
+}
+
 void endpoint::take_unexpected(recv_request& r, unexpected_msg& u) noexcept {
-  prof_recv(profile_phase::match,
-            u.type == wire::pkt_type::rts      ? profile_proto::rndv
-            : u.type == wire::pkt_type::medium ? profile_proto::medium
-                                               : profile_proto::eager,
-            u.len);
+  prof_recv(profile_phase::match, profile_proto_of(u), u.len);
   if (u.type == wire::pkt_type::rts) {
     wire::rts m{};
     m.tag = u.tag;
@@ -305,13 +320,13 @@ core::status endpoint::recv(const recv_args& a) noexcept {
   const protocol p = protocols_.choose(op_kind::recv, where, capacity);
   if (p == protocol::refused) [[unlikely]]  // the optimistic family's any-source receive
     return optimistic_refuse("receives from any source (FI_ADDR_UNSPEC)");
-  recv_request* r = make_recv(a, capacity);
-  if (!r) return core::status::again;
-  if (r->multi) return post_multi_recv(*r);
   // A source that died can send nothing more (progress.cpp, fail_peer); what it sent before
   // is still matched below.
   const bool source_dead = a.peer != dev::no_peer && dev_.peer_forgotten(a.peer);
-  if (p == protocol::recv_rtr_only) {
+  if (a.multi_recv || p == protocol::recv_rtr_only) {
+    recv_request* r = make_recv(a, capacity);
+    if (!r) return core::status::again;
+    if (r->multi) return post_multi_recv(*r);
     if (source_dead) [[unlikely]] {
       recvs_.release(r);
       return core::status::peer_dead;
@@ -321,12 +336,24 @@ core::status endpoint::recv(const recv_args& a) noexcept {
     return s;
   }
   match::matcher& m = matcher_for(a.kind);
-  if (match::unexpected_entry* e = m.find_unexpected(r->entry.source, r->entry.tag, r->entry.ignore)) {
+  const bool tagged = a.kind == queue_kind::tagged;
+  if (match::unexpected_entry* e =
+          m.find_unexpected(a.peer == dev::no_peer ? match::any_source : a.peer,
+                            tagged ? a.tag : 0, tagged ? a.ignore : 0)) {
+    unexpected_msg& u = unexpected_of(*e);
+    if (u.type != wire::pkt_type::rts) {
+      m.remove_unexpected(*e);
+      take_unexpected_at_post(a, capacity, u);
+      return core::status::ok;
+    }
+    recv_request* r = make_recv(a, capacity);
+    if (!r) return core::status::again;  // the message stays, for the retry
     m.remove_unexpected(*e);
-    take_unexpected(*r, *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(e) -
-                                                           offsetof(unexpected_msg, entry)));
+    take_unexpected(*r, u);
     return core::status::ok;
   }
+  recv_request* r = make_recv(a, capacity);
+  if (!r) return core::status::again;
   if (source_dead) [[unlikely]] {
     recvs_.release(r);
     return core::status::peer_dead;
@@ -345,8 +372,7 @@ core::status endpoint::cancel(void* context) noexcept {
   recv_request* found = nullptr;
   for (match::matcher& m : matchers_) {
     m.for_each_posted([&](match::posted_entry& e) {
-      auto* r = reinterpret_cast<recv_request*>(reinterpret_cast<char*>(&e) -
-                                                offsetof(recv_request, entry));
+      recv_request* r = &recv_of(e);
       if (!found && r->context == context) found = r;
     });
     if (found) break;
@@ -375,7 +401,7 @@ recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from, std::uint64
   match::matcher& m = matcher_for(k);
   match::posted_entry* e = m.peek_posted(src, k == queue_kind::tagged ? tag : 0);
   if (!e) return nullptr;
-  auto* r = reinterpret_cast<recv_request*>(reinterpret_cast<char*>(e) - offsetof(recv_request, entry));
+  recv_request* r = &recv_of(*e);
   ++stats_.fast_recv;
   if (r->multi) {
     recv_request* c = carve(*r, msg_len);  // stays posted while it has room
@@ -411,21 +437,28 @@ recv_request* endpoint::carve(recv_request& parent, std::size_t msg_len) noexcep
 }
 
 // Inlined: complete_recv is on every receive's path.
-[[gnu::always_inline]] inline completion endpoint::recv_success(
-    const recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
-    bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept {
+[[gnu::always_inline]] inline completion endpoint::received(
+    void* context, queue_kind kind, bool discard, dev::peer_id from, std::uint64_t tag,
+    std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept {
   completion c;
-  c.context = r.context;
-  c.flags = recv_flags(r.kind, has_cq_data);
+  c.context = context;
+  c.flags = recv_flags(kind, has_cq_data);
   c.len = delivered;
   c.data = has_cq_data ? cq_data : 0;
-  c.tag = r.kind == queue_kind::tagged ? tag : 0;
+  c.tag = kind == queue_kind::tagged ? tag : 0;
   c.src = source_of(from);
-  if (delivered < msg_len && !r.discard) {
+  if (delivered < msg_len && !discard) {
     c.err = FI_ETRUNC;
     c.olen = msg_len - delivered;
   }
   return c;
+}
+
+[[gnu::always_inline]] inline completion endpoint::recv_success(
+    const recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
+    bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept {
+  return received(r.context, r.kind, r.discard, from, tag, cq_data, has_cq_data, msg_len,
+                  delivered);
 }
 
 completion endpoint::recv_failure(const recv_request& r, int err) noexcept {
@@ -438,11 +471,15 @@ completion endpoint::recv_failure(const recv_request& r, int err) noexcept {
   return c;
 }
 
-// Writes c (a success only if asked for one; errors always), counts it, and frees the request.
+[[gnu::always_inline]] inline void endpoint::emit_recv(bool wanted, const completion& c) noexcept {
+  if ((wanted || c.err) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
+  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, c.err != 0);
+}
+
+// Writes and counts c, and frees the request.
 [[gnu::always_inline]] inline void endpoint::finish_recv(recv_request& r,
                                                          const completion& c) noexcept {
-  if ((r.completion || c.err) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
-  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, c.err != 0);
+  emit_recv(r.completion, c);
   if (r.rtr != rtr_state::none || r.landing) rtr_release(r);  // eager and medium: nothing held
   recvs_.release(&r);
 }
@@ -486,7 +523,7 @@ core::status endpoint::post_multi_recv(recv_request& parent) noexcept {
   while (parent.in_matcher) {
     match::unexpected_entry* e = m.find_unexpected(parent.entry.source, 0, 0);
     if (!e) break;
-    auto& u = *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(e) - offsetof(unexpected_msg, entry));
+    unexpected_msg& u = unexpected_of(*e);
     recv_request* c = carve(parent, u.len);
     if (!c) break;
     m.remove_unexpected(*e);
@@ -506,8 +543,7 @@ core::status endpoint::post_multi_recv(recv_request& parent) noexcept {
   const bool posted = parent.in_matcher;
   while (recv_request* c = children.pop_front()) {
     auto* e = taken.pop_front();
-    take_unexpected(*c, *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(e) -
-                                                          offsetof(unexpected_msg, entry)));
+    take_unexpected(*c, unexpected_of(*e));
   }
   if (!posted && parent.outstanding == 0 && parent.used == 0) {
     recvs_.release(&parent);

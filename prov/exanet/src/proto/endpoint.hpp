@@ -278,6 +278,16 @@ struct unexpected_msg {
   std::byte inline_payload[wire::eager_payload_max];
 };
 
+/// The record a matcher entry belongs to.
+inline recv_request& recv_of(match::posted_entry& e) noexcept {
+  return *reinterpret_cast<recv_request*>(reinterpret_cast<char*>(&e) -
+                                          offsetof(recv_request, entry));
+}
+inline unexpected_msg& unexpected_of(match::unexpected_entry& e) noexcept {
+  return *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
+                                            offsetof(unexpected_msg, entry));
+}
+
 /// A mailbox packet taken out of the ring but not yet dispatched: held at the unexpected bound
 /// (intake.cpp). To the protocol it is still in the mailbox.
 struct held_packet {
@@ -806,29 +816,48 @@ class endpoint {
     const situation s = dev_.can_read(p) ? situation::peer_readable : situation::peer_unreadable;
     return protocols_.choose(op_kind::rma_read, s, 0) == protocol::rma_read_direct;
   }
+  /// Copies what fits of a message that arrived whole into a receive's buffers; returns the
+  /// bytes copied.
+  std::size_t copy_payload(std::span<const iovec> iov, std::size_t capacity,
+                           const std::byte* data, std::size_t len) noexcept {
+    const std::size_t n = std::min(len, capacity);
+    if (n == 0) {
+    } else if (iov.size() == 1) [[likely]] {  // MPI's receives: one buffer, and n fits it
+      if (n <= 64)
+        core::copy_small(iov[0].iov_base, data, n);  // an eager payload: no library call
+      else
+        core::copy_bytes(iov[0].iov_base, data, n);
+    } else {
+      core::copy_to_iov(iov, 0, data, n);
+    }
+    prof_recv(profile_phase::copy);
+    return n;
+  }
   /// Copies a message that arrived whole (eager, medium, unexpected) into r and completes it.
   void deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
                     bool has_cq_data, const std::byte* data, std::size_t len) noexcept {
-    const std::size_t n = std::min(len, r.capacity);
-    if (n == 0) {
-    } else if (r.iov_count == 1) [[likely]] {  // MPI's receives: one buffer, and n fits it
-      if (n <= 64)
-        core::copy_small(r.iov[0].iov_base, data, n);  // an eager payload: no library call
-      else
-        core::copy_bytes(r.iov[0].iov_base, data, n);
-    } else {
-      core::copy_to_iov({r.iov.data(), r.iov_count}, 0, data, n);
-    }
-    prof_recv(profile_phase::copy);
+    const std::size_t n = copy_payload({r.iov.data(), r.iov_count}, r.capacity, data, len);
     complete_recv(r, from, tag, cq_data, has_cq_data, len, n);
   }
+  /// A receive that finds its eager, train or medium message waiting completes within its post:
+  /// no request record (the record's pool acquire, fill and release were most of the post's cost
+  /// for an unexpected 8 B message). Rendezvous messages still take one (their receive lives on).
+  void take_unexpected_at_post(const recv_args& a, std::size_t capacity,
+                               unexpected_msg& u) noexcept;
   void complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
                      bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept;
   void fail_recv(recv_request& r, int err) noexcept;
   completion recv_success(const recv_request& r, dev::peer_id from, std::uint64_t tag,
                           std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len,
                           std::size_t delivered) noexcept;
+  /// recv_success for a receive named by its context and kind (truncation an error unless
+  /// discard: a peeked message claimed with FI_DISCARD).
+  completion received(void* context, queue_kind kind, bool discard, dev::peer_id from,
+                      std::uint64_t tag, std::uint64_t cq_data, bool has_cq_data,
+                      std::size_t msg_len, std::size_t delivered) noexcept;
   completion recv_failure(const recv_request& r, int err) noexcept;
+  /// Writes c (a success only if asked for one; errors always) and counts it.
+  void emit_recv(bool wanted, const completion& c) noexcept;
   void finish_recv(recv_request& r, const completion& c) noexcept;
   void complete_send(send_request& s) noexcept;
   /// Eager and medium sends complete as soon as the payload is copied out of the user buffer.

@@ -24,8 +24,7 @@ core::status endpoint::peek(const recv_args& a, bool claim_it, bool discard, voi
     fail_recv(*r, FI_ENOMSG);
     return core::status::ok;
   }
-  auto& u = *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(e) -
-                                               offsetof(unexpected_msg, entry));
+  unexpected_msg& u = unexpected_of(*e);
   if (claim_it) {
     m.remove_unexpected(*e);
     *handle = &u;

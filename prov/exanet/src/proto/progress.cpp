@@ -41,14 +41,6 @@ namespace {
 constexpr auto g_rx_handlers = protocol_access::table();
 constexpr std::size_t mailbox_budget = 64;
 
-recv_request& recv_of(match::posted_entry& e) noexcept {
-  return *reinterpret_cast<recv_request*>(reinterpret_cast<char*>(&e) -
-                                          offsetof(recv_request, entry));
-}
-unexpected_msg& unexpected_of(match::unexpected_entry& e) noexcept {
-  return *reinterpret_cast<unexpected_msg*>(reinterpret_cast<char*>(&e) -
-                                            offsetof(unexpected_msg, entry));
-}
 }  // namespace
 
 void endpoint::on_packet(dev::peer_id from, const dev::packet& pkt) noexcept {

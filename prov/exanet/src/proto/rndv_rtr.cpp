@@ -38,11 +38,6 @@
 namespace exanet::proto {
 namespace {
 
-recv_request& recv_of(match::posted_entry& e) noexcept {
-  return *reinterpret_cast<recv_request*>(reinterpret_cast<char*>(&e) -
-                                          offsetof(recv_request, entry));
-}
-
 bool same_class(const match::posted_entry& a, const match::posted_entry& b) noexcept {
   return a.ignore == b.ignore && match::tag_matches(a.tag, a.ignore, b.tag);
 }

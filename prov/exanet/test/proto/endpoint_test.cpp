@@ -105,14 +105,21 @@ TEST_P(pair_test, every_size_expected_and_unexpected) {
 }
 
 TEST_P(pair_test, truncation_reports_olen_and_writes_nothing_past_the_buffer) {
-  for (std::size_t n : {std::size_t{30}, std::size_t{8000}, std::size_t{1} << 20}) {
-    SCOPED_TRACE(n);
+  // Posted first, and arriving first (an unexpected eager, train or medium message completes
+  // within the receive's post, without a request record: endpoint::take_unexpected_at_post).
+  for (bool pre_post : {true, false})
+  for (std::size_t n : {std::size_t{30}, std::size_t{60}, std::size_t{8000}, std::size_t{1} << 20}) {
+    SCOPED_TRACE(testing::Message() << "size " << n << " pre_post " << pre_post);
     auto data = pattern(n, 3);
     const std::size_t cap = n / 2;
     std::vector<std::byte> out(cap + 64, std::byte{0x5a});
     int ctx = 0;
-    ASSERT_EQ(recv({out.data(), cap}, 1, 0, &ctx), core::status::ok);
+    if (pre_post) ASSERT_EQ(recv({out.data(), cap}, 1, 0, &ctx), core::status::ok);
     ASSERT_EQ(send(data, 1, nullptr), core::status::ok);
+    if (!pre_post) {
+      for (int i = 0; i < 100; ++i) b.progress();  // let it arrive unexpected
+      ASSERT_EQ(recv({out.data(), cap}, 1, 0, &ctx), core::status::ok);
+    }
     pump_until([&] { return !b_rx.entries.empty(); });
     const completion c = b_rx.entries.front();
     b_rx.entries.clear();
@@ -123,6 +130,84 @@ TEST_P(pair_test, truncation_reports_olen_and_writes_nothing_past_the_buffer) {
     EXPECT_EQ(c.context, &ctx);
     EXPECT_EQ(std::memcmp(out.data(), data.data(), cap), 0);
     for (std::size_t i = cap; i < out.size(); ++i) ASSERT_EQ(out[i], std::byte{0x5a});
+  }
+}
+
+TEST_P(pair_test, a_message_waiting_at_post_completes_as_a_posted_one_would) {
+  // Every field of the completion, scattered iovecs, remote CQ data, an untagged queue, and a
+  // receive that asked for no success completion: for each size class that can complete within
+  // the post (eager, train, medium) and for a rendezvous, which still goes through a request.
+  for (std::size_t n : {std::size_t{8}, std::size_t{60}, std::size_t{3000}, std::size_t{200000}}) {
+    for (queue_kind kind : {queue_kind::tagged, queue_kind::msg}) {
+      SCOPED_TRACE(testing::Message() << "size " << n << " tagged " << (kind == queue_kind::tagged));
+      const auto data = pattern(n, 11);
+      iovec sv{const_cast<std::byte*>(data.data()), n};
+      send_args s;
+      s.iov = {&sv, 1};
+      s.tag = 0x4242;
+      s.peer = a_to_b;
+      s.kind = kind;
+      s.cq_data = 0xfeedull;
+      s.has_cq_data = true;
+      ASSERT_EQ(a.send(s), core::status::ok);
+      for (int i = 0; i < 100; ++i) b.progress();  // it arrives before any receive
+      // Three uneven buffers, the first shorter than an eager payload, with gaps between them.
+      std::vector<std::byte> out(n + 64, std::byte{0x77});
+      const std::size_t first = 3, second = n / 3, gap = 8;
+      iovec rv[3] = {{out.data(), first},
+                     {out.data() + first + gap, second},
+                     {out.data() + first + second + 2 * gap, n - first - second}};
+      auto gathered = [&] {
+        std::vector<std::byte> v;
+        for (const iovec& x : rv)
+          v.insert(v.end(), static_cast<std::byte*>(x.iov_base),
+                   static_cast<std::byte*>(x.iov_base) + x.iov_len);
+        return v;
+      };
+      auto gaps_untouched = [&] {
+        for (std::size_t i = 0; i < gap; ++i)
+          if (out[first + i] != std::byte{0x77} || out[first + second + gap + i] != std::byte{0x77})
+            return false;
+        for (std::size_t i = n + 2 * gap; i < out.size(); ++i)
+          if (out[i] != std::byte{0x77}) return false;
+        return true;
+      };
+      recv_args r;
+      r.iov = {rv, 3};
+      r.tag = kind == queue_kind::tagged ? 0x4240 : 0;
+      r.ignore = kind == queue_kind::tagged ? 0x000f : 0;
+      r.peer = b_to_a;
+      int ctx = 0;
+      r.context = &ctx;
+      r.kind = kind;
+      ASSERT_EQ(b.recv(r), core::status::ok);
+      pump_until([&] { return !b_rx.entries.empty() && !a_tx.entries.empty(); });
+      const completion c = b_rx.entries.front();
+      b_rx.entries.clear();
+      a_tx.entries.clear();
+      EXPECT_EQ(c.err, 0);
+      EXPECT_EQ(c.context, &ctx);
+      EXPECT_EQ(c.len, n);
+      EXPECT_EQ(c.data, 0xfeedull);
+      EXPECT_EQ(c.tag, kind == queue_kind::tagged ? 0x4242u : 0u);
+      EXPECT_EQ(c.flags, FI_RECV | FI_REMOTE_CQ_DATA |
+                             (kind == queue_kind::tagged ? FI_TAGGED : FI_MSG));
+      EXPECT_EQ(gathered(), data);
+      EXPECT_TRUE(gaps_untouched());
+
+      // No success completion asked for: the message is still taken, and nothing is written.
+      ASSERT_EQ(a.send(s), core::status::ok);
+      for (int i = 0; i < 100; ++i) b.progress();
+      r.completion = false;
+      ASSERT_EQ(b.recv(r), core::status::ok);
+      pump_until([&] { return !a_tx.entries.empty(); });
+      for (int i = 0; i < 100; ++i) b.progress();
+      EXPECT_TRUE(b_rx.entries.empty());
+      EXPECT_EQ(b.unexpected_in_use(), 0u);
+      EXPECT_EQ(gathered(), data);
+      EXPECT_TRUE(gaps_untouched());
+      a_tx.entries.clear();
+    }
   }
 }
 
