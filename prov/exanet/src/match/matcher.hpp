@@ -101,6 +101,7 @@ class matcher {
     return all_unexpected_.empty() ? nullptr : search_unexpected(src, tag, ignore);
   }
   void remove_unexpected(unexpected_entry& u) noexcept;
+  bool has_unexpected() const noexcept { return !all_unexpected_.empty(); }
 
   std::size_t posted_count() const noexcept { return posted_count_; }
   std::size_t unexpected_count() const noexcept { return all_unexpected_.size(); }

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -844,6 +845,10 @@ class endpoint {
   /// for an unexpected 8 B message). Rendezvous messages still take one (their receive lives on).
   void take_unexpected_at_post(const recv_args& a, std::size_t capacity,
                                unexpected_msg& u) noexcept;
+  /// The receive's message if it is already here (completed, or a rendezvous started); nullopt:
+  /// nothing waiting matches it, post it.
+  std::optional<core::status> recv_waiting(const recv_args& a, std::size_t capacity,
+                                           match::matcher& m) noexcept;
   void complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
                      bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept;
   void fail_recv(recv_request& r, int err) noexcept;
