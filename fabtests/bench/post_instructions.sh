@@ -21,7 +21,7 @@ lib=${FI_PROVIDER_PATH:-$build/lib}
 command -v valgrind >/dev/null || { echo "valgrind missing" >&2; exit 1; }
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-declare -A ir calls
+declare -A ir
 for n in "$short" "$long"; do
   mkdir "$work/$n"
   # -t 0 -n N: exactly N timed iterations (plus a tenth as warm-up and the probe's, the same
