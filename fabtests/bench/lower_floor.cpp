@@ -3,6 +3,9 @@
 // provider alone (libfabric, no exanet): for each size, a ping-pong of
 //   msg           one tagged message of the size, receive posted first (what tcp;ofi_rxm's own
 //                 message costs: the series "tcp" of net_compare.sh);
+//   inject        the same message sent with fi_tinject (no completion; at most the provider's
+//                 inject_size, 64 B for tcp;ofi_rxm): what Open MPI's mtl ofi does at or below
+//                 inject_size, and how dev/net sends a lone mailbox packet (fi_injectdata);
 //   write_notify  one RMA write of the size (FI_DELIVERY_COMPLETE, as dev/net writes) followed at
 //                 once by a 64-byte message, the notification, which the peer waits for (what
 //                 exanet's receiver-initiated rendezvous does once the RTR is there: dev/net's
@@ -16,7 +19,7 @@
 //   lower_floor serve FILE NODE      one end, bound to NODE; writes what the other needs to FILE
 //   lower_floor client FILE NODE     the other end; prints one line per size and mode
 // Environment: FLOOR_SIZES (bytes, default "65536 1048576 4194304"), FLOOR_PROV (default tcp),
-// FLOOR_MODES (default "msg write_notify write_dc").
+// FLOOR_MODES (default "msg write_notify write_dc"; "inject" on request).
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -167,6 +170,9 @@ struct end {
   void send(std::size_t size) {
     retry([&] { return fi_tsend(ep, source.data(), size, nullptr, peer, tag_data, &ctx[op_send]); });
   }
+  void inject(std::size_t size) {
+    retry([&] { return fi_tinject(ep, source.data(), size, peer, tag_data); });
+  }
   void notify() {
     retry([&] {
       return fi_tsend(ep, notify_out, sizeof notify_out, nullptr, peer, tag_notify, &ctx[op_send]);
@@ -191,6 +197,8 @@ void give(end& e, const std::string& mode, std::size_t size) {
   if (mode == "msg") {
     e.send(size);
     ++e.posted_sends;
+  } else if (mode == "inject") {
+    e.inject(size);  // no completion to count
   } else {
     e.write(size);
     ++e.posted_writes;
@@ -202,7 +210,7 @@ void give(end& e, const std::string& mode, std::size_t size) {
 // The receive of one trip; the next one's is posted before anything is sent (unless `last`).
 // A notification receive is always left posted: it also serves the handshake of the next cell.
 void take(end& e, const std::string& mode, std::size_t size, bool last) {
-  const op k = mode == "msg" ? op_recv_data : op_recv_notify;
+  const op k = mode == "msg" || mode == "inject" ? op_recv_data : op_recv_notify;
   e.wait(k, e.done[k] + 1);
   if (k == op_recv_notify) e.post_recv(k, 64);
   else if (!last) e.post_recv(k, size);
@@ -217,7 +225,7 @@ void run(end& e, bool leader, const std::vector<std::size_t>& sizes,
   e.post_recv(op_recv_notify, 64);
   for (const std::size_t size : sizes) {
     for (const std::string& mode : modes) {
-      if (mode == "msg") e.post_recv(op_recv_data, size);
+      if (mode == "msg" || mode == "inject") e.post_recv(op_recv_data, size);
       // Both ends have their receives posted before the first trip: a notification each way.
       for (int turn = 0; turn < 2; ++turn) {
         if ((turn == 0) == leader) {
@@ -295,7 +303,7 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::string> modes = words("FLOOR_MODES", "msg write_notify write_dc");
   for (const std::string& m : modes)
-    if (m != "msg" && m != "write_notify" && m != "write_dc") {
+    if (m != "msg" && m != "inject" && m != "write_notify" && m != "write_dc") {
       std::fprintf(stderr, "lower_floor: unknown mode %s\n", m.c_str());
       return 2;
     }
