@@ -6,6 +6,10 @@
 //   inject        the same message sent with fi_tinject (no completion; at most the provider's
 //                 inject_size, 64 B for tcp;ofi_rxm): what Open MPI's mtl ofi does at or below
 //                 inject_size, and how dev/net sends a lone mailbox packet (fi_injectdata);
+//   bundle        the shape dev/net gives a medium message: one untagged fi_sendmsg of three
+//                 iovecs (a 64-byte header, the size's bytes, a 64-byte packet) with remote CQ
+//                 data and a completion, into an untagged receive;
+//   bundle1       the same bytes as one iovec (is it the iovecs, or the untagged send?);
 //   write_notify  one RMA write of the size (FI_DELIVERY_COMPLETE, as dev/net writes) followed at
 //                 once by a 64-byte message, the notification, which the peer waits for (what
 //                 exanet's receiver-initiated rendezvous does once the RTR is there: dev/net's
@@ -19,7 +23,7 @@
 //   lower_floor serve FILE NODE      one end, bound to NODE; writes what the other needs to FILE
 //   lower_floor client FILE NODE     the other end; prints one line per size and mode
 // Environment: FLOOR_SIZES (bytes, default "65536 1048576 4194304"), FLOOR_PROV (default tcp),
-// FLOOR_MODES (default "msg write_notify write_dc"; "inject" on request).
+// FLOOR_MODES (default "msg write_notify write_dc"; "inject", "bundle", "bundle1" on request).
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -115,8 +119,8 @@ struct end {
     CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
     CHECK(fi_enable(ep));
     target.assign(max_size, 0);
-    source.assign(max_size, 'x');
-    recv_buf.assign(max_size, 0);
+    source.assign(max_size + 128, 'x');  // + a bundle's header and packet
+    recv_buf.assign(max_size + 128, 0);
     CHECK(fi_mr_reg(domain, target.data(), target.size(), FI_REMOTE_WRITE, 0, 1, 0, &mr, nullptr));
     if (info->domain_attr->mr_mode & FI_MR_ENDPOINT) {
       CHECK(fi_mr_bind(mr, &ep->fid, 0));
@@ -173,6 +177,23 @@ struct end {
   void inject(std::size_t size) {
     retry([&] { return fi_tinject(ep, source.data(), size, peer, tag_data); });
   }
+  void bundle(std::size_t size, bool split) {
+    iovec v[3] = {{notify_out, sizeof notify_out}, {source.data(), size}, {notify_out, sizeof notify_out}};
+    if (!split) v[0] = {source.data(), size + 2 * sizeof notify_out};
+    fi_msg m{};
+    m.msg_iov = v;
+    m.iov_count = split ? 3 : 1;
+    m.addr = peer;
+    m.context = &ctx[op_send];
+    m.data = 1;
+    retry([&] { return fi_sendmsg(ep, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA); });
+  }
+  void post_bundle_recv(std::size_t size) {
+    retry([&] {
+      return fi_recv(ep, recv_buf.data(), size + 2 * sizeof notify_out, nullptr, peer,
+                     &ctx[op_recv_data]);
+    });
+  }
   void notify() {
     retry([&] {
       return fi_tsend(ep, notify_out, sizeof notify_out, nullptr, peer, tag_notify, &ctx[op_send]);
@@ -199,6 +220,9 @@ void give(end& e, const std::string& mode, std::size_t size) {
     ++e.posted_sends;
   } else if (mode == "inject") {
     e.inject(size);  // no completion to count
+  } else if (mode == "bundle" || mode == "bundle1") {
+    e.bundle(size, mode == "bundle");
+    ++e.posted_sends;
   } else {
     e.write(size);
     ++e.posted_writes;
@@ -210,9 +234,11 @@ void give(end& e, const std::string& mode, std::size_t size) {
 // The receive of one trip; the next one's is posted before anything is sent (unless `last`).
 // A notification receive is always left posted: it also serves the handshake of the next cell.
 void take(end& e, const std::string& mode, std::size_t size, bool last) {
-  const op k = mode == "msg" || mode == "inject" ? op_recv_data : op_recv_notify;
+  const bool bundled = mode == "bundle" || mode == "bundle1";
+  const op k = mode == "msg" || mode == "inject" || bundled ? op_recv_data : op_recv_notify;
   e.wait(k, e.done[k] + 1);
   if (k == op_recv_notify) e.post_recv(k, 64);
+  else if (!last && bundled) e.post_bundle_recv(size);
   else if (!last) e.post_recv(k, size);
 }
 
@@ -226,6 +252,7 @@ void run(end& e, bool leader, const std::vector<std::size_t>& sizes,
   for (const std::size_t size : sizes) {
     for (const std::string& mode : modes) {
       if (mode == "msg" || mode == "inject") e.post_recv(op_recv_data, size);
+      if (mode == "bundle" || mode == "bundle1") e.post_bundle_recv(size);
       // Both ends have their receives posted before the first trip: a notification each way.
       for (int turn = 0; turn < 2; ++turn) {
         if ((turn == 0) == leader) {
@@ -303,7 +330,8 @@ int main(int argc, char** argv) {
   }
   const std::vector<std::string> modes = words("FLOOR_MODES", "msg write_notify write_dc");
   for (const std::string& m : modes)
-    if (m != "msg" && m != "inject" && m != "write_notify" && m != "write_dc") {
+    if (m != "msg" && m != "inject" && m != "bundle" && m != "bundle1" && m != "write_notify" &&
+        m != "write_dc") {
       std::fprintf(stderr, "lower_floor: unknown mode %s\n", m.c_str());
       return 2;
     }
