@@ -338,6 +338,15 @@ int main(int argc, char** argv) {
   const char* prov = std::getenv("FLOOR_PROV");
   end e;
   e.open(argv[3], prov && *prov ? prov : "tcp");
+  // fi_tinject is defined only up to inject_size (a provider may take more, as rxm does, but a
+  // figure beyond it measures nothing a program may rely on).
+  if (std::find(modes.begin(), modes.end(), "inject") != modes.end())
+    for (const std::size_t s : sizes)
+      if (s > e.info->tx_attr->inject_size) {
+        std::fprintf(stderr, "lower_floor: inject of %zu bytes is beyond inject_size %zu\n", s,
+                     e.info->tx_attr->inject_size);
+        return 2;
+      }
   card mine = e.my_card();
   if (!leader) {
     const std::string tmp = std::string(argv[2]) + ".tmp";
