@@ -9,7 +9,8 @@
 #   fabtests/bench/post_instructions.sh [build-dir] [mode] [size]
 # mode: an xfer_bench message mode (tagged_lat, tagged_unexp, msg_lat, msg_unexp; default
 # tagged_unexp), size in bytes (default 8). Environment: CALL (the symbol pattern, default
-# '*tagged_recv*'; '*msg_recv*' for fi_recv, '*send_one*' for the send calls), SHORT (1000),
+# '*tagged_recv*'; '*msg_recv*' for fi_recv, '*tagged_send(*' for fi_tsend; it must match one
+# function on the path only, as callgrind toggles collection at every match), SHORT (1000),
 # LONG (5000), FI_PROVIDER_PATH (default build-dir/lib: another build's lib directory compares
 # builds). A benchmark, not a test: nothing is judged. Needs valgrind.
 set -euo pipefail
