@@ -225,7 +225,11 @@ struct sleep_descriptor {
 /// in place (no copy through a temporary), then publishes it. Between the two the slot is the
 /// sender's alone; a reservation is published exactly once.
 struct mailbox_reservation {
-  std::byte* bytes = nullptr;  // packet_bytes writable bytes: the packet as the peer will read it
+  // packet_bytes writable bytes: the packet as the peer will read it. The sender may write only
+  // the bytes its receiver reads (wire::write_prefix); the others keep what the backend gave:
+  // whatever the slot last held in the emulation (its receiver's own memory), zeros where
+  // packets leave the host (dev/net), so nothing of an earlier packet to another peer travels.
+  std::byte* bytes = nullptr;
   void* handle = nullptr;      // the backend's: which slot was claimed
   std::uint64_t position = 0;  // the backend's: the slot's place in the peer's arrival order
   void* owner = nullptr;       // the backend's: whose mailbox (to wake it if it sleeps)

@@ -19,7 +19,7 @@ inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::
                                          std::span<const iovec> iov) noexcept {
   dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(to, slot); !core::ok(s)) return s;
-  // Built here, then copied into the slot whole (wire::write says why).
+  // Built here, then copied into the slot: the bytes the receiver reads (wire::write_prefix).
   alignas(64) wire::env_data p{};
   p.hdr = wire::make_header(
       wire::pkt_type::env_data,
@@ -33,7 +33,7 @@ inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::
     core::copy_small(p.payload, buf, len);  // len <= 36
   else
     core::copy_from_iov(p.payload, iov, 0, len);
-  wire::write(slot.data(), p);
+  wire::write_prefix(slot.data(), p, offsetof(wire::env_data, payload) + len);
   dev_.mailbox_publish(slot);
   if (prof_) [[unlikely]] prof_->note_issued();
   commit_send(to, kind, tag, false, 0);

@@ -101,7 +101,8 @@ struct alignas(cache_line) mailbox_control {
 /// brought. With the packet in a line of its own, the receiver's load of it could start only
 /// after seq's line had come and its check passed: two cross-core transfers in a row for every
 /// small message, where this costs one. The receiver reads only the packet bytes it needs
-/// (proto/wire.hpp, read_head), so the second line stays with the sender when they are unused.
+/// (proto/wire.hpp, read_head) and a small message's sender writes only those (write_prefix),
+/// so the second line stays where it was when they are unused.
 struct alignas(cache_line) mailbox_slot {
   std::atomic<std::uint64_t> seq;  // == position: free; == position + 1: holds a packet
   std::uint32_t pdid;              // stamped by the sending "packetizer"

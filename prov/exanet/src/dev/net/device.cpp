@@ -494,6 +494,7 @@ core::status device::mailbox_send(peer_id p, const packet& pk) noexcept {
 core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept {
   if (core::status s = ready_to_send(p); !core::ok(s)) return s;
   reserved_for_ = p;
+  reserved_ = {};  // a sender may write a prefix only (dev::mailbox_reservation)
   r.bytes = reserved_.data();
   r.handle = &reserved_;
   return core::status::ok;
