@@ -37,8 +37,8 @@ constexpr std::array<protocol_text, static_cast<std::size_t>(protocol::count)> g
     {"rma/inline", "copied through the bounce ring, landed by the target's progress"},
     {"rma/dma", "DMA write (staged through the target, or CMA)"},
     {"rma/read-direct", "the engine reads the target's memory (CMA)"},
-    {"rma/read-request", "the target checks the key and writes the data back (to an aliased "
-                         "placement through the staging area, whatever the DMA engine)"},
+    {"rma/read-request", "the target checks the key and writes the data back (under the cma "
+                         "engine, to an aliased placement through the staging area)"},
     {"atomic/packet", "operands in the request packet; the target performs it and answers"},
     {"atomic/ring", "operands through the bounce ring, one request packet; the target "
                     "performs it and answers"},
