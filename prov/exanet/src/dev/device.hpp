@@ -78,6 +78,11 @@ struct dma_write {
   // the data): the caller's protocol has nothing the target sends back on it that needs this
   // write finished first. Without it, the notification follows the write's completion.
   bool notify_ahead = false;
+  // An answer to a request of the target's (a read by request, an atomic's result), which the
+  // target is progressing to take: a backend with more than one engine may move it with the one
+  // that is fast at its placement whatever engine it was told to use (the emulation stages such
+  // a write to just ahead of its source rather than have the kernel copy it, 4K aliasing).
+  bool awaited = false;
 };
 
 /// Rights a memory registration grants to remote peers (bits of key_grant::access).

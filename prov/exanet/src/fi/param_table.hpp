@@ -165,8 +165,9 @@ inline constexpr param_spec g_params[] = {
      "How the emulated DMA engine moves a write. staged: pipelined through the target's shared "
      "staging area and copied out by the target when it progresses; RMA reads are answered by "
      "the target. cma: process_vm_writev, and reads by process_vm_readv, which land without the "
-     "target's progress. auto: each write the way measured cheaper now for its size; reads as "
-     "staged.",
+     "target's progress (but a read of 2 KiB or more to 1 to 63 bytes ahead of its source modulo "
+     "a page is answered by the target, through the staging area). auto: each write the way "
+     "measured cheaper now for its size; reads as staged.",
      "Which engine is faster depends on how dear a copy between two cores is, and that changes "
      "with the machine's state: on one VM staging was 3 to 6 times faster than cross\\-memory "
      "attach for large transfers; on the same VM a day later, with core\\-to\\-core copies 3.5 "

@@ -116,6 +116,12 @@ struct rma_request {
   std::size_t checked = 0;     // stage check: ranges the engine's protection check passed
   dev::dma_state dma{};
   bool staged_any = false;  // a write of this request had not landed when dma_post returned
+  // Reads: ranges [0, direct_ranges) are read by the engine (rma/read-direct), the others by
+  // request (rma/read-request). Chosen once, as the ranges pass the check (read_direct: the peer
+  // and the placement); lowered to the current range only when the kernel refuses CMA midway.
+  // The data, the events and the completion all follow it, never the peer's state of the moment.
+  std::uint8_t direct_ranges = 0;
+  static_assert(max_iov <= 255, "direct_ranges counts ranges in a byte");
   std::uint64_t cq_data = 0;
   bool has_cq_data = false, completion = true, delivery_complete = false;
   std::byte* owned = nullptr;  // inject that could not finish at post: the copied payload
@@ -686,10 +692,15 @@ class endpoint {
   void log_refused(const rma_request& r, std::size_t i) noexcept;
   core::status rma_post_event(rma_request& r, std::size_t seg, bool last) noexcept;
   /// Whether r's data may still be on its way when its events are posted: a write the engine
-  /// staged (it lands when the target polls, behind its packets), or a read the target answers.
-  /// Events then go by packet, in order behind the data.
+  /// staged (it lands when the target polls, behind its packets). Events then go by packet, in
+  /// order behind the data. A read posts events only for the ranges it read directly, which
+  /// are in place by then (the target counts a range read by request as it answers).
   bool landed_late(const rma_request& r) const noexcept {
-    return r.what == rma_request::role::write ? r.staged_any : !read_direct(r.peer);
+    return r.what == rma_request::role::write && r.staged_any;
+  }
+  /// Whether range seg of read r goes by request (rma_request::direct_ranges).
+  static bool read_by_request(const rma_request& r, std::size_t seg) noexcept {
+    return r.what == rma_request::role::read && seg >= r.direct_ranges;
   }
   bool rma_answer_read(rma_request& r) noexcept;
   /// The answer to a peer's request (read, atomic): the bytes, if any, into the window it armed,
@@ -811,11 +822,23 @@ class endpoint {
   /// Gives an unexpected message (already out of the matcher) to a receive and frees it.
   void take_unexpected(recv_request& r, unexpected_msg& u) noexcept;
   recv_request* make_recv(const recv_args& a, std::size_t capacity) noexcept;
-  /// Whether a read from p takes rma/read-direct (else rma/read-request). The engine's reach
-  /// can change at run time (the kernel may refuse CMA); the size does not matter.
-  bool read_direct(dev::peer_id p) const noexcept {
-    const situation s = dev_.can_read(p) ? situation::peer_readable : situation::peer_unreadable;
-    return protocols_.choose(op_kind::rma_read, s, 0) == protocol::rma_read_direct;
+  /// Whether read r takes rma/read-direct (else rma/read-request): the engine must reach the
+  /// peer, and a read to just ahead of its source (core::page_aliased, the DMA engine's
+  /// placement class; measured at the first byte, as it measures a write) takes the row whose
+  /// larger sizes go by request. Needs r's ranges checked (target[0].va); called once per read.
+  bool read_direct(const rma_request& r) const noexcept {
+    situation s = situation::peer_unreadable;
+    if (dev_.can_read(r.peer)) {
+      std::uintptr_t first = 0;  // the first local byte (zero-length pieces hold none)
+      for (std::size_t i = 0; i < r.iov_count; ++i)
+        if (r.iov[i].iov_len != 0) {
+          first = reinterpret_cast<std::uintptr_t>(r.iov[i].iov_base);
+          break;
+        }
+      s = core::page_aliased(first, r.target[0].va) ? situation::peer_readable_aliased
+                                                    : situation::peer_readable;
+    }
+    return protocols_.choose(op_kind::rma_read, s, r.total) == protocol::rma_read_direct;
   }
   /// Copies what fits of a message that arrived whole into a receive's buffers; returns the
   /// bytes copied.

@@ -37,7 +37,8 @@ constexpr std::array<protocol_text, static_cast<std::size_t>(protocol::count)> g
     {"rma/inline", "copied through the bounce ring, landed by the target's progress"},
     {"rma/dma", "DMA write (staged through the target, or CMA)"},
     {"rma/read-direct", "the engine reads the target's memory (CMA)"},
-    {"rma/read-request", "the target checks the key and writes the data back"},
+    {"rma/read-request", "the target checks the key and writes the data back (under the cma "
+                         "engine, to an aliased placement through the staging area)"},
     {"atomic/packet", "operands in the request packet; the target performs it and answers"},
     {"atomic/ring", "operands through the bounce ring, one request packet; the target "
                     "performs it and answers"},
@@ -75,6 +76,7 @@ constexpr std::string_view situation_name(op_kind op, situation s) noexcept {
     case situation::multi_recv: return "multi-recv";
     case situation::several_ranges: return "several remote ranges";
     case situation::peer_readable: return "peer readable (CMA)";
+    case situation::peer_readable_aliased: return "readable (CMA), aliased";
     case situation::peer_unreadable: return "peer not readable";
     case situation::cq_data: return "remote CQ data";
     case situation::count: break;
@@ -224,9 +226,14 @@ protocol_table protocol_table::build(const selection_inputs& in) noexcept {
   append(t.rows_[row_index(op_kind::rma_write, situation::delivery_complete)], unbounded,
          protocol::rma_dma);
 
-  // RMA reads: whether the engine can read the peer, whatever the size.
+  // RMA reads: whether the engine can read the peer, whatever the size; where it can but the
+  // placement is aliased (the kernel's copy runs several times slower there: BENCHMARKS.md,
+  // 2026-11-27), by request from the size where aliasing starts to cost (core/copy.hpp).
   append(t.rows_[row_index(op_kind::rma_read, situation::peer_readable)], unbounded,
          protocol::rma_read_direct);
+  size_row& aliased_read = t.rows_[row_index(op_kind::rma_read, situation::peer_readable_aliased)];
+  append(aliased_read, aliased_read_request_min - 1, protocol::rma_read_direct);
+  append(aliased_read, unbounded, protocol::rma_read_request);
   append(t.rows_[row_index(op_kind::rma_read, situation::peer_unreadable)], unbounded,
          protocol::rma_read_request);
 
@@ -284,6 +291,7 @@ std::string protocol_table::format(std::string_view header) const noexcept try {
       lo = c.max_len + 1;
     }
   }
+  s += "  (aliased: the read's local first byte 1-63 bytes ahead of its remote one, modulo 4096)\n";
   s += "  where\n";
   for (std::size_t i = 0; i < used.size(); ++i) {
     if (!used[i]) continue;

@@ -78,6 +78,9 @@ enum class situation : std::uint8_t {
   multi_recv,         // recv: FI_MULTI_RECV, from a named source
   several_ranges,     // RMA write: more than one remote range (transmit-complete)
   peer_readable,      // RMA read: the engine can read the peer (FI_EXANET_USE_CMA=1, allowed)
+  peer_readable_aliased,  // RMA read: it can, but the local buffer's first byte lies 1-63 bytes
+                          // ahead of the remote one's modulo a page (core::page_aliased), where
+                          // the kernel's copy runs several times slower (4K aliasing)
   peer_unreadable,    // RMA read: it cannot (the default, or the kernel refused CMA)
   cq_data,            // atomic: the range carries remote CQ data (the operation's last range)
   count
@@ -108,6 +111,11 @@ struct size_class {
 };
 
 inline constexpr std::size_t max_classes = 4;
+
+/// The smallest read taken by request rather than by the kernel's copy when the engine could read
+/// the peer but the placement is aliased: below it memcpy, and the kernel's copy, are fast
+/// whatever the placement (core/copy.hpp), and a direct read needs no progress at the target.
+inline constexpr std::size_t aliased_read_request_min = 2048;
 
 struct size_row {
   std::array<size_class, max_classes> classes{};
@@ -146,7 +154,7 @@ class protocol_table {
     op_kind op;
     situation s;
   };
-  static constexpr std::array<pair, 17> pairs{{
+  static constexpr std::array<pair, 18> pairs{{
       {op_kind::send, situation::transmit_complete},
       {op_kind::send, situation::delivery_complete},
       {op_kind::tagged_send, situation::transmit_complete},
@@ -161,6 +169,7 @@ class protocol_table {
       {op_kind::rma_write, situation::several_ranges},
       {op_kind::rma_write, situation::delivery_complete},
       {op_kind::rma_read, situation::peer_readable},
+      {op_kind::rma_read, situation::peer_readable_aliased},
       {op_kind::rma_read, situation::peer_unreadable},
       {op_kind::atomic, situation::transmit_complete},
       {op_kind::atomic, situation::cq_data},

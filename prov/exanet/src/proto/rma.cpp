@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // RMA (DESIGN.md §5): writes are DMA writes into a peer's registered memory (small ones may take
 // the bounce ring instead, rma_inline.cpp); reads are direct when the engine can read the peer
-// (CMA) and otherwise a request the peer answers with a DMA write.
+// (CMA) and the placement does not make the kernel's copy slow, and otherwise a request the peer
+// answers with a DMA write. Each read chooses once (rma_check_ranges, direct_ranges).
 // Every access passes the target's protection table first (dev rma_check / grant_check), so a bad
 // key, range or right fails before any byte moves. A backend that must ask the target first
 // (dev/net) answers rma_check with again until the target's answer came: the call returns
@@ -171,7 +172,12 @@ endpoint::rma_step endpoint::rma_check_ranges(rma_request& r) noexcept {
       return rma_step::released;
     }
   }
-  if (r.what == rma_request::role::read) ++stats_.rma_reads; else ++stats_.rma_writes;
+  if (r.what == rma_request::role::read) {
+    ++stats_.rma_reads;
+    r.direct_ranges = read_direct(r) ? static_cast<std::uint8_t>(r.remote_count) : 0;
+  } else {
+    ++stats_.rma_writes;
+  }
   r.at = rma_request::stage::data;
   return rma_step::next;
 }
@@ -216,7 +222,7 @@ endpoint::rma_step endpoint::rma_read_data(rma_request& r) noexcept {
   };
   while (r.seg < r.remote_count) {
     const std::size_t len = r.remote[r.seg].len;
-    if (r.seg_done == 0 && r.reply_slot == rma_request::no_slot && read_direct(r.peer)) {
+    if (!read_by_request(r, r.seg)) {
       const core::status s = dev_.dma_read(r.peer, r.target[r.seg].va, local, r.seg_offset, len);
       if (core::ok(s)) {
         r.seg_offset += len;
@@ -224,7 +230,9 @@ endpoint::rma_step endpoint::rma_read_data(rma_request& r) noexcept {
         continue;
       }
       if (s != core::status::permission) return fail(-core::to_int(s));
-      // The kernel refused CMA: ask the target to write it (below), now and from now on.
+      // The kernel refused CMA: ask the target to write this range and the rest (below); the
+      // ranges before it were read, and post their events (rma_post_events).
+      r.direct_ranges = static_cast<std::uint8_t>(r.seg);
     }
     // Read by request, one contiguous local piece at a time.
     if (r.reply_slot != rma_request::no_slot) {
@@ -286,9 +294,8 @@ endpoint::rma_step endpoint::rma_post_events(rma_request& r) noexcept {
   while (r.seg < r.remote_count) {
     const bool last = r.seg + 1 == r.remote_count;
     const bool wanted = r.target[r.seg].events || (last && (r.has_cq_data || want_ack));
-    // A read by request is counted by the target when it answers.
-    const bool by_request = r.what == rma_request::role::read && !read_direct(r.peer);
-    if (wanted && !by_request) {
+    // A range read by request is counted by the target when it answers.
+    if (wanted && !read_by_request(r, r.seg)) {
       const core::status s = rma_post_event(r, r.seg, last);
       if (s == core::status::again) return rma_step::blocked;
       if (!core::ok(s)) {
@@ -485,6 +492,7 @@ core::status endpoint::post_reply(dev::peer_id peer, std::span<const iovec> src,
   w.notify = true;
   w.notify_slot = slot;
   w.notify_gen = gen;
+  w.awaited = true;  // the peer waits for it, progressing
   const wire::rma_reply reply{status, bytes};
   std::memcpy(w.notify_data.data(), &reply, sizeof reply);
   return dev_.dma_post(w, st);

@@ -79,6 +79,16 @@ TEST(protocol_table, write_family_boundaries_follow_the_configuration) {
   EXPECT_EQ(t.choose(op_kind::rma_write, situation::delivery_complete, 1), protocol::rma_dma);
   EXPECT_EQ(t.choose(op_kind::rma_read, situation::peer_readable, 1), protocol::rma_read_direct);
   EXPECT_EQ(t.choose(op_kind::rma_read, situation::peer_unreadable, 1), protocol::rma_read_request);
+  // A read the engine could make, to just ahead of its source: by request from 2 KiB.
+  EXPECT_EQ(t.choose(op_kind::rma_read, situation::peer_readable_aliased, 0),
+            protocol::rma_read_direct);
+  EXPECT_EQ(t.choose(op_kind::rma_read, situation::peer_readable_aliased,
+                     aliased_read_request_min - 1),
+            protocol::rma_read_direct);
+  EXPECT_EQ(t.choose(op_kind::rma_read, situation::peer_readable_aliased,
+                     aliased_read_request_min),
+            protocol::rma_read_request);
+  EXPECT_EQ(t.choose(op_kind::rma_read, situation::peer_readable, inf), protocol::rma_read_direct);
 }
 
 TEST(protocol_table, read_family_is_sender_initiated_and_acknowledged) {
@@ -322,13 +332,15 @@ TEST(protocol_table, printed_table_names_every_protocol_it_uses_with_its_ranges)
        {"eager", "medium", "rndv/rtr|rts", "recv/match", "recv/match+rtr", "rma/inline",
         "rma/dma", "rma/read-direct", "rma/read-request", "refused", "0..36", "37..8192",
         "8193..inf", "0..4096", "65537..inf", "4097..inf", "no ring credit: rndv/rtr|rts",
-        "no ring credit: rma/dma", "medium_max 8192", "inject_size 4096"})
+        "no ring credit: rma/dma", "medium_max 8192", "inject_size 4096",
+        "readable (CMA), aliased  0..2047", "readable (CMA), aliased  2048..inf",
+        "aliased: the read's local first byte 1-63 bytes ahead of its remote one"})
     EXPECT_NE(text.find(expect), std::string::npos) << expect << "\n" << text;
   // Protocols of other families are not in it.
   for (const char* absent : {"rndv/opt", "rndv/rts+ack", "recv/rtr-only"})
     EXPECT_EQ(text.find(absent), std::string::npos) << absent;
-  // One line per size class of every row, plus the header, limits, two title lines and the
-  // legend.
+  // One line per size class of every row, plus the header, limits, two title lines, the
+  // note on aliased reads and the legend.
   std::size_t classes = 0, used = 0;
   std::vector<bool> seen(static_cast<std::size_t>(protocol::count));
   for (const auto& p : protocol_table::pairs) {
@@ -341,7 +353,7 @@ TEST(protocol_table, printed_table_names_every_protocol_it_uses_with_its_ranges)
   }
   for (bool b : seen) used += b;
   EXPECT_EQ(static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n')),
-            5 + classes + used);
+            6 + classes + used);
 
   const std::string opt = protocol_table::build(inputs(protocol_family::optimistic)).format("o");
   for (const char* expect : {"rndv/opt", "rndv/rts", "recv/rtr-only", "family optimistic"})

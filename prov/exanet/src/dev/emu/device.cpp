@@ -814,6 +814,10 @@ dma_engine device::engine_for(const peer& pr, const dma_write& w, dma_state& st)
     return engine_choice_.choose(w.len, stream ? dma_use::stream : dma_use::alone,
                                  write_aliased(w));
   }
+  // Told to use cross-memory attach: an answer the target waits for lands through the staging
+  // area when the kernel's copy would alias (a read the initiator sent by request for that
+  // reason, proto/rma.cpp); the target progresses to take it anyway.
+  if (w.awaited && write_aliased(w)) [[unlikely]] return dma_engine::staged;
   return dma_engine::cross_memory_attach;
 }
 
