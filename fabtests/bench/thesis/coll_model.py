@@ -69,13 +69,14 @@ pml cm calls the ofi MTL's blocking send, which polls the completion queue until
 completes and never yields: such a rank holds its core for a whole scheduler slice (--slice-us,
 default 4 ms, one tick at HZ=250: a spinning task is preempted only at a tick), the spinning
 ranks take turns, and one of them sees the RTR or CTS it waits for only while it holds a core.
---pinned keeps rank r on core r mod N; --background K adds K processes that compute all the
-time. Crude: actions take no time, and Linux's run queues are per core with a load balancer
-(neither the free nor the pinned variant).
+--pinned keeps rank r on core r mod N; --no-spin makes blocking sends wait as MPI_Wait does
+(coll_sched_probe.c's isend variant). Crude: actions take no time, no other process competes
+for the cores, and Linux's run queues are per core with a load balancer between them (neither
+the free nor the pinned variant).
 
   coll_model.py [table|facts|edges] [--coll C ...] [--sizes N ...] [--families F ...]
                 [--hop-ns NS] [--iters N] [--np N] [--intra-mbps M] [--inter-mbps M]
-                [--no-hol] [--cpus N [--slice-us Q] [--pinned] [--background K]]
+                [--no-hol] [--cpus N [--slice-us Q] [--pinned] [--no-spin]]
                 [--samples coll.samples] [--shares share.samples]
 table (the default): one line per collective, size and family, "coll size family model_us
 measured_us measured/model fast_share msgs_per_call" (measured from thesis_coll's
@@ -183,6 +184,7 @@ class Sim:
         self.ranks = {}        # rank number -> Rank
         self.unfinished = 0    # ranks whose program has not returned
         self.cpus = None       # a Cpus: ranks act only when they hold a core
+        self.no_spin = False   # blocking sends wait as MPI_Wait does (coll_sched_probe isend)
         self.trace = None
 
     # -- event loop
@@ -191,7 +193,7 @@ class Sim:
         heapq.heappush(self.events, (t, self.seq, fn, args))
 
     def run(self):
-        # Until every rank is done (background processes would keep slicing for ever).
+        # Until every rank is done.
         while self.events and self.unfinished:
             t, _, fn, args = heapq.heappop(self.events)
             self.now = t
@@ -319,7 +321,7 @@ class Rank:
     def send(self, dst, size):
         """A blocking send (MPI_Send): wait for it as for [isend], but spinning."""
         s = self.sim.post_send(self.rank, dst, size)
-        s.blocking = True
+        s.blocking = not self.sim.no_spin
         return s
 
     def spinning(self):
@@ -360,20 +362,6 @@ class Rank:
                 return
 
 
-class Busy:
-    """--background: a process of someone else's that computes all the time (a compiler):
-    it takes its slices in turn with the spinning ranks."""
-
-    def __init__(self, i):
-        self.rank, self.cpu = -1 - i, None
-
-    def spinning(self):
-        return True
-
-    def run(self):
-        pass
-
-
 class Cpus:
     """--cpus N --slice-us Q: the ranks share N cores. A rank waiting in MPI_Wait (Open MPI's
     progress loop, which yields the core when it finds nothing: mpi_yield_when_idle) takes what
@@ -385,11 +373,11 @@ class Cpus:
     core r mod N only (per-core run queues that the load balancer never evens out); otherwise
     any core serves any rank."""
 
-    def __init__(self, sim, n, slice_ns, pinned=False, background=0):
+    def __init__(self, sim, n, slice_ns, pinned=False):
         self.sim, self.n, self.slice_ns, self.pinned = sim, n, slice_ns, pinned
         self.owner = [None] * n      # the spinning rank holding each core's slice
         self.token = [0] * n
-        self.spin_ring = [Busy(i) for i in range(background)]  # spinning, waiting for a slice
+        self.spin_ring = []          # spinning ranks waiting for a slice, in turn
         self.urgent = []             # yielding ranks with packets, waiting for a core
 
     def allowed(self, p, c):
@@ -556,11 +544,12 @@ def messages_per_call(coll, np_):
 
 
 def run(coll, size, family, np_=16, hop_ns=1_000_000, iters=15, hol=True, trace=False,
-        intra_mbps=16000, inter_mbps=10000, cpus=0, slice_ns=0, pinned=False, background=0):
+        intra_mbps=16000, inter_mbps=10000, cpus=0, slice_ns=0, pinned=False, no_spin=False):
     net = Net(np_, hop_ns, intra_mbps=intra_mbps, inter_mbps=inter_mbps, hol=hol)
     sim = Sim(net, family)
+    sim.no_spin = no_spin
     if cpus:
-        sim.cpus = Cpus(sim, cpus, slice_ns, pinned, background)
+        sim.cpus = Cpus(sim, cpus, slice_ns, pinned)
     if trace:
         sim.trace = []
     warm = iters // 10 + 1
@@ -577,7 +566,7 @@ def run(coll, size, family, np_=16, hop_ns=1_000_000, iters=15, hol=True, trace=
     for p in ranks:
         p.start()
     if sim.cpus is not None:
-        sim.at(0, sim.cpus.balance)  # after every rank's first steps: background processes
+        sim.at(0, sim.cpus.balance)  # after every rank's first steps
     sim.run()
     per_rank = []
     for p in ranks:
@@ -656,8 +645,9 @@ def main(argv):
     ap.add_argument("--slice-us", type=float, default=4000.0,
                     help="with --cpus: the slice a spinning rank holds a core for (default: "
                          "one tick at HZ=250, the kernel of BENCHMARKS.md's machine)")
-    ap.add_argument("--background", type=int, default=0,
-                    help="with --cpus: other processes computing all the time")
+    ap.add_argument("--no-spin", action="store_true",
+                    help="with --cpus: blocking sends yield as MPI_Wait does (coll_sched_probe's "
+                         "isend variant)")
     ap.add_argument("--pinned", action="store_true",
                     help="with --cpus: rank r runs on core r mod N only")
     a = ap.parse_args(argv)
@@ -683,7 +673,7 @@ def main(argv):
             for fam in a.families:
                 r = run(coll, size, fam, a.np, a.hop_ns, a.iters, hol=not a.no_hol,
                         cpus=a.cpus, slice_ns=int(a.slice_us * 1000), pinned=a.pinned,
-                        background=a.background,
+                        no_spin=a.no_spin,
                         intra_mbps=a.intra_mbps, inter_mbps=a.inter_mbps)
                 per_call = r["messages"] / r["calls"]
                 if a.mode == "facts":
