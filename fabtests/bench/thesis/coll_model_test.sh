@@ -27,7 +27,8 @@ check() {
   fail() { echo "FAIL: $*"; bad=1; }
   nobw=(--intra-mbps 0 --inter-mbps 0)
   f=$tmp/zero
-  python3 "$m" facts --hop-ns 0 "${nobw[@]}" --sizes 64 8192 --iters 5 >"$f" || fail "model failed (hop 0)"
+  python3 "$m" facts --hop-ns 0 "${nobw[@]}" --sizes 64 8192 --iters 5 >"$f" ||
+    fail "model failed (hop 0)"
   [[ $(grep -c '\.avg_us=' "$f") == 24 ]] || fail "hop 0: expected 24 cells"
   grep '\.avg_us=' "$f" | grep -v '=0\.000$' | sed 's/^/FAIL: hop 0 not 0: /' | grep . && bad=1
   f=$tmp/facts
@@ -38,7 +39,8 @@ check() {
   awk -F'[.=]' '/\.msgs_per_call=/ { got[$1 "." $2 "." $3] = $NF }
                 /\.expected_msgs=/ { want[$1 "." $2 "." $3] = $NF }
                 END { n = 0; for (k in want) { n++; if (got[k] != want[k])
-                        printf "FAIL: %s sends %s messages a call, the algorithm %s\n", k, got[k], want[k] }
+                        printf "FAIL: %s sends %s messages a call, the algorithm %s\n",
+                               k, got[k], want[k] }
                       if (n != 24) print "FAIL: " n " cells with a message count, expected 24" }' \
     "$f" | grep . && bad=1
   # write <= read, per collective and size, without and with two shared cores
@@ -69,7 +71,8 @@ check() {
                  printf "FAIL: %s: %s us at 1 ms a hop, %s at 2 ms\n", $1, $2, $3 }
              END { if (n != 12) print "FAIL: " n " cells scaled, expected 12" }' | grep . && bad=1
   # RTRs: none in read; some fast sends in write's bcast
-  grep -E '\.read\.(rtr|fast_sends)=' "$f" | grep -v '=0$' | sed 's/^/FAIL: read: /' | grep . && bad=1
+  grep -E '\.read\.(rtr|fast_sends)=' "$f" | grep -v '=0$' | sed 's/^/FAIL: read: /' | grep . &&
+    bad=1
   grep -qE '^bcast\.64\.write\.fast_sends=[1-9]' "$f" || fail "write bcast: no send found its RTR"
   return $bad
 }
@@ -79,7 +82,10 @@ check "$model" || { echo "FAIL: coll_model.py"; exit 1; }
 # The checks must be able to fail: each broken copy must be rejected.
 mutate() { # mutate NAME SED-EXPRESSION
   local copy=$tmp/$1.py
-  sed "$2" "$model" >"$copy"
+  if ! sed "$2" "$model" >"$copy"; then
+    echo "FAIL: mutation $1: sed failed"
+    exit 1
+  fi
   if cmp -s "$model" "$copy"; then
     echo "FAIL: mutation $1 changed nothing (the model's text moved: update the test)"
     exit 1
@@ -91,9 +97,10 @@ mutate() { # mutate NAME SED-EXPRESSION
   echo "ok: broken model rejected ($1): $(grep -m1 FAIL "$tmp/$1.out")"
 }
 # the read family's sender completes at its write, and no ack is sent
-mutate no_ack 's/^\( *\)self\.pending\[key\] = s *# completes on the ack$/\1self.complete(s)/; s/^\( *\)self\.packet("ack", dst, src, key)$/\1pass/'
+mutate no_ack 's/^\( *\)self\.pending\[key\] = s *# completes on the ack$/\1self.complete(s)/
+                s/^\( *\)self\.packet("ack", dst, src, key)$/\1pass/'
 # recursive doubling stops one exchange short
 mutate short_allreduce 's/^\( *\)while d < np_:$/\1while d < np_ \/\/ 2:/'
 # a model that crashes is rejected too (the bcast root forgets its last child: a deadlock)
-mutate lost_child 's/^\( *\)yield \[p\.isend(k, size) for k in kids\]$/\1yield [p.isend(k, size) for k in kids[:-1] or kids]/'
+mutate lost_child 's/^\( *yield \[p\.isend(k, size) for k in kids\)\]$/\1[:-1] or kids]/'
 echo "PASS: coll_model.py's structural facts hold, and broken models are rejected"

@@ -6,10 +6,10 @@
  * Open MPI 4.1's tuned reduce (binomial), allreduce (recursive doubling) and scatter (binomial)
  * send with blocking sends; with pml cm and the ofi MTL a blocking send polls the provider's
  * completion queue until its send completes, while MPI_Wait goes through Open MPI's progress
- * loop, which yields the core when idle (mpi_yield_when_idle). This program runs the same message schedule as
- * those algorithms (coll_model.py describes them) twice: with MPI_Send, as Open MPI does, and
- * with MPI_Isend followed by MPI_Wait. The network is the same, the messages are the same; only
- * the waiting differs.
+ * loop, which yields the core when idle (mpi_yield_when_idle). This program runs the same
+ * message schedule as those algorithms (coll_model.py describes them) twice: with MPI_Send, as
+ * Open MPI does, and with MPI_Isend followed by MPI_Wait. The network is the same, the
+ * messages are the same; only the waiting differs.
  *
  *   mpicc -O2 -o coll_sched_probe coll_sched_probe.c
  *   mpirun -np 16 ... coll_sched_probe reduce|allreduce|scatter send|isend SIZE
