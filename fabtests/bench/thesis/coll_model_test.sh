@@ -15,7 +15,9 @@
 # Then the same checks must reject broken models (a read family that does not wait for its ack,
 # a recursive doubling one step short, a bcast root that forgets a child): the checks can fail.
 #   coll_model_test.sh [coll_model.py]
+# Exit 77 (skipped) without python3.
 set -u
+command -v python3 >/dev/null || { echo "SKIP: no python3"; exit 77; }
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 model=${1:-$here/coll_model.py}
 tmp=$(mktemp -d)
