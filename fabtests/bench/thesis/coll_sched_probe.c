@@ -11,12 +11,11 @@
  * Open MPI does, and with MPI_Isend followed by MPI_Wait. The network is the same, the
  * messages are the same; only the waiting differs.
  *
- *   mpicc -O2 -o coll_sched_probe coll_sched_probe.c
- *   mpirun -np 16 ... coll_sched_probe reduce|allreduce|scatter send|isend SIZE
+ *   mpirun -np 16 ... build/fabtests/coll_sched_probe reduce|allreduce|scatter send|isend SIZE
  * Output (rank 0): "KIND WAIT SIZE AVG_US MIN_US MAX_US", timed as thesis_coll (a barrier, ITERS
  * / 10 + 1 untimed calls, ITERS timed; the mean over ranks of each rank's mean call time).
  * No reduction arithmetic (at most 2048 floats: microseconds against milliseconds of hops).
- * Not built by CMake: a one-off probe whose results sit in fabtests/bench/results/2026-11-28/.
+ * Built beside thesis_coll; its results of 2026-11-28 are in fabtests/bench/results/2026-11-28/.
  */
 #include <mpi.h>
 #include <stdio.h>
