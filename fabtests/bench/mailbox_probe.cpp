@@ -95,6 +95,26 @@ emu::params probe_params() {
   return p;
 }
 
+// Forks the other process (this one on cpu 0, the child on cpu 1), opens each side's device and
+// connects it to the other's over a socket pair (sock, kept for the sides' handshakes); true in
+// the child. The parent reaps it with wait().
+bool start_pair(emu::device& d, dev::peer_id& peer, int& sock) {
+  int sv[2];
+  must(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
+  const emu::params params = probe_params();  // one pdid for both: computed before the fork
+  const pid_t child = fork();
+  must(child >= 0, "fork");
+  const bool is_child = child == 0;
+  pin(is_child ? 1 : 0);
+  sock = is_child ? sv[1] : sv[0];
+  must(d.open(params) == exanet::core::status::ok, "device open");
+  dev::address mine = d.local_address(), theirs{};
+  must(write(sock, &mine, sizeof mine) == sizeof mine, "write");
+  must(read(sock, &theirs, sizeof theirs) == sizeof theirs, "read");
+  must(d.connect(theirs, peer) == exanet::core::status::ok, "connect");
+  return is_child;
+}
+
 // Waits for one packet and returns its first 8 bytes.
 std::uint64_t receive(emu::device& d) {
   std::uint64_t v = 0;
@@ -273,21 +293,10 @@ int stream(long per_block, long window) {
   must(mem != MAP_FAILED, "mmap");
   auto* sh = new (mem) shared_rings{};
   taken_count* const taken = &sh->taken;
-  int sv[2];
-  must(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
-  const emu::params params = probe_params();
-  const pid_t child = fork();
-  must(child >= 0, "fork");
-  const bool consumer = child == 0;
-  pin(consumer ? 1 : 0);
-  const int sock = consumer ? sv[1] : sv[0];
   emu::device d;
-  must(d.open(params) == exanet::core::status::ok, "device open");
-  dev::address mine = d.local_address(), theirs{};
-  must(write(sock, &mine, sizeof mine) == sizeof mine, "write");
-  must(read(sock, &theirs, sizeof theirs) == sizeof theirs, "read");
   dev::peer_id peer = dev::no_peer;
-  must(d.connect(theirs, peer) == exanet::core::status::ok, "connect");
+  int sock = -1;
+  const bool consumer = start_pair(d, peer, sock);
   ring_ends<r64> e64{&sh->plain64};
   ring_ends<r32> e32{&sh->plain32};
   ring_ends<r64, claim_mode::claim> c64{&sh->claim64, &sh->claim_tail};
@@ -396,8 +405,7 @@ int stream(long per_block, long window) {
   }
   must(write(sock, &go, 1) == 1 && read(sock, &go, 1) == 1, "end");
   if (!consumer) {
-    int status = 0;
-    waitpid(child, &status, 0);
+    wait(nullptr);
     return 0;
   }
   for (int k = 0; k < static_cast<int>(path::count); ++k) {
@@ -416,21 +424,10 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::strcmp(argv[1], "stream") == 0)
     return stream(argc > 2 ? std::atol(argv[2]) : 200000, argc > 3 ? std::atol(argv[3]) : 64);
   const long per_block = argc > 1 ? std::atol(argv[1]) : 20000;
-  int sv[2];
-  must(socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0, "socketpair");
-  const emu::params params = probe_params();  // one pdid for both: computed before the fork
-  const pid_t child = fork();
-  must(child >= 0, "fork");
-  const bool echo = child == 0;
-  pin(echo ? 1 : 0);
-  const int sock = echo ? sv[1] : sv[0];
   emu::device d;
-  must(d.open(params) == exanet::core::status::ok, "device open");
-  dev::address mine = d.local_address(), theirs{};
-  must(write(sock, &mine, sizeof mine) == sizeof mine, "write");
-  must(read(sock, &theirs, sizeof theirs) == sizeof theirs, "read");
   dev::peer_id peer = dev::no_peer;
-  must(d.connect(theirs, peer) == exanet::core::status::ok, "connect");
+  int sock = -1;
+  const bool echo = start_pair(d, peer, sock);
   char go = 0;
   must(write(sock, &go, 1) == 1 && read(sock, &go, 1) == 1, "sync");
 
@@ -454,8 +451,7 @@ int main(int argc, char** argv) {
     one_way.push_back((now_ns() - t0) / double(per_block) / 2);
   }
   must(write(sock, &go, 1) == 1, "end");
-  int status = 0;
-  waitpid(child, &status, 0);
+  wait(nullptr);
   std::sort(one_way.begin(), one_way.end());
   std::printf("mailbox_one_way_ns %.1f (min %.1f, max %.1f)\n", one_way[blocks / 2], one_way.front(),
               one_way.back());

@@ -35,20 +35,24 @@ static void send_to(const void *buf, int n, int to)
 	}
 }
 
-/* Open MPI's in-order binomial tree rooted at 0: parent = rank without its lowest set bit,
- * children rank + 2^k for each 2^k below that bit, lowest first. */
-static void reduce_once(char *sbuf, char *in0, char *in1, int n, int rank, int size)
+/* Open MPI's in-order binomial tree rooted at 0: parent = rank without its lowest set bit (-1
+ * for the root), children rank + 2^k for each 2^k below that bit, lowest first. */
+static int in_order_tree(int rank, int size, int *kids, int *nk)
 {
-	int kids[32], nk = 0, parent = -1;
 	for (int mask = 1; mask < size; mask <<= 1) {
 		int remote = rank ^ mask;
-		if (remote < rank) {
-			parent = remote;
-			break;
-		}
+		if (remote < rank)
+			return remote;
 		if (remote < size)
-			kids[nk++] = remote;
+			kids[(*nk)++] = remote;
 	}
+	return -1;
+}
+
+static void reduce_once(char *sbuf, char *in0, char *in1, int n, int rank, int size)
+{
+	int kids[32], nk = 0;
+	const int parent = in_order_tree(rank, size, kids, &nk);
 	if (nk > 0) {
 		MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
 		char *in[2] = {in0, in1};
@@ -70,16 +74,8 @@ static void reduce_once(char *sbuf, char *in0, char *in1, int n, int rank, int s
  * an odd rank receives its block. (The blocks' contents are not arranged: timing only.) */
 static void scatter_once(char *big, int n, int rank, int size)
 {
-	int kids[32], nk = 0, parent = -1;
-	for (int mask = 1; mask < size; mask <<= 1) {
-		int remote = rank ^ mask;
-		if (remote < rank) {
-			parent = remote;
-			break;
-		}
-		if (remote < size)
-			kids[nk++] = remote;
-	}
+	int kids[32], nk = 0;
+	const int parent = in_order_tree(rank, size, kids, &nk);
 	if (parent >= 0)
 		MPI_Recv(big, rank % 2 ? n : n * size, MPI_BYTE, parent, 7, MPI_COMM_WORLD,
 			 MPI_STATUS_IGNORE);
