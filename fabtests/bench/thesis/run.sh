@@ -35,6 +35,7 @@
 #   PCTL          the percentile of the point-to-point iterations each value is (default 10;
 #                 thesis_bench.c says why)
 #   NP            ranks of the collectives (default 16; QUICK 8)
+#   LINK_YIELD    FI_EXANET_LINK_YIELD of the MPI runs (default 1; 0 to see the spinning)
 #   LAT_SIZES (osu_latency and osu_bw), FFR_SIZES, COLL_SIZES: sizes in bytes
 #   ITERS, WINDOWS, COLL_ITERS, REPEAT (point-to-point runs per distance, default 1)
 #   LOCK          the benchmark lock (lib.sh)
@@ -57,6 +58,11 @@ hop_ns=${HOP_NS:-10000}
 intra_mbps=${INTRA_MBPS:-1600}
 inter_mbps=${INTER_MBPS:-1000}
 coll_hop_ns=${COLL_HOP_NS:-1000000}
+# The MPI runs' waits give their core away (FI_EXANET_LINK_YIELD): NP ranks share this
+# machine's cores, and Open MPI's blocking sends poll without yielding, so without it the
+# scheduler's tick, not the model, sets reduce's, allreduce's and scatter's times (BENCHMARKS.md,
+# "Collectives against a discrete-event model").
+link_yield=${LINK_YIELD:-1}
 if [[ $quick == 1 ]]; then
   p2p_sizes=${LAT_SIZES:-"32 64 512 8192 1048576"}
   ffr_sizes=${FFR_SIZES:-"64 1024 8192"}
@@ -84,7 +90,7 @@ model=(FI_EXANET_LINK_MODEL=1 FI_EXANET_MEDIUM_MAX=36 FI_EXANET_EAGER_MAX=36)
   echo "machine: $bench_machine"
   echo "date: $bench_date"
   echo "links (point to point): intra-QFDB $intra_mbps MB/s, torus $inter_mbps MB/s; collectives: the defaults (16000, 10000)"
-  echo "quick: $quick  hop_ns: $hop_ns  coll_hop_ns: $coll_hop_ns  np: $np  repeat: $repeat"
+  echo "quick: $quick  hop_ns: $hop_ns  coll_hop_ns: $coll_hop_ns  np: $np  link_yield: $link_yield  repeat: $repeat"
   echo "iters: $iters  windows: $windows  coll_iters: $coll_iters"
   echo "git: $(git -C "$root" rev-parse --short HEAD 2>/dev/null || echo unknown)"
 } >"$out/run.info"
@@ -148,10 +154,11 @@ mpi_run() { # mpi_run FAMILY HOP_NS STATS_FILE PROGRAM ARGS...
   shift 3
   rm -f "$stats"
   timeout 300 mpirun --allow-run-as-root --oversubscribe -np "$np" \
-    --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl ^ofi \
+    --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl self \
     --mca mpi_yield_when_idle 1 --mca coll_tuned_use_dynamic_rules 1 "${extra_mca[@]}" \
     -x FI_PROVIDER=exanet -x FI_PROVIDER_PATH="$build/lib" -x FI_EXANET_PROTOCOL="$family" \
-    -x FI_EXANET_LINK_MODEL=1 -x FI_EXANET_LINK_HOP_NS="$hop" -x FI_EXANET_MEDIUM_MAX=36 \
+    -x FI_EXANET_LINK_MODEL=1 -x FI_EXANET_LINK_YIELD="$link_yield" \
+    -x FI_EXANET_LINK_HOP_NS="$hop" -x FI_EXANET_MEDIUM_MAX=36 \
     -x FI_EXANET_EAGER_MAX=36 -x FI_EXANET_STATS="$stats" -x ITERS="$coll_iters" "$@"
 }
 if ! command -v mpirun >/dev/null || [[ ! -x $coll_bin ]]; then

@@ -60,6 +60,10 @@ struct link_params {
   std::uint32_t inter_mbps = 10000;    // torus link bandwidth between QFDBs
   std::uint32_t inject_ns = 0;         // per-packet (and per-DMA-write) injection overhead
   std::uint16_t torus[3] = {4, 4, 2};  // QFDBs per dimension: the testbed's 32
+  // Polls that find nothing due give the core away now and then (emu device: link_idle_poll):
+  // with more processes than cores a poller would otherwise keep its core until the scheduler's
+  // tick while the process whose packet is due waits for one (run.sh's collectives).
+  bool yield_when_idle = false;
 };
 
 /// Where this process sits, the first that applies: an explicit position; its entry (by rank,

@@ -59,6 +59,7 @@ enum class param_id : std::uint8_t {
   link_intra_mbps,
   link_inter_mbps,
   link_inject_ns,
+  link_yield,
   link_torus,
   link_placement,
   link_position,
@@ -331,6 +332,11 @@ inline constexpr param_spec g_params[] = {
      "", "Link model: bandwidth of the torus links between QFDBs (MB/s).", ""},
     {param_id::link_inject_ns, "link_inject_ns", param_type::integer, 0, "", 0, 1000000000, "",
      "Link model: overhead of injecting one packet or DMA write (nanoseconds).", ""},
+    {param_id::link_yield, "link_yield", param_type::boolean, 0, "", 0, 1, "",
+     "Link model, 1: a process that polls and finds nothing due gives its core away "
+     "(sched_yield) every 64 such polls, so that processes sharing cores wait for the modelled "
+     "network rather than for the scheduler's tick; 0: it polls without pause.",
+     "See LINK MODEL."},
     {param_id::link_torus, "link_torus", param_type::string, 0, "4x4x2", 0, 0, "",
      "Link model: QFDBs per dimension of the 3D torus, XxYxZ (each 1 to 255).", ""},
     {param_id::link_placement, "link_placement", param_type::string, 0, "rank", 0, 0, "",

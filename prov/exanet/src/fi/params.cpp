@@ -61,7 +61,8 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::link_hop_ns:
     case param_id::link_intra_mbps:
     case param_id::link_inter_mbps:
-    case param_id::link_inject_ns: return param(id).default_value;
+    case param_id::link_inject_ns:
+    case param_id::link_yield: return param(id).default_value;
     case param_id::link_torus:
     case param_id::link_placement:
     case param_id::link_position:
@@ -114,6 +115,7 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::link_intra_mbps:
     case param_id::link_inter_mbps:
     case param_id::link_inject_ns:
+    case param_id::link_yield:
     case param_id::link_torus:
     case param_id::link_placement:
     case param_id::link_position: break;  // read by params_link
@@ -442,6 +444,7 @@ bool params_link(dev::link_params& p, dev::link_placement& where) noexcept {
   p.intra_mbps = number(param_id::link_intra_mbps);
   p.inter_mbps = number(param_id::link_inter_mbps);
   p.inject_ns = number(param_id::link_inject_ns);
+  p.yield_when_idle = read_bool(param(param_id::link_yield)).value_or(false);
   if (const char* t = read_string(param_id::link_torus); t && !parse_torus(t, p.torus))
     warn_param(param_id::link_torus, warning::value, t,
                "FI_EXANET_LINK_TORUS=%s is not XxYxZ with sides 1 to 255; using 4x4x2", t);

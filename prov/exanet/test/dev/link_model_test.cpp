@@ -128,10 +128,11 @@ constexpr std::uint32_t slow_hop_ns = 20'000'000;
 struct linked_pair {
   emu::device a, b;
   peer_id ab = no_peer;
-  linked_pair(std::uint32_t salt, bool on) {
+  linked_pair(std::uint32_t salt, bool on, bool yield = false) {
     link_params p = testbed();
     p.enabled = on;
     p.hop_ns = slow_hop_ns;
+    p.yield_when_idle = yield;
     link_placement at_a;
     at_a.has_position = true;
     at_a.position = {0, 0, 0, 1};
@@ -214,6 +215,35 @@ TEST(link_model, a_dma_notification_is_not_seen_before_its_arrival) {
   EXPECT_GE(mono_ns(), earliest);
   ASSERT_TRUE(d.b.notify_test(slot, gen, out));
   EXPECT_EQ(out[0], std::byte{42});
+}
+
+TEST(link_model, with_link_yield_a_poll_that_takes_nothing_gives_the_core_away_now_and_then) {
+  constexpr std::uint32_t every = 64;  // emu::device::link_yield_every
+  linked_pair d(5, true, true);
+  // An empty mailbox still sends every poll to the mailbox, where the idle poll is counted.
+  EXPECT_TRUE(d.b.has_arrivals()) << "with link_yield, no poll returns before the mailbox";
+  for (std::uint32_t i = 0; i < 10 * every; ++i)
+    ASSERT_EQ(d.b.poll_mailbox(16, [](peer_id, const packet&) {}), 0u);
+  EXPECT_EQ(d.b.link_yields(), 10u) << "one sched_yield per " << every << " empty polls";
+  // A packet in flight (3 hops of 20 ms): polls that find it not yet due are idle too, and it
+  // is still taken once it arrives.
+  packet pk{};
+  pk[0] = std::byte{1};
+  pk[8] = std::byte{7};
+  const std::uint64_t sent = mono_ns();
+  ASSERT_EQ(d.a.mailbox_send(d.ab, pk), core::status::ok);
+  int got = -1;
+  const std::uint64_t give_up = mono_ns() + 10'000'000'000ull;
+  while (got < 0 && mono_ns() < give_up)
+    d.b.poll_mailbox(16, [&](peer_id, const packet& p) { got = static_cast<int>(p[8]); });
+  EXPECT_EQ(got, 7);
+  EXPECT_GE(mono_ns(), sent + 3ull * slow_hop_ns) << "taken before its arrival";
+  EXPECT_GT(d.b.link_yields(), 10u) << "60 ms of polls for a packet not yet due never yielded";
+  // Without it (the default) polls never yield, and an empty mailbox is quiet.
+  linked_pair quiet(6, true);
+  EXPECT_FALSE(quiet.b.has_arrivals());
+  for (std::uint32_t i = 0; i < 10 * every; ++i) quiet.b.poll_mailbox(16, [](peer_id, const packet&) {});
+  EXPECT_EQ(quiet.b.link_yields(), 0u);
 }
 
 TEST(link_model, off_by_default_and_then_packets_are_there_at_once) {

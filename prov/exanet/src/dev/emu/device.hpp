@@ -106,7 +106,9 @@ class device {
   bool has_arrivals() const noexcept {
     const mailbox_slot& s = local_.mailbox[mb_head_ & (geo_.mailbox_slots - 1)];
     // A staged write being timed counts too: its end is seen by polling (staged_probe_check).
-    return s.seq.load(std::memory_order_relaxed) == mb_head_ + 1 ||
+    // With link_yield a poll always goes to the mailbox (poll_mailbox_modelled), which is
+    // where an idle poller gives its core away.
+    return s.seq.load(std::memory_order_relaxed) == mb_head_ + 1 || link_.yield_when_idle ||
            local_.doorbell->rings.load(std::memory_order_relaxed) != 0 ||
            local_.bells->summary.load(std::memory_order_relaxed) != 0 || dead_found_ ||
            probe_.landing;
@@ -338,6 +340,8 @@ class device {
   /// Link model: whether it is on for this endpoint, where the endpoint sits, and the timing of
   /// the path to p (for tests and tools).
   bool link_model_on() const noexcept { return link_on_; }
+  /// Times a modelled poll that took nothing gave the core away (link_params::yield_when_idle).
+  std::uint64_t link_yields() const noexcept { return link_yields_; }
   torus_position link_position() const noexcept { return link_pos_; }
   const link_timing& link_to(peer_id p) const noexcept { return peers_[p].link; }
   /// Receiver: tells senders to hold back message packets (layout.hpp, intake_held).
@@ -392,8 +396,13 @@ class device {
       take_head(s, on_packet);
       ++n;
     }
+    if (n == 0 && link_.yield_when_idle) link_idle_poll();
     return n;
   }
+  /// A modelled poll that took nothing: every link_yield_every such polls in a row, sched_yield.
+  void link_idle_poll() noexcept;
+  static constexpr std::uint32_t link_yield_every = 64;
+  std::uint32_t link_idle_polls_ = 0;
   /// After an arrival made visible at the peer whose header is h (by an atomic read-modify-write:
   /// the claim, a bell, a doorbell): wakes its owner's sleepers, if any (layout.hpp).
   static void wake_sleepers(segment_header& h) noexcept {
@@ -560,6 +569,7 @@ class device {
   drop_counts drops_{};
   std::uint64_t mailbox_full_ = 0;
   bool link_on_ = false;  // the link model (dev/link_model.hpp); off: one untaken branch
+  std::uint64_t link_yields_ = 0;
   link_params link_{};
   torus_position link_pos_{};
   std::uint64_t ring_reserve_failures_ = 0;
