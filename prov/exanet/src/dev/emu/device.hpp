@@ -399,7 +399,7 @@ class device {
     if (n == 0 && link_.yield_when_idle) link_idle_poll();
     return n;
   }
-  /// A modelled poll that took nothing: every link_yield_every such polls in a row, sched_yield.
+  /// A modelled poll that took nothing: every link_yield_every such polls, sched_yield.
   void link_idle_poll() noexcept;
   static constexpr std::uint32_t link_yield_every = 64;
   std::uint32_t link_idle_polls_ = 0;
