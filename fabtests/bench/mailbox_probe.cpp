@@ -310,13 +310,17 @@ int stream(long per_block, long window) {
   std::vector<double> ns[static_cast<int>(path::count)];
   char go = 0;
   const int rounds = blocks + 1;  // the first round warms up
-  auto produce = [&](auto& e, std::uint64_t sent, long n) {
+  // Sends n packets with send_one(), never more than window ahead of what the consumer took.
+  auto produce = [&](std::uint64_t sent, long n, auto&& send_one) {
     std::uint64_t acked = sent;
     for (long i = 0; i < n; ++i, ++sent) {
       while (window > 0 && sent - acked >= static_cast<std::uint64_t>(window))
         acked = taken->n.load(std::memory_order_acquire);
-      e.send(e.tail);
+      send_one();
     }
+  };
+  auto produce_ring = [&](auto& e, std::uint64_t sent) {
+    produce(sent, per_block, [&] { e.send(e.tail); });
   };
   for (int round = 0; round < rounds; ++round) {
     for (int k = 0; k < static_cast<int>(path::count); ++k) {
@@ -325,22 +329,13 @@ int stream(long per_block, long window) {
       if (!consumer) {
         const std::uint64_t sent = taken->n.load(std::memory_order_acquire);
         switch (which) {
-          case path::mailbox: {
-            std::uint64_t acked = sent, s = sent;
-            for (long i = 0; i < per_block; ++i, ++s) {
-              while (window > 0 && s - acked >= static_cast<std::uint64_t>(window))
-                acked = taken->n.load(std::memory_order_acquire);
-              send(d, peer, next_mailbox++);
-            }
+          case path::mailbox:
+            produce(sent, per_block, [&] { send(d, peer, next_mailbox++); });
             break;
-          }
-          case path::mailbox_line1: {
+          case path::mailbox_line1:
             // The packet's first 40 bytes only: the part of it that shares the slot's first
             // line with seq (dev/emu/layout.hpp), as a small message's packet needs.
-            std::uint64_t acked = sent, s = sent;
-            for (long i = 0; i < per_block; ++i, ++s) {
-              while (window > 0 && s - acked >= static_cast<std::uint64_t>(window))
-                acked = taken->n.load(std::memory_order_acquire);
+            produce(sent, per_block, [&] {
               dev::packet pk{};
               pk[0] = std::byte{1};
               const std::uint64_t v = next_mailbox++;
@@ -350,24 +345,15 @@ int stream(long per_block, long window) {
               }
               std::memcpy(r.data(), pk.data(), emu::packet_in_seq_line);
               d.mailbox_publish(r);
-            }
+            });
             break;
-          }
-          case path::ring64: produce(e64, sent, per_block); break;
-          case path::ring32: produce(e32, sent, per_block); break;
-          case path::ring64_claim: produce(c64, sent, per_block); break;
-          case path::ring64_slot_free: produce(f64, sent, per_block); break;
-          case path::ring64_claim_slot_free: produce(cf64, sent, per_block); break;
-          case path::ring128_claim_slot_free: produce(cf128, sent, per_block); break;
-          default: {
-            std::uint64_t acked = sent, s = sent;
-            for (long i = 0; i < per_block; ++i, ++s) {
-              while (window > 0 && s - acked >= static_cast<std::uint64_t>(window))
-                acked = taken->n.load(std::memory_order_acquire);
-              sp.send(split_sent++);
-            }
-            break;
-          }
+          case path::ring64: produce_ring(e64, sent); break;
+          case path::ring32: produce_ring(e32, sent); break;
+          case path::ring64_claim: produce_ring(c64, sent); break;
+          case path::ring64_slot_free: produce_ring(f64, sent); break;
+          case path::ring64_claim_slot_free: produce_ring(cf64, sent); break;
+          case path::ring128_claim_slot_free: produce_ring(cf128, sent); break;
+          default: produce(sent, per_block, [&] { sp.send(split_sent++); }); break;
         }
         continue;
       }

@@ -829,12 +829,7 @@ class endpoint {
   bool read_direct(const rma_request& r) const noexcept {
     situation s = situation::peer_unreadable;
     if (dev_.can_read(r.peer)) {
-      std::uintptr_t first = 0;  // the first local byte (zero-length pieces hold none)
-      for (std::size_t i = 0; i < r.iov_count; ++i)
-        if (r.iov[i].iov_len != 0) {
-          first = reinterpret_cast<std::uintptr_t>(r.iov[i].iov_base);
-          break;
-        }
+      const std::uintptr_t first = core::first_byte({r.iov.data(), r.iov_count});
       s = core::page_aliased(first, r.target[0].va) ? situation::peer_readable_aliased
                                                     : situation::peer_readable;
     }

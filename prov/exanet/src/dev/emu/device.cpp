@@ -455,9 +455,7 @@ void device::link_idle_poll() noexcept {
   // Every link_yield_every empty polls, not each: a poller alone on its core loses one system
   // call per that many polls; among more processes than cores, the one whose packet is due
   // gets a core within a few of these rounds instead of at the scheduler's next tick.
-  if (++link_idle_polls_ % link_yield_every != 0) return;
-  ++link_yields_;
-  sched_yield();
+  if (++link_idle_polls_ % link_yield_every == 0) sched_yield();
 }
 
 core::status device::link_stamp(peer& pr, mailbox_slot& s) noexcept {

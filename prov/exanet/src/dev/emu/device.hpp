@@ -341,7 +341,7 @@ class device {
   /// the path to p (for tests and tools).
   bool link_model_on() const noexcept { return link_on_; }
   /// Times a modelled poll that took nothing gave the core away (link_params::yield_when_idle).
-  std::uint64_t link_yields() const noexcept { return link_yields_; }
+  std::uint64_t link_yields() const noexcept { return link_idle_polls_ / link_yield_every; }
   torus_position link_position() const noexcept { return link_pos_; }
   const link_timing& link_to(peer_id p) const noexcept { return peers_[p].link; }
   /// Receiver: tells senders to hold back message packets (layout.hpp, intake_held).
@@ -402,7 +402,7 @@ class device {
   /// A modelled poll that took nothing: every link_yield_every such polls, sched_yield.
   void link_idle_poll() noexcept;
   static constexpr std::uint32_t link_yield_every = 64;
-  std::uint32_t link_idle_polls_ = 0;
+  std::uint64_t link_idle_polls_ = 0;
   /// After an arrival made visible at the peer whose header is h (by an atomic read-modify-write:
   /// the claim, a bell, a doorbell): wakes its owner's sleepers, if any (layout.hpp).
   static void wake_sleepers(segment_header& h) noexcept {
@@ -569,7 +569,6 @@ class device {
   drop_counts drops_{};
   std::uint64_t mailbox_full_ = 0;
   bool link_on_ = false;  // the link model (dev/link_model.hpp); off: one untaken branch
-  std::uint64_t link_yields_ = 0;
   link_params link_{};
   torus_position link_pos_{};
   std::uint64_t ring_reserve_failures_ = 0;
