@@ -53,7 +53,8 @@ class cq {
   void push(const proto::completion& c) noexcept {
     {
       core::level_guard g(lock);
-      if (count == ring.size() && !grow()) return;  // out of memory: nothing else we can do
+      // Full (mask + 1 entries; the ring is never empty): grow, or, out of memory, drop.
+      if (count > mask && !grow()) return;
       ring[(head + count) & mask] = c;
       ++count;
       // Under the lock the sleeper takes for its last look: it saw the entry, or we see it.

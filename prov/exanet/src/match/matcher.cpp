@@ -15,18 +15,6 @@ bool matcher::grow_sources(source_id src) noexcept try {
   return false;
 }
 
-void matcher::post(posted_entry& e) {
-  if (!ensure_source(e.source)) throw std::bad_alloc();
-  e.seq = post_seq_++;
-  if (e.source == any_source) {
-    wildcard_.push_back(e);
-  } else {
-    posted_[e.source].push_back(e);
-    key_queue_of(e).push_back(e);
-  }
-  ++posted_count_;
-}
-
 posted_entry* matcher::take_posted(source_id src, std::uint64_t tag) noexcept {
   posted_entry* e = peek_posted(src, tag);
   if (e) remove_posted(*e);

@@ -15,6 +15,7 @@
 #pragma once
 #include <cstddef>
 #include <cstdint>
+#include <new>
 #include <vector>
 
 #include "core/intrusive_list.hpp"
@@ -54,8 +55,19 @@ struct unexpected_entry {
 class matcher {
  public:
   /// Queues a receive. May allocate when e.source is a peer never seen before (throws
-  /// std::bad_alloc; call ensure_source first on paths that must not throw).
-  void post(posted_entry& e);
+  /// std::bad_alloc; call ensure_source first on paths that must not throw). Inline: every
+  /// receive posts.
+  void post(posted_entry& e) {
+    if (!ensure_source(e.source)) [[unlikely]] throw std::bad_alloc();
+    e.seq = post_seq_++;
+    if (e.source == any_source) {
+      wildcard_.push_back(e);
+    } else {
+      posted_[e.source].push_back(e);
+      key_queue_of(e).push_back(e);
+    }
+    ++posted_count_;
+  }
   /// Makes per-source queues exist up to src; false if memory ran out. Inline: every post asks.
   bool ensure_source(source_id src) noexcept {
     // posted_ grows last (grow_sources), so its size bounds the other per-source vectors'.

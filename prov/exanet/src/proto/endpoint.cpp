@@ -19,11 +19,6 @@
 namespace exanet::proto {
 namespace {
 
-std::uint64_t recv_flags(queue_kind k, bool has_cq_data) noexcept {
-  return FI_RECV | (k == queue_kind::tagged ? FI_TAGGED : FI_MSG) |
-         (has_cq_data ? FI_REMOTE_CQ_DATA : 0);
-}
-
 std::uint32_t next_pow2(std::size_t v) noexcept {
   std::uint32_t p = 1;
   while (p < v && p < (1u << 30)) p <<= 1;
@@ -251,27 +246,6 @@ std::string endpoint::profile_report(bool with_stamps) const {
                : std::string();
 }
 
-recv_request* endpoint::make_recv(const recv_args& a, std::size_t capacity) noexcept {
-  recv_request* r = recvs_.acquire();
-  if (!r) return nullptr;
-  r->context = a.context;
-  r->iov_count = a.iov.size();
-  if (a.iov.size() == 1) [[likely]]  // no library call for the common case
-    r->iov[0] = a.iov[0];
-  else if (a.iov.empty())
-    r->iov[0] = {};  // a receive of no buffer still names a start: null
-  else
-    std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
-  r->capacity = capacity;
-  r->kind = a.kind;
-  r->completion = a.completion;
-  r->multi = a.multi_recv;
-  r->entry.source = a.peer == dev::no_peer ? match::any_source : a.peer;
-  r->entry.tag = a.kind == queue_kind::tagged ? a.tag : 0;
-  r->entry.ignore = a.kind == queue_kind::tagged ? a.ignore : 0;
-  return r;
-}
-
 namespace {
 profile_proto profile_proto_of(const unexpected_msg& u) noexcept {
   return u.type == wire::pkt_type::rts      ? profile_proto::rndv
@@ -400,21 +374,10 @@ core::status endpoint::cancel(void* context) noexcept {
 
 // ---- matching glue --------------------------------------------------------------------------
 
-recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from, std::uint64_t tag,
-                                    std::size_t msg_len) noexcept {
-  const match::source_id src = from == dev::no_peer ? match::any_source - 1 : from;
-  match::matcher& m = matcher_for(k);
-  match::posted_entry* e = m.peek_posted(src, k == queue_kind::tagged ? tag : 0);
-  if (!e) return nullptr;
-  recv_request* r = &recv_of(*e);
-  ++stats_.fast_recv;
-  if (r->multi) {
-    recv_request* c = carve(*r, msg_len);  // stays posted while it has room
-    if (c && !r->in_matcher) posted_left(*r);
-    return c;
-  }
-  unpost(*r);
-  return r;
+recv_request* endpoint::take_posted_multi(recv_request& r, std::size_t msg_len) noexcept {
+  recv_request* c = carve(r, msg_len);  // stays posted while it has room
+  if (c && !r.in_matcher) posted_left(r);
+  return c;
 }
 
 // ---- FI_MULTI_RECV ------------------------------------------------------------------------
@@ -441,31 +404,6 @@ recv_request* endpoint::carve(recv_request& parent, std::size_t msg_len) noexcep
   return c;
 }
 
-// Inlined: complete_recv is on every receive's path.
-[[gnu::always_inline]] inline completion endpoint::received(
-    void* context, queue_kind kind, bool discard, dev::peer_id from, std::uint64_t tag,
-    std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept {
-  completion c;
-  c.context = context;
-  c.flags = recv_flags(kind, has_cq_data);
-  c.len = delivered;
-  c.data = has_cq_data ? cq_data : 0;
-  c.tag = kind == queue_kind::tagged ? tag : 0;
-  c.src = source_of(from);
-  if (delivered < msg_len && !discard) {
-    c.err = FI_ETRUNC;
-    c.olen = msg_len - delivered;
-  }
-  return c;
-}
-
-[[gnu::always_inline]] inline completion endpoint::recv_success(
-    const recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
-    bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept {
-  return received(r.context, r.kind, r.discard, from, tag, cq_data, has_cq_data, msg_len,
-                  delivered);
-}
-
 completion endpoint::recv_failure(const recv_request& r, int err) noexcept {
   completion c;
   c.context = r.context;
@@ -474,19 +412,6 @@ completion endpoint::recv_failure(const recv_request& r, int err) noexcept {
   c.src = source_of(r.peer);
   c.err = err;
   return c;
-}
-
-[[gnu::always_inline]] inline void endpoint::emit_recv(bool wanted, const completion& c) noexcept {
-  if ((wanted || c.err) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
-  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, c.err != 0);
-}
-
-// Writes and counts c, and frees the request.
-[[gnu::always_inline]] inline void endpoint::finish_recv(recv_request& r,
-                                                         const completion& c) noexcept {
-  emit_recv(r.completion, c);
-  if (r.rtr != rtr_state::none || r.landing) rtr_release(r);  // eager and medium: nothing held
-  recvs_.release(&r);
 }
 
 void endpoint::child_finished(recv_request& child) noexcept {
@@ -572,22 +497,16 @@ bool endpoint::add_unexpected(queue_kind k, unexpected_msg& u) noexcept {
 
 // ---- completions ----------------------------------------------------------------------------
 
-void endpoint::complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag,
-                             std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len,
-                             std::size_t delivered) noexcept {
-  stats_.bytes_recv += delivered;
-  if (r.parent) {  // a multi-receive child: its completion waits for those carved before it
-    r.peer = from;
-    r.tag = tag;
-    r.cq_data = cq_data;
-    r.has_cq_data = has_cq_data;
-    r.msg_len = msg_len;
-    r.delivered = delivered;
-    child_finished(r);
-    return;
-  }
-  finish_recv(r, recv_success(r, from, tag, cq_data, has_cq_data, msg_len, delivered));
-  prof_recv(profile_phase::done);
+void endpoint::complete_child(recv_request& r, dev::peer_id from, std::uint64_t tag,
+                              std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len,
+                              std::size_t delivered) noexcept {
+  r.peer = from;
+  r.tag = tag;
+  r.cq_data = cq_data;
+  r.has_cq_data = has_cq_data;
+  r.msg_len = msg_len;
+  r.delivered = delivered;
+  child_finished(r);
 }
 
 void endpoint::fail_recv(recv_request& r, int err) noexcept {

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <rdma/fabric.h>
+#include <rdma/fi_errno.h>
 #include <rdma/fi_ext_exanet.h>
 
 #include "core/buffer_cache.hpp"
@@ -487,7 +489,10 @@ class endpoint {
  private:
   friend struct protocol_access;
   // dispatch (progress.cpp)
+  /// One packet taken from the mailbox: checked, admitted in psn order, handed to its protocol.
   void on_packet(dev::peer_id from, const dev::packet& pkt) noexcept;
+  /// on_packet's body, inlined into the mailbox loop (progress.cpp only).
+  void handle_packet(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_unknown(dev::peer_id from, const dev::packet& pkt) noexcept;
   // eager.cpp
   core::status eager_send(const send_args& a, std::size_t len) noexcept;
@@ -809,8 +814,11 @@ class endpoint {
   match::matcher& matcher_for(queue_kind k) noexcept { return matchers_[static_cast<int>(k)]; }
   /// The receive a message of msg_len bytes goes to (removed from matching), or nullptr. For a
   /// multi-receive buffer, a child carved out of it.
+  /// Inline (below the class): every arriving message asks, and a call frame was a fifth of it.
   recv_request* take_posted(queue_kind k, dev::peer_id from, std::uint64_t tag,
                             std::size_t msg_len) noexcept;
+  /// take_posted's multi-receive case: a child carved out of the buffer r.
+  [[gnu::noinline]] recv_request* take_posted_multi(recv_request& r, std::size_t msg_len) noexcept;
   recv_request* carve(recv_request& parent, std::size_t msg_len) noexcept;
   /// A child finished: returns the FI_MULTI_RECV flag if its parent is now released and done.
   std::uint64_t child_done(recv_request& child) noexcept;
@@ -853,8 +861,9 @@ class endpoint {
     return n;
   }
   /// Copies a message that arrived whole (eager, medium, unexpected) into r and completes it.
-  void deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
-                    bool has_cq_data, const std::byte* data, std::size_t len) noexcept {
+  [[gnu::always_inline]] void deliver_recv(recv_request& r, dev::peer_id from, std::uint64_t tag,
+                                           std::uint64_t cq_data, bool has_cq_data,
+                                           const std::byte* data, std::size_t len) noexcept {
     const std::size_t n = copy_payload({r.iov.data(), r.iov_count}, r.capacity, data, len);
     complete_recv(r, from, tag, cq_data, has_cq_data, len, n);
   }
@@ -868,8 +877,14 @@ class endpoint {
   /// nothing waiting matches it, post it.
   std::optional<core::status> recv_waiting(const recv_args& a, std::size_t capacity,
                                            match::matcher& m) noexcept;
+  /// Counts, writes and frees a finished receive (inline below the class: every receive's path).
   void complete_recv(recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
                      bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept;
+  /// complete_recv of a multi-receive child: its completion waits for those carved before it.
+  [[gnu::cold, gnu::noinline]] void complete_child(recv_request& r, dev::peer_id from,
+                                                  std::uint64_t tag, std::uint64_t cq_data,
+                                                  bool has_cq_data, std::size_t msg_len,
+                                                  std::size_t delivered) noexcept;
   void fail_recv(recv_request& r, int err) noexcept;
   completion recv_success(const recv_request& r, dev::peer_id from, std::uint64_t tag,
                           std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len,
@@ -962,5 +977,102 @@ class endpoint {
   bool open_ = false;
   std::unique_ptr<profile> prof_;  // FI_EXANET_PROFILE; null (the default): no stamps
 };
+
+// ---- the receive path's common case, inline ---------------------------------------------------
+// Defined here rather than in endpoint.cpp so that the protocol handlers (eager.cpp, medium.cpp,
+// ...) inline them: an 8 B MPI message's arrival went through four call frames between the
+// mailbox and the CQ, and their saves and restores were a sixth of its instructions.
+
+inline std::uint64_t recv_flags(queue_kind k, bool has_cq_data) noexcept {
+  return FI_RECV | (k == queue_kind::tagged ? FI_TAGGED : FI_MSG) |
+         (has_cq_data ? FI_REMOTE_CQ_DATA : 0);
+}
+
+[[gnu::always_inline]] inline recv_request* endpoint::take_posted(queue_kind k, dev::peer_id from,
+                                                                  std::uint64_t tag,
+                                                                  std::size_t msg_len) noexcept {
+  const match::source_id src = from == dev::no_peer ? match::any_source - 1 : from;
+  match::matcher& m = matcher_for(k);
+  match::posted_entry* e = m.peek_posted(src, k == queue_kind::tagged ? tag : 0);
+  if (!e) return nullptr;
+  recv_request* r = &recv_of(*e);
+  ++stats_.fast_recv;
+  if (r->multi) [[unlikely]]
+    return take_posted_multi(*r, msg_len);
+  unpost(*r);
+  return r;
+}
+
+[[gnu::always_inline]] inline completion endpoint::received(
+    void* context, queue_kind kind, bool discard, dev::peer_id from, std::uint64_t tag,
+    std::uint64_t cq_data, bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept {
+  completion c;
+  c.context = context;
+  c.flags = recv_flags(kind, has_cq_data);
+  c.len = delivered;
+  c.data = has_cq_data ? cq_data : 0;
+  c.tag = kind == queue_kind::tagged ? tag : 0;
+  c.src = source_of(from);
+  if (delivered < msg_len && !discard) {
+    c.err = FI_ETRUNC;
+    c.olen = msg_len - delivered;
+  }
+  return c;
+}
+
+[[gnu::always_inline]] inline completion endpoint::recv_success(
+    const recv_request& r, dev::peer_id from, std::uint64_t tag, std::uint64_t cq_data,
+    bool has_cq_data, std::size_t msg_len, std::size_t delivered) noexcept {
+  return received(r.context, r.kind, r.discard, from, tag, cq_data, has_cq_data, msg_len,
+                  delivered);
+}
+
+[[gnu::always_inline]] inline void endpoint::emit_recv(bool wanted, const completion& c) noexcept {
+  if ((wanted || c.err) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
+  if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, c.err != 0);
+}
+
+// Writes and counts c, and frees the request.
+[[gnu::always_inline]] inline void endpoint::finish_recv(recv_request& r,
+                                                         const completion& c) noexcept {
+  emit_recv(r.completion, c);
+  if (r.rtr != rtr_state::none || r.landing) rtr_release(r);  // eager and medium: nothing held
+  recvs_.release(&r);
+}
+
+[[gnu::always_inline]] inline void endpoint::complete_recv(recv_request& r, dev::peer_id from,
+                                                           std::uint64_t tag, std::uint64_t cq_data,
+                                                           bool has_cq_data, std::size_t msg_len,
+                                                           std::size_t delivered) noexcept {
+  stats_.bytes_recv += delivered;
+  if (r.parent) [[unlikely]] {  // a multi-receive child: waits for those carved before it
+    complete_child(r, from, tag, cq_data, has_cq_data, msg_len, delivered);
+    return;
+  }
+  finish_recv(r, recv_success(r, from, tag, cq_data, has_cq_data, msg_len, delivered));
+  prof_recv(profile_phase::done);
+}
+
+[[gnu::always_inline]] inline recv_request* endpoint::make_recv(const recv_args& a,
+                                                                std::size_t capacity) noexcept {
+  recv_request* r = recvs_.acquire();
+  if (!r) return nullptr;
+  r->context = a.context;
+  r->iov_count = a.iov.size();
+  if (a.iov.size() == 1) [[likely]]  // no library call for the common case
+    r->iov[0] = a.iov[0];
+  else if (a.iov.empty())
+    r->iov[0] = {};  // a receive of no buffer still names a start: null
+  else
+    std::copy(a.iov.begin(), a.iov.end(), r->iov.begin());
+  r->capacity = capacity;
+  r->kind = a.kind;
+  r->completion = a.completion;
+  r->multi = a.multi_recv;
+  r->entry.source = a.peer == dev::no_peer ? match::any_source : a.peer;
+  r->entry.tag = a.kind == queue_kind::tagged ? a.tag : 0;
+  r->entry.ignore = a.kind == queue_kind::tagged ? a.ignore : 0;
+  return r;
+}
 
 }  // namespace exanet::proto

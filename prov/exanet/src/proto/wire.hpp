@@ -356,7 +356,8 @@ void write(std::byte* slot, const P& p) noexcept {
 /// field by field once did. The slot's other bytes keep what the backend gave at reserve
 /// (dev::mailbox_reservation).
 template <class P>
-void write_prefix(std::byte* slot, const P& p, std::size_t used) noexcept {
+[[gnu::always_inline]] inline void write_prefix(std::byte* slot, const P& p,
+                                                std::size_t used) noexcept {
   static_assert(is_packet<P> && sizeof(P) == 64);
   const auto* src = reinterpret_cast<const std::byte*>(&p);
   switch ((std::min(used, sizeof p) + 7) / 8) {
