@@ -1075,4 +1075,69 @@ inline std::uint64_t recv_flags(queue_kind k, bool has_cq_data) noexcept {
   return r;
 }
 
+// Inlined into recv, behind its test of an empty queue (a call here cost 13 instructions per
+// unexpected receive; computing the lookup's arguments ahead of the test cost a posted one 7).
+[[gnu::always_inline]] inline std::optional<core::status> endpoint::recv_waiting(
+    const recv_args& a, std::size_t capacity, match::matcher& m) noexcept {
+  const bool tagged = a.kind == queue_kind::tagged;
+  match::unexpected_entry* e =
+      m.find_unexpected(a.peer == dev::no_peer ? match::any_source : a.peer,
+                        tagged ? a.tag : 0, tagged ? a.ignore : 0);
+  if (!e) return std::nullopt;
+  unexpected_msg& u = unexpected_of(*e);
+  if (u.type != wire::pkt_type::rts) {
+    m.remove_unexpected(*e);
+    take_unexpected_at_post(a, capacity, u);
+    return core::status::ok;
+  }
+  recv_request* r = make_recv(a, capacity);
+  if (!r) return core::status::again;  // the message stays, for the retry
+  m.remove_unexpected(*e);
+  take_unexpected(*r, u);
+  return core::status::ok;
+}
+
+// Inline (fi's receive calls take it whole): a call frame and the arguments' trip through memory
+// were a tenth of posting a receive.
+[[gnu::always_inline]] inline core::status endpoint::recv(const recv_args& a) noexcept {
+  if (a.multi_recv && (a.kind != queue_kind::msg || a.iov.size() != 1)) return core::status::invalid;
+  const situation where = a.peer == dev::no_peer ? situation::any_source
+                          : a.multi_recv         ? situation::multi_recv
+                          : a.iov.size() != 1    ? situation::directed_iov
+                                                 : situation::directed;
+  const std::size_t capacity = a.iov.size() == 1 ? a.iov[0].iov_len : core::iov_length(a.iov);
+  const protocol p = protocols_.choose(op_kind::recv, where, capacity);
+  if (p == protocol::refused) [[unlikely]]  // the optimistic family's any-source receive
+    return optimistic_refuse("receives from any source (FI_ADDR_UNSPEC)");
+  // A source that died can send nothing more (progress.cpp, fail_peer); what it sent before
+  // is still matched below.
+  auto source_dead = [&] { return a.peer != dev::no_peer && dev_.peer_forgotten(a.peer); };
+  if (a.multi_recv || p == protocol::recv_rtr_only) [[unlikely]] {
+    if (!a.multi_recv && source_dead()) [[unlikely]]
+      return core::status::peer_dead;
+    recv_request* r = make_recv(a, capacity);
+    if (!r) return core::status::again;
+    if (r->multi) return post_multi_recv(*r);
+    const core::status s = optimistic_recv(*r);
+    if (!core::ok(s)) recvs_.release(r);
+    return s;
+  }
+  match::matcher& m = matcher_for(a.kind);
+  // Apart, so that a program that keeps up (nothing unexpected) pays one test for it.
+  if (m.has_unexpected())
+    if (const std::optional<core::status> s = recv_waiting(a, capacity, m)) return *s;
+  if (source_dead()) [[unlikely]]
+    return core::status::peer_dead;
+  recv_request* r = make_recv(a, capacity);
+  if (!r) return core::status::again;
+  try {
+    m.post(r->entry);
+  } catch (...) {
+    recvs_.release(r);
+    return core::status::no_memory;
+  }
+  if (p == protocol::recv_rtr) rtr_consider(*r);
+  return core::status::ok;
+}
+
 }  // namespace exanet::proto
