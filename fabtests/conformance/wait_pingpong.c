@@ -17,8 +17,11 @@
  *      from the machine's CPUs in the round (steal, /proc/stat: it stops every thread, the
  *      kernel's network processing included, and no thread's schedstat shows it). A stalled
  *      machine shows in a few rounds of one run; a lost wake-up races in every run. So a run
- *      that fails the slow-round check alone is run once more, and the test fails if the
- *      second also does. The initiator's CPU over the run must stay under CPU_SHARE of the
+ *      that fails the slow-round check or the median check below is run once more, and the
+ *      test fails if the second also does (steal is counted in whole clock ticks of 10 ms, so
+ *      rounds of a millisecond or two cannot have theirs taken out one by one: in a CI run the
+ *      hypervisor took 1.7 of 3.8 s and the median rose to 0.52 ms, where 0.12-0.14 ms is usual
+ *      with little steal; a sleeper that wakes on a period fails every run). The initiator's CPU over the run must stay under CPU_SHARE of the
  *      wall time (a wait that polls uses it all). And a sleeper must wake on the arrival, not
  *      on a period: the median round of those with a delay (both sides asleep in most) may
  *      exceed its delay by at most MEDIAN_US (0.08-0.09 ms measured, shared memory and tcp
@@ -203,8 +206,10 @@ static int responder(int index, int sock)
 	return 0;
 }
 
-/* One run of part 1; returns whether its rounds kept to their delays (the other checks fail
- * the test at once). */
+/* What one run of part 1 found wrong with its rounds' timing (the other checks fail the test
+ * at once): too many slow rounds, a median over its bound, or both; 0 if neither. */
+enum { run_slow = 1, run_median = 2 };
+
 static int pingpong_run(void)
 {
 	int socks[1];
@@ -263,25 +268,32 @@ static int pingpong_run(void)
 	       "%.0f wake-ups/s\n", timed, wall_s, slow, SLOW_MS, worst, delayed, median, starved,
 	       stolen_all, share * 100, (u1.wakeups - u0.wakeups) / wall_s);
 	const double median_bound = xt_env_size("WAIT_PINGPONG_MEDIAN_US", MEDIAN_US) / 1e3;
-	XT_CHECK(median <= median_bound, "the median delayed round took %.3f ms beyond its delay (at "
-		 "most %.3f): a sleeper woke on a period, not on the arrival", median, median_bound);
+	const int median_high = median > median_bound;
+	if (median_high)
+		printf("  the median delayed round took %.3f ms beyond its delay (at most %.3f): a "
+		       "sleeper woke on a period, not on the arrival, or the machine stalled\n", median,
+		       median_bound);
 	const double cpu_bound = xt_env_size("WAIT_PINGPONG_CPU_PERCENT", (size_t)(CPU_SHARE * 100)) / 100.0;
 	XT_CHECK(share <= cpu_bound, "the initiator used %.1f%% CPU while waiting", share * 100);
 	xt_sync_progress(socks[0], x.txcq);
 	xt_close(&x);
 	xt_reap(1, pids);
-	return slow <= timed * SLOW_SHARE;
+	return (slow > timed * SLOW_SHARE ? run_slow : 0) | (median_high ? run_median : 0);
 }
 
 static void pingpong(void)
 {
 	for (int attempt = 1;; attempt++) {
-		if (pingpong_run())
+		const int wrong = pingpong_run();
+		if (!wrong)
 			break;
-		XT_CHECK(attempt < 2, "in both runs more than %.0f%% of the rounds took more than %.0f ms "
-			 "beyond the delay (lost wake-ups end only at the wait's bound)", SLOW_SHARE * 100, SLOW_MS);
-		printf("  more than %.0f%% of the rounds were slow: once more, to tell a stalled machine "
-		       "from a lost wake-up\n", SLOW_SHARE * 100);
+		XT_CHECK(attempt < 2 || !(wrong & run_slow), "in both runs more than %.0f%% of the rounds "
+			 "took more than %.0f ms beyond the delay (lost wake-ups end only at the wait's "
+			 "bound)", SLOW_SHARE * 100, SLOW_MS);
+		XT_CHECK(attempt < 2, "in both runs the median delayed round was over its bound: a "
+			 "sleeper wakes on a period, not on the arrival");
+		printf("  %s: once more, to tell a stalled machine from a lost or late wake-up\n",
+		       wrong & run_slow ? "too many slow rounds" : "the median over its bound");
 	}
 	xt_pass("ping-pong in fi_cq_sread: no lost wake-up, little CPU");
 }
