@@ -43,7 +43,8 @@ constexpr std::size_t mailbox_budget = 64;
 
 }  // namespace
 
-// Inlined into the mailbox loop: a call frame per packet was a tenth of a small message's arrival.
+// Inlined into the mailbox loop (with the loop's closure, drain_mailbox): its call frame cost 16
+// instructions a packet.
 [[gnu::always_inline]] inline void endpoint::handle_packet(dev::peer_id from,
                                                            const dev::packet& pkt) noexcept {
   const auto type = static_cast<std::uint8_t>(pkt[0]);
