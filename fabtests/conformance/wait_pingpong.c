@@ -19,10 +19,14 @@
  *      machine shows in a few rounds of one run; a lost wake-up races in every run. So a run
  *      that fails the slow-round check or the median check below is run once more, and the
  *      test fails if the second also does (steal is counted in whole clock ticks of 10 ms, so
- *      rounds of a millisecond or two cannot have theirs taken out one by one: in a CI run the
- *      hypervisor took 1.7 of 3.8 s and the median rose to 0.52 ms, where 0.12-0.14 ms is usual
- *      with little steal; a sleeper that wakes on a period fails every run). The initiator's CPU over the run must stay under CPU_SHARE of the
- *      wall time (a wait that polls uses it all). And a sleeper must wake on the arrival, not
+ *      rounds of a millisecond or two cannot have theirs taken out one by one: under
+ *      ThreadSanitizer the median rose with the run's steal, from 0.11-0.14 ms with under 0.1 s
+ *      stolen to 0.41-0.57 ms with 0.8-1.7 s stolen of 3-4 s, in this build and the one before
+ *      alike; a sleeper that wakes on a period fails every run). A median over its bound in a
+ *      run the hypervisor took more than STOLEN_SHARE of the CPUs' time from is not judged
+ *      (said so): the test fails when the repeated run misses a bound too, unless every median
+ *      missed was one not judged. The initiator's CPU over the run must stay under CPU_SHARE of
+ *      the wall time (a wait that polls uses it all). And a sleeper must wake on the arrival, not
  *      on a period: the median round of those with a delay (both sides asleep in most) may
  *      exceed its delay by at most MEDIAN_US (0.08-0.09 ms measured, shared memory and tcp
  *      alike); a sleeper that looked for arrivals only every millisecond (a network wait blind
@@ -207,8 +211,10 @@ static int responder(int index, int sock)
 }
 
 /* What one run of part 1 found wrong with its rounds' timing (the other checks fail the test
- * at once): too many slow rounds, a median over its bound, or both; 0 if neither. */
-enum { run_slow = 1, run_median = 2 };
+ * at once): too many slow rounds, a median over its bound, a median over its bound in a run the
+ * hypervisor took more than STOLEN_SHARE of the CPUs' time from (not judged), or none (0). */
+enum { run_slow = 1, run_median = 2, run_unjudged = 4 };
+#define STOLEN_SHARE 0.10
 
 static int pingpong_run(void)
 {
@@ -269,29 +275,42 @@ static int pingpong_run(void)
 	       stolen_all, share * 100, (u1.wakeups - u0.wakeups) / wall_s);
 	const double median_bound = xt_env_size("WAIT_PINGPONG_MEDIAN_US", MEDIAN_US) / 1e3;
 	const int median_high = median > median_bound;
+	const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	const double stolen_share = stolen_all / (wall_s * 1e3 * (double)(cpus > 0 ? cpus : 1));
+	const int unjudged = median_high && stolen_share > STOLEN_SHARE;
 	if (median_high)
-		printf("  the median delayed round took %.3f ms beyond its delay (at most %.3f): a "
-		       "sleeper woke on a period, not on the arrival, or the machine stalled\n", median,
-		       median_bound);
+		printf("  the median delayed round took %.3f ms beyond its delay (at most %.3f): %s\n",
+		       median, median_bound,
+		       unjudged ? "not judged, the hypervisor took the CPUs too long"
+				: "a sleeper woke on a period, not on the arrival, or the machine stalled");
 	const double cpu_bound = xt_env_size("WAIT_PINGPONG_CPU_PERCENT", (size_t)(CPU_SHARE * 100)) / 100.0;
 	XT_CHECK(share <= cpu_bound, "the initiator used %.1f%% CPU while waiting", share * 100);
 	xt_sync_progress(socks[0], x.txcq);
 	xt_close(&x);
 	xt_reap(1, pids);
-	return (slow > timed * SLOW_SHARE ? run_slow : 0) | (median_high ? run_median : 0);
+	return (slow > timed * SLOW_SHARE ? run_slow : 0) |
+	       (unjudged ? run_unjudged : median_high ? run_median : 0);
 }
 
 static void pingpong(void)
 {
+	int medians_high = 0;  /* runs whose median was judged and over its bound */
 	for (int attempt = 1;; attempt++) {
 		const int wrong = pingpong_run();
+		medians_high += (wrong & run_median) != 0;
 		if (!wrong)
 			break;
-		XT_CHECK(attempt < 2 || !(wrong & run_slow), "in both runs more than %.0f%% of the rounds "
-			 "took more than %.0f ms beyond the delay (lost wake-ups end only at the wait's "
-			 "bound)", SLOW_SHARE * 100, SLOW_MS);
-		XT_CHECK(attempt < 2, "in both runs the median delayed round was over its bound: a "
-			 "sleeper wakes on a period, not on the arrival");
+		XT_CHECK(attempt < 2 || !(wrong & run_slow), "in the repeated run too more than %.0f%% of "
+			 "the rounds took more than %.0f ms beyond the delay (lost wake-ups end only at the "
+			 "wait's bound)", SLOW_SHARE * 100, SLOW_MS);
+		if (attempt >= 2) {
+			/* Fails if no run that could be judged kept its median: a sleeper on a period. */
+			XT_CHECK(!medians_high, "the median delayed round was over its bound in every run "
+				 "that could be judged: a sleeper wakes on a period, not on the arrival");
+			printf("  the repeated run's median was not judged: the hypervisor took more than "
+			       "%.0f%% of the CPUs' time\n", STOLEN_SHARE * 100);
+			break;
+		}
 		printf("  %s: once more, to tell a stalled machine from a lost or late wake-up\n",
 		       wrong & run_slow ? "too many slow rounds" : "the median over its bound");
 	}
