@@ -30,6 +30,11 @@
       change), and the prediction's error. Then the same with one change of slope per curve
       (fit_knee: where the copies outgrow a cache or the ring, a straight line cannot follow).
       A size in FAST or SLOW more than once (REPEAT runs appended) counts as its median.
+  model.py distinct SIZE...
+      The sizes a profiled run can tell apart: FI_EXANET_PROFILE sums a message into its size
+      class (profile.hpp: four classes per power of two), so of two sizes in one class only the
+      first is kept (printed on one line); each size left out is named on stderr. model_run.sh
+      profiles only these, and check fails on a run that mixed two sizes in a class.
 
 Python 3 standard library only. Not a test of speed: nothing here judges an absolute time.
 """
@@ -41,6 +46,29 @@ from collections import defaultdict
 PHASES = ("post", "issued", "arrival", "match", "copy", "done")
 PARTS = (("post", "post", "issued"), ("link", "issued", "arrival"), ("match", "arrival", "match"),
          ("copy", "match", "copy"), ("completion", "copy", "done"))
+
+
+def profile_class(n):
+    """FI_EXANET_PROFILE's size class of a length (proto/profile.hpp profile_class_of)."""
+    if n < 8:
+        return n
+    e = n.bit_length() - 1
+    if e >= 32:
+        return 8 + (32 - 3) * 4 - 1
+    return 8 + (e - 3) * 4 + ((n >> (e - 2)) & 3)
+
+
+def distinct(sizes):
+    """(kept, [(left out, the kept size of its class)]): the first size of each class."""
+    first, kept, dropped = {}, [], []
+    for n in sizes:
+        c = profile_class(n)
+        if c in first:
+            dropped.append((n, first[c]))
+        else:
+            first[c] = n
+            kept.append(n)
+    return kept, dropped
 
 
 def read_profile(paths):
@@ -255,6 +283,12 @@ def cmd_check(args):
         print("FAIL: no latency in %s" % args.bench)
         return 1
     bad = 0
+    _, mixed = distinct(sorted(curve))
+    for size, other in mixed:
+        # Both sizes' messages went into one profile cell: neither size's parts are its own.
+        print("FAIL: sizes %d and %d share a profile class: profile them in separate runs" % (
+            other, size))
+        bad += 1
     for size in sorted(curve):
         found = [(k, c) for k, c in cells.items() if k[1] == size]
         if not found:
@@ -322,6 +356,14 @@ def cmd_fit(args):
     return 0
 
 
+def cmd_distinct(args):
+    kept, dropped = distinct(args.sizes)
+    for n, other in dropped:
+        print("%d shares its profile class with %d: not profiled" % (n, other), file=sys.stderr)
+    print(" ".join(str(n) for n in kept))
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -336,8 +378,11 @@ def main():
     f.add_argument("fast")
     f.add_argument("slow")
     f.add_argument("--label", default="")
+    d = sub.add_parser("distinct")
+    d.add_argument("sizes", nargs="+", type=int)
     args = ap.parse_args()
-    return {"profile": cmd_profile, "check": cmd_check, "fit": cmd_fit}[args.cmd](args)
+    return {"profile": cmd_profile, "check": cmd_check, "fit": cmd_fit,
+            "distinct": cmd_distinct}[args.cmd](args)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@
 #   fast  FI_EXANET_MEDIUM_MAX=131072 (half the bounce ring, the most allowed): eager, then medium
 #   slow  FI_EXANET_MEDIUM_MAX=FI_EXANET_EAGER_MAX: everything above the eager limit rendezvous
 # then model.py fit predicts the crossover from the two fitted lines and finds the measured one.
-# A third pair of runs, with FI_EXANET_PROFILE, gives the parts of each size (model.py profile),
+# A third pair of runs, with FI_EXANET_PROFILE, gives the parts of each size (model.py profile;
+# one size per profile size class, the others named in model.txt: model.py distinct),
 # and model.py check compares their sum with that run's own ping-pong. The fits use the runs
 # without the profile (instrumentation adds its clock reads).
 #   fabtests/bench/thesis/model_run.sh [build-dir] [out-dir]
@@ -55,7 +56,7 @@ lat() { # lat SETTING MEDIUM_MAX OUTFILE [ENV...]: one thesis_bench lat run
   bench_locked env "${benv[@]}" FI_EXANET_LINK_MODEL=$on FI_EXANET_LINK_HOP_NS="$hop_ns" \
     LINK_POSITIONS="${places[$hops]}" FI_EXANET_MEDIUM_MAX="$medium" FI_EXANET_EAGER_MAX=$eager_max \
     FI_EXANET_BOUNCE_RING_BYTES="$ring" \
-    VARIANTS=write ITERS="$iters" PCTL="${PCTL:-50}" "$@" timeout 300 "$bench" lat $sizes >"$file" 2>"$file.err" ||
+    VARIANTS=write ITERS="$iters" PCTL="${PCTL:-50}" "$@" timeout 300 "$bench" lat ${lat_sizes:-$sizes} >"$file" 2>"$file.err" ||
     { echo "thesis_bench lat failed ($file): $(tail -2 "$file.err")" >&2; return 1; }
   rm -f "$file.err"
 }
@@ -63,6 +64,15 @@ lat() { # lat SETTING MEDIUM_MAX OUTFILE [ENV...]: one thesis_bench lat run
   echo "# model_run.sh on $bench_machine; $bench_date; git $(git -C "$root" rev-parse --short HEAD 2>/dev/null)"
   echo "# sizes: $sizes; iters $iters; PCTL ${PCTL:-50}; repeat $repeat; hop_ns $hop_ns; ring $ring; fast: MEDIUM_MAX=$fast_medium, slow: MEDIUM_MAX=$eager_max"
 } >"$out/model.txt"
+# The profiled runs take one size per FI_EXANET_PROFILE size class: two sizes in one class would
+# share its cell, and neither size's parts would be its own (model.py distinct).
+# shellcheck disable=SC2086  # sizes is a list
+profile_sizes=$(python3 "$here/model.py" distinct $sizes 2>"$out/distinct.err")
+{
+  echo "# profiled sizes: $profile_sizes"
+  sed 's/^/# /' "$out/distinct.err"
+} >>"$out/model.txt"
+rm -f "$out/distinct.err"
 rc=0
 for s in $settings; do
   label=$([[ $s == 0 ]] && echo "model off" || echo "$s hops")
@@ -80,7 +90,7 @@ for s in $settings; do
     medium=$fast_medium
     [[ $kind == slow ]] && medium=$eager_max
     rm -f "$f.profile.$kind"
-    lat "$s" $medium "$f.profile.$kind.lat" FI_EXANET_PROFILE="$f.profile.$kind" || rc=1
+    lat_sizes=$profile_sizes lat "$s" $medium "$f.profile.$kind.lat" FI_EXANET_PROFILE="$f.profile.$kind" || rc=1
   done
   {
     echo
