@@ -5,10 +5,8 @@
 
 #include <algorithm>
 #include <atomic>
-#include <bit>
 #include <cstring>
 #include <new>
-#include <vector>
 
 #include "core/lock.hpp"
 #include "fi/domain.hpp"
@@ -24,10 +22,7 @@ class cq {
   fid_domain* domain = nullptr;
   fi_cq_format format = FI_CQ_FORMAT_CONTEXT;
   fi_wait_obj wait_obj = FI_WAIT_NONE;
-  core::level_lock lock;  // the entries
-  std::vector<proto::completion> ring;  // a power of two; grows, entries never dropped
-  std::size_t mask = 0;                 // ring.size() - 1: positions wrap without a division
-  std::size_t head = 0, count = 0;
+  proto::completion_ring entries;     // written inline by the endpoints bound to it
   progress_list sources;
   std::atomic<bool> signaled{false};  // fi_cq_signal: wake one sread
   std::atomic<bool> armed{false};     // fi_trywait said "block": signal the fd on the next write
@@ -39,38 +34,26 @@ class cq {
 
   void progress() noexcept { sources.progress(); }
 
-  [[gnu::cold, gnu::noinline]] bool grow() noexcept try {
-    std::vector<proto::completion> bigger(std::max<std::size_t>(ring.size() * 2, 64));
-    for (std::size_t i = 0; i < count; ++i) bigger[i] = ring[(head + i) & mask];
-    ring.swap(bigger);
-    mask = ring.size() - 1;
-    head = 0;
-    return true;
-  } catch (...) {
-    return false;
-  }
-
-  void push(const proto::completion& c) noexcept {
-    {
-      core::level_guard g(lock);
-      // Full (mask + 1 entries; the ring is never empty): grow, or, out of memory, drop.
-      if (count > mask && !grow()) return;
-      ring[(head + count) & mask] = c;
-      ++count;
-      // Under the lock the sleeper takes for its last look: it saw the entry, or we see it.
-      waker.wake();
+  // The ring calls this after a push while someone watches it: a sleeper (counted in by the
+  // wake word), an fd fi_trywait armed (counted in while armed), a wait set (for the CQ's life).
+  // Outside the ring's lock: the ring decided under it that someone watches, and a sleeper
+  // takes its wake word's snapshot before its last look under that lock, so the wake that
+  // follows here is not lost.
+  static void pushed(void* self) noexcept {
+    cq& q = *static_cast<cq*>(self);
+    q.waker.wake();
+    if (q.armed.load(std::memory_order_relaxed) && q.armed.exchange(false, std::memory_order_acq_rel)) {
+      q.entries.unwatch();
+      q.fd.signal();
     }
-    // Only fi_trywait sets armed. Its store precedes its locked look at count, so after our
-    // locked push a plain load sees it (or trywait saw the entry); below FI_THREAD_FID one
-    // thread does both. The atomic exchange is paid only when a waiter may be asleep.
-    if (armed.load(std::memory_order_relaxed)) [[unlikely]]
-      if (armed.exchange(false, std::memory_order_acq_rel)) fd.signal();
-    if (ws) [[unlikely]] waitset_signal(*ws);
+    if (q.ws) waitset_signal(*q.ws);
   }
-
-  void pop() noexcept {
-    head = (head + 1) & mask;
-    --count;
+  // fi_trywait's arming and disarming; each change of armed counts the ring's watch once.
+  void arm() noexcept {
+    if (!armed.exchange(true, std::memory_order_acq_rel)) entries.watch();
+  }
+  void disarm() noexcept {
+    if (armed.exchange(false, std::memory_order_acq_rel)) entries.unwatch();
   }
 };
 
@@ -105,19 +88,20 @@ template <> struct entry_of<FI_CQ_FORMAT_TAGGED> {
 
 template <fi_cq_format F>
 [[gnu::noinline]] ssize_t take_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
-  core::level_guard g(q.lock);
-  if (q.count == 0) return -FI_EAGAIN;
-  if (q.ring[q.head].err != 0) [[unlikely]] return -FI_EAVAIL;  // errors wait their turn, in order
+  proto::completion_ring& r = q.entries;
+  core::level_guard g(r.lock());
+  if (r.size() == 0) return -FI_EAGAIN;
+  if (r.front().err != 0) [[unlikely]] return -FI_EAVAIL;  // errors wait their turn, in order
   auto* out = static_cast<typename entry_of<F>::type*>(buf);
   size_t n = 0;
   do {
-    const proto::completion& c = q.ring[q.head];
+    const proto::completion& c = r.front();
     out[n] = entry_of<F>::make(c);
     if (src) src[n] = c.src;
-    q.pop();
+    r.pop();
     ++n;
-  } while (n < count && q.count > 0 && q.ring[q.head].err == 0);
-  if (q.count == 0 && q.fd.fd() >= 0) q.fd.drain();
+  } while (n < count && r.size() > 0 && r.front().err == 0);
+  if (r.size() == 0 && q.fd.fd() >= 0) q.fd.drain();
   return static_cast<ssize_t>(n);
 }
 
@@ -132,7 +116,7 @@ ssize_t read_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
   // FI_ENOMSG at once) must still let the message it waits for in. Without a lock at this
   // threading level the count is only ever changed by this same caller; with one, every read
   // progresses as before.
-  if (q.lock.enabled() || q.count == 0 || q.progress_skipped) {
+  if (q.entries.lock().enabled() || q.entries.size() == 0 || q.progress_skipped) {
     q.progress();
     q.progress_skipped = false;
   } else {
@@ -140,7 +124,7 @@ ssize_t read_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
   }
   // A poll that finds nothing, the common case of a waiting application, returns here. Without
   // a lock at this threading level the count is only ever changed by this same caller.
-  if (!q.lock.enabled() && q.count == 0) return -FI_EAGAIN;
+  if (!q.entries.lock().enabled() && q.entries.size() == 0) return -FI_EAGAIN;
   return take_entries<F>(q, buf, count, src);
 }
 
@@ -167,9 +151,9 @@ ssize_t cq_readfrom(fid_cq* f, void* buf, size_t count, fi_addr_t* src) noexcept
 ssize_t cq_readerr(fid_cq* f, fi_cq_err_entry* e, uint64_t flags) noexcept {
   cq& q = cq_of(f);
   if (!e || flags) return -FI_EINVAL;
-  core::level_guard g(q.lock);
-  if (q.count == 0 || q.ring[q.head].err == 0) return -FI_EAGAIN;
-  const proto::completion& c = q.ring[q.head];
+  core::level_guard g(q.entries.lock());
+  if (q.entries.size() == 0 || q.entries.front().err == 0) return -FI_EAGAIN;
+  const proto::completion& c = q.entries.front();
   // API >= 1.5 lets the caller supply err_data; exanet has no provider-specific error data, so
   // the size reported back is 0 either way.
   void* err_data = e->err_data && e->err_data_size > 0 ? e->err_data : nullptr;
@@ -184,7 +168,7 @@ ssize_t cq_readerr(fid_cq* f, fi_cq_err_entry* e, uint64_t flags) noexcept {
   e->prov_errno = c.prov_errno;
   e->err_data = err_data;
   e->err_data_size = 0;
-  q.pop();
+  q.entries.pop();
   return 1;
 }
 
@@ -269,10 +253,6 @@ fi_ops_cq* ops_for(fi_cq_format f) noexcept {
   }
 }
 
-void write_completion(void* self, const proto::completion& c) noexcept {
-  static_cast<cq*>(self)->push(c);
-}
-
 }  // namespace
 
 int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) noexcept {
@@ -305,12 +285,13 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) n
     // everything that writes it.
     const fi_threading t = domain_threading(domain);
     const bool locked = t == FI_THREAD_SAFE || t == FI_THREAD_FID || t == FI_THREAD_ENDPOINT;
-    q->lock.enable(locked);
+    q->entries.enable_lock(locked);
     q->sources.enable_lock(locked);
-    // A power of two (beyond 2^62 the resize throws: -FI_ENOMEM, as for any oversized ring).
+    // A power of two (beyond 2^62 the allocation throws: -FI_ENOMEM, as for any oversized ring).
     const std::size_t asked = attr->size ? attr->size : 1024;
-    q->ring.resize(std::bit_ceil(std::min<std::size_t>(asked, std::size_t{1} << 62)));
-    q->mask = q->ring.size() - 1;
+    q->entries.reserve(std::min<std::size_t>(asked, std::size_t{1} << 62));
+    q->entries.set_hook(q, &cq::pushed);
+    q->waker.count_also(&q->entries.watchers());
     q->cq_fid.fid.fclass = FI_CLASS_CQ;
     q->cq_fid.fid.context = context;
     q->cq_fid.fid.ops = &g_cq_fid_ops;
@@ -325,6 +306,7 @@ int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) n
         return rc;
       }
       q->ws = set;
+      q->entries.watch();  // every push signals the set
     }
     q->domain = domain;
     domain_ref(domain);
@@ -338,7 +320,7 @@ cq* cq_from(fid* f) noexcept {
   return &cq_of(f);
 }
 
-proto::completion_sink cq_sink(cq& q) noexcept { return {&q, &write_completion}; }
+proto::completion_sink cq_sink(cq& q) noexcept { return {&q.entries}; }
 
 void cq_attach(cq& q, progress_source src) { q.sources.attach(src); }
 void cq_detach(cq& q, progress_source src) noexcept { q.sources.detach(src); }
@@ -346,8 +328,8 @@ void cq_detach(cq& q, progress_source src) noexcept { q.sources.detach(src); }
 bool cq_progress_ready(cq& q) noexcept {
   q.progress();
   {
-    core::level_guard g(q.lock);
-    if (q.count > 0) return true;
+    core::level_guard g(q.entries.lock());
+    if (q.entries.size() > 0) return true;
   }
   return q.signaled.exchange(false, std::memory_order_acq_rel);
 }
@@ -359,8 +341,8 @@ bool cq_sleep_prepare(cq& q, arrival_sleep& s) noexcept {
 void cq_sleep_end(cq& q) noexcept { q.waker.withdraw(); }
 bool cq_has_entries(cq& q) noexcept {
   {
-    core::level_guard g(q.lock);
-    if (q.count > 0) return true;
+    core::level_guard g(q.entries.lock());
+    if (q.entries.size() > 0) return true;
   }
   return q.signaled.load(std::memory_order_seq_cst);
 }
@@ -370,10 +352,12 @@ void cq_set_ref(cq& q, int delta) noexcept { q.set_refs.fetch_add(delta, std::me
 
 int cq_trywait(cq& q) noexcept {
   q.progress();
-  q.armed.store(true, std::memory_order_release);
-  core::level_guard g(q.lock);
-  if (q.count > 0) {
-    q.armed.store(false, std::memory_order_release);
+  // Armed (and counted in at the ring) before the locked look: a push after the look calls
+  // cq::pushed, which signals the fd; one before it is seen here.
+  q.arm();
+  core::level_guard g(q.entries.lock());
+  if (q.entries.size() > 0) {
+    q.disarm();
     return -FI_EAGAIN;
   }
   return 0;

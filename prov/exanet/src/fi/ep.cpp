@@ -75,8 +75,7 @@ void on_remote_access(void* self, const proto::rma_target_event& e) noexcept {
     cq.len = e.len;
     cq.data = e.cq_data;
     cq.src = e.src;
-    const proto::completion_sink sink = cq_sink(*ep.rx_cq);
-    sink.write(sink.self, cq);
+    cq_sink(*ep.rx_cq).write(cq);
   }
 }
 

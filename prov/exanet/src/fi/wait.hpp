@@ -92,8 +92,17 @@ void wake_all_sleepers(const std::atomic<std::uint32_t>& word) noexcept;
 /// and then calls wake(): a load, and a system call only while someone sleeps.
 class wake_word {
  public:
-  void announce() noexcept { sleepers_.fetch_add(1, std::memory_order_seq_cst); }
-  void withdraw() noexcept { sleepers_.fetch_sub(1, std::memory_order_relaxed); }
+  /// Sleepers are counted in `also` too, after sleepers_ (a CQ's ring: its pushes then call
+  /// back, and wake() sees this sleeper). Set before any sleep.
+  void count_also(std::atomic<std::uint32_t>* also) noexcept { also_ = also; }
+  void announce() noexcept {
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if (also_) also_->fetch_add(1, std::memory_order_seq_cst);
+  }
+  void withdraw() noexcept {
+    if (also_) also_->fetch_sub(1, std::memory_order_seq_cst);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  }
   core::futex_watch watch() const noexcept { return {&word_, word_.load(std::memory_order_seq_cst)}; }
   void wake() noexcept {
     if (sleepers_.load(std::memory_order_seq_cst) != 0) [[unlikely]] wake_now();
@@ -103,6 +112,7 @@ class wake_word {
   [[gnu::cold, gnu::noinline]] void wake_now() noexcept;
   std::atomic<std::uint32_t> sleepers_{0};
   std::atomic<std::uint32_t> word_{0};
+  std::atomic<std::uint32_t>* also_ = nullptr;
 };
 
 /// The endpoints bound to a CQ or counter: reading it progresses them (manual progress). The

@@ -262,7 +262,7 @@ void endpoint::atomic_finish(atomic_request& r, int err) noexcept {
     c.flags = FI_ATOMIC | (r.fetch ? FI_READ : FI_WRITE);
     c.len = err ? 0 : bytes;
     c.err = err;
-    if (sinks_.tx) sinks_.tx.write(sinks_.tx.self, c);
+    if (sinks_.tx) sinks_.tx.write(c);
   }
   // fi_cntr(3): base atomics count as writes, fetch and compare atomics as reads.
   const counter_sink& cn = r.fetch ? sinks_.read_cntr : sinks_.write_cntr;

@@ -464,7 +464,7 @@ void endpoint::complete_send(send_request& s) noexcept {
     c.context = s.context;
     c.flags = FI_SEND | (s.kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);
     c.len = s.len;
-    sinks_.tx.write(sinks_.tx.self, c);
+    sinks_.tx.write(c);
   }
   if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);
   release_send(s);
@@ -475,7 +475,7 @@ void endpoint::write_send_done(void* context, queue_kind kind, std::size_t len) 
   c.context = context;
   c.flags = FI_SEND | (kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);
   c.len = len;
-  sinks_.tx.write(sinks_.tx.self, c);
+  sinks_.tx.write(c);
 }
 
 void endpoint::complete_buffered_send(const send_args& a, std::size_t len) noexcept {
@@ -490,7 +490,7 @@ void endpoint::fail_send(send_request& s, int err) noexcept {
   c.len = 0;
   c.tag = s.tag;
   c.err = err;
-  if (sinks_.tx) sinks_.tx.write(sinks_.tx.self, c);
+  if (sinks_.tx) sinks_.tx.write(c);
   if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, true);
   release_send(s);
 }

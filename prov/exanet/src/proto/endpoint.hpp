@@ -1031,7 +1031,7 @@ inline std::uint64_t recv_flags(queue_kind k, bool has_cq_data) noexcept {
 }
 
 [[gnu::always_inline]] inline void endpoint::emit_recv(bool wanted, const completion& c) noexcept {
-  if ((wanted || c.err) && sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
+  if ((wanted || c.err) && sinks_.rx) sinks_.rx.write(c);
   if (sinks_.recv_cntr) sinks_.recv_cntr.add(sinks_.recv_cntr.self, c.err != 0);
 }
 

@@ -49,7 +49,7 @@ core::status endpoint::peek(const recv_args& a, bool claim_it, bool discard, voi
   c.data = u.has_cq_data ? u.cq_data : 0;
   c.src = source_of(u.peer);
   if (discard && !claim_it) c.len = 0;
-  if (sinks_.rx) sinks_.rx.write(sinks_.rx.self, c);
+  if (sinks_.rx) sinks_.rx.write(c);
   recvs_.release(r);
   return core::status::ok;
 }

@@ -353,7 +353,7 @@ void endpoint::rma_finish(rma_request& r, int err) noexcept {
       c.flags = FI_RMA | (read ? FI_READ : FI_WRITE);
       c.len = err ? 0 : r.total;
       c.err = err;
-      if (sinks_.tx) sinks_.tx.write(sinks_.tx.self, c);
+      if (sinks_.tx) sinks_.tx.write(c);
     }
     const counter_sink& cn = read ? sinks_.read_cntr : sinks_.write_cntr;
     if (cn) cn.add(cn.self, err != 0);

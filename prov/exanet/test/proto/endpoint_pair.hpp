@@ -11,12 +11,21 @@
 
 namespace exanet::proto::testing_pair {
 
+/// A CQ for tests: every entry the endpoint pushes is moved at once into `entries`.
 struct collected {
   std::deque<completion> entries;
-  static void write(void* self, const completion& c) noexcept {
-    static_cast<collected*>(self)->entries.push_back(c);
+  completion_ring ring;
+  collected() {
+    ring.reserve(64);
+    ring.set_hook(this, &collected::take);
+    ring.watch();  // for good: every push calls take
   }
-  completion_sink sink() { return {this, &collected::write}; }
+  collected(const collected&) = delete;
+  static void take(void* self) noexcept {
+    auto& c = *static_cast<collected*>(self);
+    for (; c.ring.size() > 0; c.ring.pop()) c.entries.push_back(c.ring.front());
+  }
+  completion_sink sink() { return {&ring}; }
 };
 
 struct endpoint_pair {
