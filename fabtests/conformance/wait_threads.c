@@ -102,6 +102,19 @@ static void *send_rounds(void *arg)
 	return NULL;
 }
 
+/* Another endpoint in x's domain and AV whose sends complete into a new CQ of attributes a. */
+static struct fid_ep *sending_ep(struct xt_ep *x, struct fi_cq_attr *a, struct fid_cq **cq)
+{
+	struct fid_ep *ep;
+	XT_RC(fi_cq_open(x->domain, a, cq, NULL));
+	XT_RC(fi_endpoint(x->domain, x->info, &ep, NULL));
+	XT_RC(fi_ep_bind(ep, &x->av->fid, 0));
+	XT_RC(fi_ep_bind(ep, &(*cq)->fid, FI_TRANSMIT));
+	XT_RC(fi_ep_bind(ep, &x->rxcq->fid, FI_RECV));
+	XT_RC(fi_enable(ep));
+	return ep;
+}
+
 /* The fd answered by FI_GETWAIT is a real, readable-when-signalled descriptor. */
 static void check_fd(int fd, const char *what)
 {
@@ -176,26 +189,14 @@ int main(void)
 	/* Completions another thread writes: sread woken by the push, the trywait fd signalled. */
 	struct fi_cq_attr wa = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC, .size = 16};
 	struct fid_cq *wq;
-	struct fid_ep *sep;
-	XT_RC(fi_cq_open(x.domain, &wa, &wq, NULL));
-	XT_RC(fi_endpoint(x.domain, x.info, &sep, NULL));
-	XT_RC(fi_ep_bind(sep, &x.av->fid, 0));
-	XT_RC(fi_ep_bind(sep, &wq->fid, FI_TRANSMIT));
-	XT_RC(fi_ep_bind(sep, &x.rxcq->fid, FI_RECV));
-	XT_RC(fi_enable(sep));
+	struct fid_ep *sep = sending_ep(&x, &wa, &wq);
 	struct fi_wait_attr wsa = {.wait_obj = FI_WAIT_UNSPEC};
 	struct fid_wait *ws;
 	XT_RC(fi_wait_open(x.fabric, &wsa, &ws));
 	struct fi_cq_attr sa = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_SET, .wait_set = ws,
 				.size = 16};
 	struct fid_cq *sq;
-	struct fid_ep *set_ep;
-	XT_RC(fi_cq_open(x.domain, &sa, &sq, NULL));
-	XT_RC(fi_endpoint(x.domain, x.info, &set_ep, NULL));
-	XT_RC(fi_ep_bind(set_ep, &x.av->fid, 0));
-	XT_RC(fi_ep_bind(set_ep, &sq->fid, FI_TRANSMIT));
-	XT_RC(fi_ep_bind(set_ep, &x.rxcq->fid, FI_RECV));
-	XT_RC(fi_enable(set_ep));
+	struct fid_ep *set_ep = sending_ep(&x, &sa, &sq);
 	static struct sender snd;
 	snd.ep = sep;
 	snd.set_ep = set_ep;
