@@ -56,6 +56,16 @@ netns_up() {
   ip -n "$ns_b" link set "${tag}vb" up
 }
 
+# rank_preload: mpirun arguments that give the ranks the LD_PRELOAD of this shell, if any. A
+# sanitized build's tests carry the sanitizer runtime there (ctest's environment) for programs
+# that load the sanitized provider without being instrumented themselves (our MPI programs are
+# instrumented; the preload still reaches any rank that is not). Open MPI's launcher is not our
+# code, and AddressSanitizer once stopped mpirun at a race of ORTE's own (CI, ASan stage: a use
+# after free in its forwarding of a rank's error log, as ranks reported a lost host). So mpirun
+# runs as `env -u LD_PRELOAD mpirun "${rank_preload[@]}" ...`; without a preload both do nothing.
+rank_preload=()
+[[ -n ${LD_PRELOAD:-} ]] && rank_preload=(-x "LD_PRELOAD=$LD_PRELOAD")
+
 on_host() {
   local ns=$1
   shift

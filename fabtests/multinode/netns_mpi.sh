@@ -45,7 +45,8 @@ run_job() {  # NAME MAPPING PROGRAM [ARGS...]: one mpirun on host A, its output 
   local rc=0 job
   # In the background, waited for: a signal to this script runs its trap at once (bash defers
   # traps until a foreground command ends), which ends the job's processes on both hosts.
-  on_host "$ns_a" timeout 120 "$mpirun" --allow-run-as-root --hostfile "$work/hostfile" -np 4 \
+  on_host "$ns_a" timeout 120 env -u LD_PRELOAD "$mpirun" "${rank_preload[@]}" --allow-run-as-root \
+    --hostfile "$work/hostfile" -np 4 \
     --map-by "$mapping" --mca plm_rsh_agent "$here/netns_rsh_agent.sh" \
     --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include "$iface" \
     --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl self \

@@ -41,7 +41,8 @@ bound=30  # seconds from the loss to the end of mpirun
 echo "netns_mpi_lost: host A $ns_a ($addr_a, runs mpirun), host B $ns_b ($addr_b), host B lost by: $mode"
 
 out=$work/job
-on_host "$ns_a" timeout 150 "$mpirun" --allow-run-as-root --hostfile "$work/hostfile" -np 4 \
+on_host "$ns_a" timeout 150 env -u LD_PRELOAD "$mpirun" "${rank_preload[@]}" --allow-run-as-root \
+  --hostfile "$work/hostfile" -np 4 \
   --map-by node --mca plm_rsh_agent "$here/netns_rsh_agent.sh" \
   --mca plm_rsh_no_tree_spawn 1 --mca oob_tcp_if_include "$iface" \
   --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include exanet --mca btl self \

@@ -42,7 +42,8 @@ class cq {
   static void pushed(void* self) noexcept {
     cq& q = *static_cast<cq*>(self);
     q.waker.wake();
-    if (q.armed.load(std::memory_order_relaxed) && q.armed.exchange(false, std::memory_order_acq_rel)) {
+    if (q.armed.load(std::memory_order_relaxed) &&
+        q.armed.exchange(false, std::memory_order_acq_rel)) {
       q.entries.unwatch();
       q.fd.signal();
     }
