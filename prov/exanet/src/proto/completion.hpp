@@ -35,8 +35,8 @@ struct completion {
 
 /// The entries of one completion queue, in the order they were pushed, successes and errors
 /// alike. The protocols push; the owner (fi_cq) reads the front and pops under lock(). A push
-/// never fails: a full ring doubles (out of memory, the entry is dropped and nothing else
-/// breaks). Not copyable: endpoints hold its address.
+/// returns nothing to check: a full ring doubles (only out of memory is the entry dropped, as
+/// before this ring). Not copyable: endpoints hold its address.
 class completion_ring {
  public:
   /// Called after a push, outside the lock, while some watch() is standing.
