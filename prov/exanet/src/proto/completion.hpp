@@ -9,6 +9,7 @@
 #pragma once
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -49,8 +50,7 @@ class completion_ring {
   /// Room for at least n entries (a power of two); before any push. Throws std::bad_alloc or
   /// std::length_error (control path).
   void reserve(std::size_t n) {
-    std::size_t cap = 1;
-    while (cap < n) cap <<= 1;
+    const std::size_t cap = std::bit_ceil(std::max<std::size_t>(n, 1));
     slots_ = std::make_unique<completion[]>(cap);
     mask_ = cap - 1;
     head_ = count_ = 0;
