@@ -9,7 +9,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 bash "$root/ci/install-deps.sh"
 
 # libfabric's own conformance suite (fabtests 1.17 from ../shared/upstream) joins the ctest run
-# as upstream.quick and upstream.ubertest.
+# as upstream.quick, upstream.standard, upstream.ubertest and upstream.rdm_stress.
 bash "$root/ci/upstream_fabtests.sh" build "$root/build/upstream-fabtests"
 bash "$root/ci/build.sh" "$root/build" -DEXANET_UPSTREAM_FABTESTS="$root/build/upstream-fabtests"
 ctest --test-dir "$root/build" --output-on-failure -j2 --timeout 1800

@@ -8,6 +8,13 @@
 #                                                    run must be one exanet has no capability for
 #   ci/upstream_fabtests.sh ubertest PREFIX PROVDIR  fi_ubertest with fabtests/upstream/
 #                                                    exanet-verify.test: 0 failures
+#   ci/upstream_fabtests.sh standard PREFIX PROVDIR  the standard set (the benchmarks with their
+#                                                    full iteration counts, -v checking data): 0
+#                                                    failures, the not-run rule of quick
+#   ci/upstream_fabtests.sh rdm_stress PREFIX PROVDIR
+#                                                    fi_rdm_stress with each of upstream's
+#                                                    test_configs/rdm_stress files: 16 clients
+#                                                    run their whole script against one server
 #   ci/upstream_fabtests.sh quick_netns PREFIX PROVDIR
 #                                                    the quick set across two hosts (two network
 #                                                    namespaces, fabtests/multinode/netns_lib.sh),
@@ -21,7 +28,7 @@
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tarball=$root/../shared/upstream/fabtests-v1.17.0.tar.gz
-cmd=${1:?usage: $0 build|quick|ubertest|quick_netns PREFIX [PROVDIR]}
+cmd=${1:?usage: $0 build|quick|ubertest|standard|rdm_stress|quick_netns PREFIX [PROVDIR]}
 prefix=${2:?prefix}
 
 build() {
@@ -48,6 +55,10 @@ build() {
 # triggered operations, scalable endpoints, shared contexts. Poll sets (fi_poll -t queue, -t
 # counter) and shared AVs (fi_rdm_shared_av) must run and pass.
 allowed_notrun='(-e msg|-e dgram|^fi_msg|^fi_dgram|^fi_cm_data|fi_rdm_rma_trigger|fi_scalable_ep|fi_shared_ctx)'
+
+# The standard set adds the benchmarks' -k runs, which ask for FI_MSG_PREFIX mode: a mode is the
+# application's offer, and exanet, like shm, needs no prefix and declines it (fi_getinfo(3)).
+allowed_notrun_standard="$allowed_notrun|-k( |$)"
 
 # Across two hosts (quick_netns), these more do not run, each for the reason given; everything
 # else must pass as on one host. runfabtests.sh -e takes them (regular expressions on the test's
@@ -100,15 +111,61 @@ summarize() {
   [[ $pass -gt 0 && $fail -eq 0 && -z $bad_notrun ]]
 }
 
-quick() {
-  local provdir=${1:?provider dir}
+# runfabtests.sh's set SET on one host (in a PID namespace: see the top), judged by summarize;
+# BOUND seconds for the whole set, PER_TEST for each test.
+run_set() {
+  local set=$1 provdir=$2 bound=$3 per_test=$4 title=$5 allowed=$6
   local log out
   out=$(mktemp -d)
-  log=$out/quick.log
-  (cd "$out" && FI_PROVIDER_PATH=$provdir timeout -k 10 1500 unshare --pid --fork --kill-child --mount-proc \
-     "$prefix/bin/runfabtests.sh" -v -t quick -T 60 -p "$prefix/bin" -s 127.0.0.1 -c 127.0.0.1 \
+  log=$out/$set.log
+  (cd "$out" && FI_PROVIDER_PATH=$provdir timeout -k 10 "$bound" unshare --pid --fork --kill-child --mount-proc \
+     "$prefix/bin/runfabtests.sh" -v -t "$set" -T "$per_test" -p "$prefix/bin" -s 127.0.0.1 -c 127.0.0.1 \
      exanet >"$log" 2>&1) || true
-  summarize "$log" "upstream fabtests quick set over exanet" "$allowed_notrun"
+  summarize "$log" "$title" "$allowed"
+}
+
+quick() {
+  run_set quick "${1:?provider dir}" 1500 60 "upstream fabtests quick set over exanet" "$allowed_notrun"
+}
+
+# The standard set: the benchmarks with their full iteration counts, -v checking data.
+standard() {
+  run_set standard "${1:?provider dir}" 900 120 "upstream fabtests standard set over exanet" \
+    "$allowed_notrun_standard"
+}
+
+# fi_rdm_stress (not in runfabtests.sh's sets): one server, 16 forked clients, each running a
+# script of messages, tagged messages, RMA reads and writes, some to clients that have left. Its
+# server waits on its CQ's fd with fi_trywait and poll(2) and makes no other call while it
+# blocks (before exanet's arrivals readied that fd, no client got past its first message). A
+# script passes when every client said hello, ran to its last operation and the client process
+# exited 0; errors the script provokes (a write to a client that exited) are its own business.
+rdm_stress() {
+  local provdir=${1:?provider dir}
+  local configs=$prefix/src/fabtests-1.17.0/fabtests/test_configs/rdm_stress
+  local out cfg failed=0 friends done server
+  out=$(mktemp -d)
+  for cfg in "$configs"/*.json; do
+    local name
+    name=$(basename "$cfg" .json)
+    (cd "$out" && FI_PROVIDER_PATH=$provdir exec timeout -k 5 150 "$prefix/bin/fi_rdm_stress" \
+       -p exanet -s 127.0.0.1 >"$out/$name.server.log" 2>&1) &
+    server=$!
+    sleep 1
+    local rc=0
+    (cd "$out" && FI_PROVIDER_PATH=$provdir timeout -k 5 120 "$prefix/bin/fi_rdm_stress" \
+       -p exanet -u "$cfg" 127.0.0.1 >"$out/$name.client.log" 2>&1) || rc=$?
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+    friends=$(grep -c "we're friends now" "$out/$name.client.log" || true)
+    done=$(grep -c 'rpc op exit' "$out/$name.client.log" || true)
+    echo "fi_rdm_stress $name: client exit $rc, $friends of 16 clients said hello, $done ran to the end"
+    if [[ $rc -ne 0 || $friends -ne 16 || $done -ne 16 ]]; then
+      failed=1
+      tail -n 20 "$out/$name.client.log" "$out/$name.server.log"
+    fi
+  done
+  return $failed
 }
 
 # The quick set as on two hosts: the server of each test on host B, its client on host A, each a
@@ -209,6 +266,8 @@ case $cmd in
   build) build ;;
   quick) quick "${3:-}" ;;
   ubertest) ubertest "${3:-}" ;;
+  standard) standard "${3:-}" ;;
+  rdm_stress) rdm_stress "${3:-}" ;;
   quick_netns) quick_netns "${3:-}" ;;
-  *) echo "usage: $0 build|quick|ubertest|quick_netns PREFIX [PROVDIR]" >&2; exit 2 ;;
+  *) echo "usage: $0 build|quick|ubertest|standard|rdm_stress|quick_netns PREFIX [PROVDIR]" >&2; exit 2 ;;
 esac

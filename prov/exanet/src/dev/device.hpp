@@ -430,6 +430,14 @@ concept device =
       { d.sleep_prepare(watch_word, u32out) } noexcept -> std::same_as<bool>;
       { d.sleep_end() } noexcept -> std::same_as<void>;
       { cd.sleep_fd() } noexcept -> std::same_as<sleep_descriptor>;
+      // A sleeper that cannot wait on the word at all: an application blocked in its own
+      // poll(2) on a wait fd after fi_trywait. arm_poll_wake(), before sleep_prepare: makes
+      // every arrival for an announced sleeper also ready a descriptor (the emulation binds its
+      // wake socket on first use); false if the backend cannot, and the application must then
+      // not block. poll_fd(), after a sleep_prepare that said true once armed: the descriptors
+      // that cover every arrival (word_in_use false: the word need not be looked at).
+      { d.arm_poll_wake() } noexcept -> std::same_as<bool>;
+      { cd.poll_fd() } noexcept -> std::same_as<sleep_descriptor>;
     };
 
 /// A backend as protocols hold it: the operations of `device` and nothing else. Private
@@ -496,6 +504,8 @@ class interface_of : private D {
   using D::sleep_prepare;
   using D::sleep_end;
   using D::sleep_fd;
+  using D::arm_poll_wake;
+  using D::poll_fd;
 };
 
 }  // namespace exanet::dev

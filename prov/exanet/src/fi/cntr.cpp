@@ -32,7 +32,11 @@ class cntr {
   waitset* ws = nullptr;         // FI_WAIT_SET: the set this counter belongs to
   std::atomic<int> set_refs{0};  // poll sets holding it
 
-  void progress() noexcept { sources.progress(); }
+  // The application is back: an fi_trywait's watch over the endpoints ends (one load if none).
+  void progress() noexcept {
+    fd.end_watch();
+    sources.progress();
+  }
   void checkpoint_at(std::uint64_t v, std::uint64_t e) noexcept {
     seen_value.store(v, std::memory_order_release);
     seen_errors.store(e, std::memory_order_release);
@@ -240,7 +244,16 @@ void cntr_set_ref(cntr& c, int delta) noexcept { c.set_refs.fetch_add(delta, std
 int cntr_trywait(cntr& c) noexcept {
   c.progress();
   c.fd.drain();
-  return 0;  // a counter has no "threshold reached" state of its own: the caller checks its value
+  // A counter has no "threshold reached" state of its own: the caller checks its value. Under
+  // manual progress an arrival must ready the fd by itself.
+  progress_list* const lists[] = {&c.sources};
+  return c.fd.watch_arrivals(lists) ? 0 : -FI_EAGAIN;
 }
+
+void cntr_end_watch(cntr& c) noexcept {
+  c.fd.end_watch_waking();
+  if (c.ws) waitset_end_watch(*c.ws);
+}
+progress_list& cntr_sources(cntr& c) noexcept { return c.sources; }
 
 }  // namespace exanet::fi

@@ -12,6 +12,7 @@ namespace exanet::fi {
 
 class cntr;
 class arrival_sleep;
+class progress_list;
 
 int cntr_open(fid_domain* domain, fi_cntr_attr* attr, fid_cntr** out, void* context) noexcept;
 cntr* cntr_from(fid* f) noexcept;
@@ -19,6 +20,10 @@ proto::counter_sink cntr_sink(cntr& c) noexcept;
 void cntr_attach(cntr& c, progress_source src);
 void cntr_detach(cntr& c, progress_source src) noexcept;
 int cntr_trywait(cntr& c) noexcept;
+/// An endpoint bound to it closes: what an fi_trywait announced there is withdrawn first.
+void cntr_end_watch(cntr& c) noexcept;
+/// The endpoints bound to it (a wait set's fi_trywait watches them).
+progress_list& cntr_sources(cntr& c) noexcept;
 /// For poll and wait sets: progresses the counter's endpoints; true if its success or error
 /// count changed since the checkpoint (fi_poll, fi_wait, fi_cntr_set, fi_cntr_add), which
 /// `take` moves to the current counts.

@@ -71,6 +71,13 @@ struct sleep_target {
   int fd = -1;
   bool word_in_use = true;  // with fd: peers may still change the word, which poll(2) cannot see
   int word_fd = -1;         // readable once peers changed the word (dev::sleep_descriptor)
+  // In: the sleeper blocks in the application's own poll(2) on a wait fd (fi_trywait), so the
+  // descriptors must cover every arrival (the word is not looked at).
+  bool app_polls = false;
+  // Out, with app_polls: a progress thread serves the endpoint (its completions signal the wait
+  // fd): nothing was announced and no sleep_end follows.
+  bool served = false;
+  std::uint32_t look_again_ms = 0;  // out, with app_polls: come back within this (0: no need)
 };
 
 /// Something a CQ or counter read must progress (an endpoint, under manual progress). The

@@ -32,7 +32,11 @@ class cq {
   std::atomic<int> set_refs{0};       // poll sets holding it
   bool progress_skipped = false;      // the last read returned entries without progressing
 
-  void progress() noexcept { sources.progress(); }
+  // The application is back: an fi_trywait's watch over the endpoints ends (one load if none).
+  void progress() noexcept {
+    fd.end_watch();
+    sources.progress();
+  }
 
   // The ring calls this after a push while someone watches it: a sleeper (counted in by the
   // wake word), an fd fi_trywait armed (counted in while armed), a wait set (for the CQ's life).
@@ -353,15 +357,31 @@ void cq_set_ref(cq& q, int delta) noexcept { q.set_refs.fetch_add(delta, std::me
 
 int cq_trywait(cq& q) noexcept {
   q.progress();
+  // What the fd holds was for completions already looked at: a push from here on signals anew.
+  q.fd.drain();
   // Armed (and counted in at the ring) before the locked look: a push after the look calls
   // cq::pushed, which signals the fd; one before it is seen here.
   q.arm();
-  core::level_guard g(q.entries.lock());
-  if (q.entries.size() > 0) {
+  {
+    core::level_guard g(q.entries.lock());
+    if (q.entries.size() > 0) {
+      q.disarm();
+      return -FI_EAGAIN;
+    }
+  }
+  // Nothing here yet: under manual progress an arrival must ready the fd by itself.
+  progress_list* const lists[] = {&q.sources};
+  if (!q.fd.watch_arrivals(lists)) {
     q.disarm();
     return -FI_EAGAIN;
   }
   return 0;
 }
+
+void cq_end_watch(cq& q) noexcept {
+  q.fd.end_watch_waking();
+  if (q.ws) waitset_end_watch(*q.ws);
+}
+progress_list& cq_sources(cq& q) noexcept { return q.sources; }
 
 }  // namespace exanet::fi

@@ -12,6 +12,7 @@ namespace exanet::fi {
 
 class cq;
 class arrival_sleep;
+class progress_list;
 
 int cq_open(fid_domain* domain, fi_cq_attr* attr, fid_cq** out, void* context) noexcept;
 /// nullptr unless f is an exanet CQ.
@@ -23,6 +24,11 @@ void cq_attach(cq& q, progress_source src);
 void cq_detach(cq& q, progress_source src) noexcept;
 /// fi_trywait: progress, then 0 if empty (the wait fd is armed) or -FI_EAGAIN.
 int cq_trywait(cq& q) noexcept;
+/// An endpoint bound to it closes: what an fi_trywait announced there (on the CQ's fd or its
+/// wait set's) is withdrawn first.
+void cq_end_watch(cq& q) noexcept;
+/// The endpoints bound to it (a wait set's fi_trywait watches them).
+progress_list& cq_sources(cq& q) noexcept;
 /// For poll and wait sets: progresses the CQ's endpoints; true if it holds entries (or was
 /// signalled, fi_cq_signal, which this takes).
 bool cq_progress_ready(cq& q) noexcept;

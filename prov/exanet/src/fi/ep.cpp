@@ -91,6 +91,13 @@ int ep_close(fid* f) noexcept {
     core::level_guard g(ep.lock);
     ep.closing = true;
   }
+  // An application blocked on a wait fd after fi_trywait holds announcements here until it
+  // reads again: they are withdrawn now (it then finds the endpoint gone, as any reader would).
+  if (ep.tx_cq) cq_end_watch(*ep.tx_cq);
+  if (ep.rx_cq && ep.rx_cq != ep.tx_cq) cq_end_watch(*ep.rx_cq);
+  for (cntr* c : {ep.send_cntr, ep.recv_cntr, ep.read_cntr, ep.write_cntr, ep.remote_read_cntr,
+                  ep.remote_write_cntr})
+    if (c) cntr_end_watch(*c);
   while (ep.sleep_refs.load(std::memory_order_acquire) != 0) sched_yield();
   {
     core::level_guard g(ep.lock);
@@ -373,7 +380,23 @@ void endpoint::progress() noexcept {
 
 bool endpoint::sleep_prepare(sleep_target& target) noexcept {
   core::level_guard g(lock);
-  if (closing || !proto.sleep_prepare(target.word, target.expected)) return false;
+  if (closing) return false;
+  if (target.app_polls) [[unlikely]] {
+    if (domain_progress_thread(domain)) {  // it progresses us: completions signal the fd
+      target.served = true;
+      return true;
+    }
+    // Armed before the announcement: a waker that sees the sleeper also sees the socket.
+    if (!proto.arm_poll_wake() || !proto.sleep_prepare(target.word, target.expected)) return false;
+    const dev::sleep_descriptor d = proto.poll_fd();
+    target.fd = d.fd;
+    target.word_in_use = d.word_in_use;
+    target.word_fd = d.word_fd;
+    target.look_again_ms = proto.look_again_ms();
+    sleep_refs.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  if (!proto.sleep_prepare(target.word, target.expected)) return false;
   const dev::sleep_descriptor d = proto.sleep_fd();
   target.fd = d.fd;
   target.word_in_use = d.word_in_use;

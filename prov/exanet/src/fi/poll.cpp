@@ -5,6 +5,8 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <array>
+#include <span>
 #include <atomic>
 #include <vector>
 
@@ -35,6 +37,7 @@ struct member {
     return q ? cq_sleep_prepare(*q, s) : cntr_sleep_prepare(*c, s);
   }
   void sleep_end() const noexcept { q ? cq_sleep_end(*q) : cntr_sleep_end(*c); }
+  progress_list& sources() const noexcept { return q ? cq_sources(*q) : cntr_sources(*c); }
   bool has_events() const noexcept { return q ? cq_has_entries(*q) : cntr_changed(*c); }
 };
 
@@ -322,13 +325,27 @@ int waitset_trywait(waitset& s) noexcept {
   s.armed.store(true, std::memory_order_release);
   // Counters' changes are not taken here: fi_trywait only says whether blocking is safe.
   core::level_guard g(s.lock);
+  s.fd.end_watch();  // before the members progress: their endpoints' announcements go first
   for (const member& m : s.members) {
     if (m.ready(false)) {
       s.armed.store(false, std::memory_order_release);
       return -FI_EAGAIN;
     }
   }
+  // Nothing yet: under manual progress an arrival at a member's endpoints must ready the fd.
+  std::array<progress_list*, 16> lists{};
+  if (s.members.size() > lists.size()) {
+    s.armed.store(false, std::memory_order_release);
+    return -FI_EAGAIN;  // more than one watch holds: the application reads instead of blocking
+  }
+  for (std::size_t i = 0; i < s.members.size(); ++i) lists[i] = &s.members[i].sources();
+  if (!s.fd.watch_arrivals(std::span(lists.data(), s.members.size()))) {
+    s.armed.store(false, std::memory_order_release);
+    return -FI_EAGAIN;
+  }
   return 0;
 }
+
+void waitset_end_watch(waitset& s) noexcept { s.fd.end_watch_waking(); }
 
 }  // namespace exanet::fi

@@ -29,5 +29,7 @@ void waitset_signal(waitset& s) noexcept;
 /// fi_trywait on a wait set: 0 if the caller may block on its fd, -FI_EAGAIN if a member has
 /// events already.
 int waitset_trywait(waitset& s) noexcept;
+/// A member's endpoint closes: what fi_trywait announced is withdrawn, and a waiter woken.
+void waitset_end_watch(waitset& s) noexcept;
 
 }  // namespace exanet::fi

@@ -4,11 +4,14 @@
 #include <rdma/fi_errno.h>
 #include <sched.h>
 #include <poll.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstring>
 #include <mutex>
@@ -22,30 +25,116 @@
 namespace exanet::fi {
 
 wait_fd::~wait_fd() {
-  if (const int f = fd(); f >= 0) ::close(f);
+  // Nothing is watched by now (the object closes only once its endpoints have, and each
+  // withdrew what it held); released all the same, without the endpoints' timers.
+  if (watching_.load(std::memory_order_acquire)) end_watch_now(false);
+  for (const int f : {event_.load(), set_.load(), timer_})
+    if (f >= 0) ::close(f);
 }
 
 int wait_fd::open() noexcept {
   if (fd() >= 0) return 0;
-  const int mine = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (mine < 0) return -FI_EMFILE;
-  int none = -1;
-  if (!fd_.compare_exchange_strong(none, mine, std::memory_order_acq_rel)) ::close(mine);
+  std::lock_guard g(lock_);
+  if (fd() >= 0) return 0;
+  const int ev = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  const int set = epoll_create1(EPOLL_CLOEXEC);
+  epoll_event e{};
+  e.events = EPOLLIN;
+  if (ev < 0 || set < 0 || epoll_ctl(set, EPOLL_CTL_ADD, ev, &e) != 0) {
+    if (ev >= 0) ::close(ev);
+    if (set >= 0) ::close(set);
+    return -FI_EMFILE;
+  }
+  event_.store(ev, std::memory_order_release);
+  set_.store(set, std::memory_order_release);
   return 0;
 }
 
 void wait_fd::signal() noexcept {
-  const int f = fd();
+  const int f = event_.load(std::memory_order_acquire);
   if (f < 0) return;
   const std::uint64_t one = 1;
   [[maybe_unused]] ssize_t r = ::write(f, &one, sizeof one);
 }
 
 void wait_fd::drain() noexcept {
-  const int f = fd();
+  const int f = event_.load(std::memory_order_acquire);
   if (f < 0) return;
   std::uint64_t v;
   [[maybe_unused]] ssize_t r = ::read(f, &v, sizeof v);
+}
+
+bool wait_fd::watch_arrivals(std::span<progress_list* const> lists) noexcept {
+  std::lock_guard g(lock_);
+  release_locked();  // one left from an earlier fi_trywait
+  const int set = fd();
+  if (set < 0) return true;
+  std::uint32_t look_ms = 0;
+  const auto watch = [&](const progress_source& s) noexcept {
+    if (!s.sleep_prepare || watched_used_ == max_watched) return false;
+    sleep_target t;
+    t.app_polls = true;
+    if (!s.sleep_prepare(s.self, t)) return false;
+    if (t.served) return true;
+    watched_[watched_used_++] = s;
+    if (t.word_in_use) return false;  // an arrival that readies no descriptor
+    for (const int f : {t.fd, t.word_fd}) {
+      epoll_event e{};
+      e.events = EPOLLIN;
+      if (f >= 0 && epoll_ctl(set, EPOLL_CTL_ADD, f, &e) != 0 && errno != EEXIST) return false;
+    }
+    if (t.look_again_ms && (!look_ms || t.look_again_ms < look_ms)) look_ms = t.look_again_ms;
+    return true;
+  };
+  bool ok = true;
+  for (progress_list* l : lists)
+    if (!(ok = l->all_of(watch))) break;
+  if (ok && look_ms) ok = arm_timer_locked(look_ms);
+  if (!ok) {
+    release_locked();
+    return false;
+  }
+  watching_.store(watched_used_ != 0, std::memory_order_release);
+  return true;
+}
+
+bool wait_fd::arm_timer_locked(std::uint32_t ms) noexcept {
+  if (timer_ < 0) {
+    const int t = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (t < 0) return false;
+    epoll_event e{};
+    e.events = EPOLLIN;
+    if (epoll_ctl(fd(), EPOLL_CTL_ADD, t, &e) != 0) {
+      ::close(t);
+      return false;
+    }
+    timer_ = t;
+  }
+  itimerspec when{};
+  when.it_value.tv_sec = ms / 1000;
+  when.it_value.tv_nsec = static_cast<long>(ms % 1000) * 1'000'000;
+  return timerfd_settime(timer_, 0, &when, nullptr) == 0;
+}
+
+void wait_fd::release_locked(bool timers) noexcept {
+  for (std::size_t i = 0; i < watched_used_; ++i) {
+    const progress_source& s = watched_[i];
+    if (timers && s.timers) s.timers(s.self);  // still held open: before sleep_end
+    s.sleep_end(s.self);
+  }
+  watched_used_ = 0;
+  watching_.store(false, std::memory_order_release);
+  if (timer_ >= 0) {
+    const itimerspec off{};
+    (void)timerfd_settime(timer_, 0, &off, nullptr);
+    std::uint64_t expirations;
+    [[maybe_unused]] ssize_t r = ::read(timer_, &expirations, sizeof expirations);
+  }
+}
+
+void wait_fd::end_watch_now(bool timers) noexcept {
+  std::lock_guard g(lock_);
+  release_locked(timers);
 }
 
 int getwait(fi_wait_obj wait_obj, wait_fd& fd, int command, void* arg) noexcept {

@@ -10,6 +10,8 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <mutex>
+#include <span>
 #include <vector>
 
 #include "core/futex.hpp"
@@ -18,9 +20,13 @@
 
 namespace exanet::fi {
 
-/// An eventfd owned RAII-style; opened only when the application asks for a wait fd. The fd is
-/// atomic because FI_GETWAIT may open it in one thread while another signals or drains it
-/// (FI_THREAD_SAFE): the first opener publishes it, a racing second one closes its own.
+class progress_list;
+
+/// The wait fd of a CQ, counter, EQ or wait set (FI_GETWAIT), opened on first use: an epoll set
+/// that holds the object's own eventfd (signal: a completion, an event, fi_cq_signal) and, while
+/// an application blocks on it after fi_trywait, what readies it on an arrival (watch_arrivals).
+/// The fds are atomic because FI_GETWAIT may open them in one thread while another signals or
+/// drains (FI_THREAD_SAFE).
 class wait_fd {
  public:
   wait_fd() = default;
@@ -28,12 +34,46 @@ class wait_fd {
   wait_fd& operator=(const wait_fd&) = delete;
   ~wait_fd();
   int open() noexcept;  // 0 or -FI_E*
-  int fd() const noexcept { return fd_.load(std::memory_order_acquire); }
+  int fd() const noexcept { return set_.load(std::memory_order_acquire); }
   void signal() noexcept;
   void drain() noexcept;
 
+  /// fi_trywait under manual progress, once the object's own look found nothing: no one but the
+  /// application calls the provider, so the arrivals themselves must ready the fd (fi_poll(3):
+  /// FI_SUCCESS means blocking is safe). Announces a sleeper at every endpoint of `lists`, whose
+  /// peers then ring descriptors that join the set (the emulation's wake socket, the network
+  /// side's lower CQ fd), with a timer while an endpoint's periodic checks are due (lost peers,
+  /// rendezvous timeouts). False, nothing left announced, if an endpoint has work or cannot
+  /// (the caller says -FI_EAGAIN, and the application reads instead of blocking). True at once
+  /// if no fd was handed out: nobody can block on it.
+  bool watch_arrivals(std::span<progress_list* const> lists) noexcept;
+  /// The application is back (it reads or waits again, or an endpoint closes): the
+  /// announcements are withdrawn. One load when there are none.
+  void end_watch() noexcept {
+    if (watching_.load(std::memory_order_acquire)) [[unlikely]] end_watch_now(true);
+  }
+  /// The same for an endpoint that closes under a blocked application: the fd is signaled too,
+  /// so that the application looks again (and watches the other endpoints anew).
+  void end_watch_waking() noexcept {
+    if (watching_.load(std::memory_order_acquire)) {
+      end_watch_now(false);
+      signal();
+    }
+  }
+
  private:
-  std::atomic<int> fd_{-1};
+  // timers: run the endpoints' periodic checks first (the application slept through them).
+  [[gnu::cold, gnu::noinline]] void end_watch_now(bool timers) noexcept;
+  void release_locked(bool timers = false) noexcept;
+  bool arm_timer_locked(std::uint32_t ms) noexcept;
+  static constexpr std::size_t max_watched = 16;
+  std::atomic<int> event_{-1};  // the object's eventfd
+  std::atomic<int> set_{-1};    // the epoll set handed out
+  int timer_ = -1;              // a timerfd in the set, made on first need
+  std::mutex lock_;             // opening, watching (control path)
+  std::atomic<bool> watching_{false};
+  std::array<progress_source, max_watched> watched_{};
+  std::size_t watched_used_ = 0;
 };
 
 /// Puts a thread that found nothing to do to sleep until a peer gives one of its endpoints
@@ -137,6 +177,14 @@ class progress_list {
     core::level_guard g(lock_);
     for (const progress_source& s : sources_)
       if (s.progress) s.progress(s.self);  // entries without one only hold the object open
+  }
+  /// Calls f(source) for every endpoint under the lock, until one returns false.
+  template <class F>
+  bool all_of(F&& f) noexcept {
+    core::level_guard g(lock_);
+    for (const progress_source& s : sources_)
+      if (s.progress && !f(s)) return false;
+    return true;
   }
   /// Announces a sleeper at every endpoint; false if one has work (sleep is then released).
   bool prepare_sleep(arrival_sleep& sleep) noexcept {

@@ -454,6 +454,15 @@ class endpoint {
   void sleep_end() noexcept { dev_.sleep_end(); }
   /// After sleep_prepare said true: what to poll beside the word (a network backend's fd).
   dev::sleep_descriptor sleep_fd() const noexcept { return dev_.sleep_fd(); }
+  /// A sleeper in the application's own poll(2) (fi_trywait): arm_poll_wake() before
+  /// sleep_prepare, poll_fd() after it (dev/device.hpp). look_again_ms(): how soon that
+  /// sleeper must come back for the periodic checks (lost peers, rendezvous timeouts), 0 if
+  /// none is due while it sleeps.
+  bool arm_poll_wake() noexcept { return open_ && dev_.arm_poll_wake(); }
+  dev::sleep_descriptor poll_fd() const noexcept { return dev_.poll_fd(); }
+  std::uint32_t look_again_ms() const noexcept {
+    return waiting_on_peers() ? cfg_.dead_peer_check_ms : 0;
+  }
   /// What an idle progress() does every watch_every calls, now: for a caller that slept
   /// (lost peers, rendezvous probes; each still at most once per its period).
   void progress_timers() noexcept {

@@ -130,6 +130,10 @@ class device {
   bool arm_wake_socket() noexcept;
   /// The armed wake socket, or -1. Readable after a wake since the last sleep_prepare.
   int wake_fd() const noexcept { return wake_fd_; }
+  /// For a sleeper in the application's poll(2) (dev/device.hpp): the wake socket covers every
+  /// arrival, since every waker of this host sends to it once it is armed.
+  bool arm_poll_wake() noexcept { return arm_wake_socket(); }
+  sleep_descriptor poll_fd() const noexcept { return {-1, false, wake_fd_}; }
 
   // ---- bounce rings (medium protocol; provider-owned memory at the receiver) ------------------
   /// Space for len bytes in p's bounce ring for this sender, without committing it. Returns

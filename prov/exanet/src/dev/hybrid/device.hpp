@@ -270,6 +270,19 @@ class device {
             local_.wake_fd()};
   }
 
+  /// For a sleeper in the application's poll(2): the emulation's wake socket (bound on first
+  /// use when the network is off) and, with the network on, the network side's fd.
+  bool arm_poll_wake() noexcept {
+    if (!net_on_) return local_.arm_poll_wake();
+    // With every peer over the network no peer of this host rings the emulation's word.
+    return (reach_ == open_params::network::use::every_peer || local_.arm_poll_wake()) &&
+           remote_.arm_poll_wake();
+  }
+  sleep_descriptor poll_fd() const noexcept {
+    if (!net_on_) return local_.poll_fd();
+    return {remote_.poll_fd().fd, false, local_.wake_fd()};
+  }
+
   /// The sides, for tests and tools (the protocols see only dev::device's operations).
   const emu::device& local_side() const noexcept { return local_; }
   const net::device& network_side() const noexcept { return remote_; }

@@ -331,6 +331,9 @@ class device {
   bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
   void sleep_end() noexcept {}
   sleep_descriptor sleep_fd() const noexcept { return {wait_fd_, false}; }
+  /// Every arrival readies the lower CQ's fd already (sleep_prepare asked fi_trywait).
+  bool arm_poll_wake() noexcept { return wait_fd_ >= 0 && cq_ != nullptr; }
+  sleep_descriptor poll_fd() const noexcept { return sleep_fd(); }
 
   // ---- landing records, bells, access events, intake ---------------------------------------
   /// Calls on_slot for each slot whose notification landed since the last call; false if none.
