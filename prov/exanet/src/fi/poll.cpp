@@ -6,8 +6,8 @@
 
 #include <algorithm>
 #include <array>
-#include <span>
 #include <atomic>
+#include <span>
 #include <vector>
 
 #include "core/lock.hpp"
