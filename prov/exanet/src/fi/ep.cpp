@@ -387,20 +387,14 @@ bool endpoint::sleep_prepare(sleep_target& target) noexcept {
       return true;
     }
     // Armed before the announcement: a waker that sees the sleeper also sees the socket.
-    if (!proto.arm_poll_wake() || !proto.sleep_prepare(target.word, target.expected)) return false;
-    const dev::sleep_descriptor d = proto.poll_fd();
-    target.fd = d.fd;
-    target.word_in_use = d.word_in_use;
-    target.word_fd = d.word_fd;
-    target.look_again_ms = proto.look_again_ms();
-    sleep_refs.fetch_add(1, std::memory_order_relaxed);
-    return true;
+    if (!proto.arm_poll_wake()) return false;
   }
   if (!proto.sleep_prepare(target.word, target.expected)) return false;
-  const dev::sleep_descriptor d = proto.sleep_fd();
+  const dev::sleep_descriptor d = target.app_polls ? proto.poll_fd() : proto.sleep_fd();
   target.fd = d.fd;
   target.word_in_use = d.word_in_use;
   target.word_fd = d.word_fd;
+  if (target.app_polls) target.look_again_ms = proto.look_again_ms();
   sleep_refs.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -323,26 +323,21 @@ void waitset_signal(waitset& s) noexcept {
 int waitset_trywait(waitset& s) noexcept {
   s.fd.drain();
   s.armed.store(true, std::memory_order_release);
+  const auto again = [&s]() noexcept {
+    s.armed.store(false, std::memory_order_release);
+    return -FI_EAGAIN;
+  };
   // Counters' changes are not taken here: fi_trywait only says whether blocking is safe.
   core::level_guard g(s.lock);
   s.fd.end_watch();  // before the members progress: their endpoints' announcements go first
-  for (const member& m : s.members) {
-    if (m.ready(false)) {
-      s.armed.store(false, std::memory_order_release);
-      return -FI_EAGAIN;
-    }
-  }
+  for (const member& m : s.members)
+    if (m.ready(false)) return again();
   // Nothing yet: under manual progress an arrival at a member's endpoints must ready the fd.
+  // More members than the fd can watch: the application reads instead of blocking.
   std::array<progress_list*, 16> lists{};
-  if (s.members.size() > lists.size()) {
-    s.armed.store(false, std::memory_order_release);
-    return -FI_EAGAIN;  // more than one watch holds: the application reads instead of blocking
-  }
+  if (s.members.size() > lists.size()) return again();
   for (std::size_t i = 0; i < s.members.size(); ++i) lists[i] = &s.members[i].sources();
-  if (!s.fd.watch_arrivals(std::span(lists.data(), s.members.size()))) {
-    s.armed.store(false, std::memory_order_release);
-    return -FI_EAGAIN;
-  }
+  if (!s.fd.watch_arrivals(std::span(lists.data(), s.members.size()))) return again();
   return 0;
 }
 
