@@ -30,6 +30,8 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 tarball=$root/../shared/upstream/fabtests-v1.17.0.tar.gz
 cmd=${1:?usage: $0 build|quick|ubertest|standard|rdm_stress|quick_netns PREFIX [PROVDIR]}
 prefix=${2:?prefix}
+# absolute, so that a relative PREFIX holds in the subshells that change directory
+mkdir -p "$prefix" && prefix=$(cd "$prefix" && pwd)
 
 build() {
   local stamp=$prefix/.built-from
@@ -211,6 +213,21 @@ quick_netns() {
   summarize "$log" "upstream fabtests quick set across two hosts over exanet's network backend ($((SECONDS - start)) s)" "$allowed"
 }
 
+# fi_ubertest's server takes its config from the client over a socket of its own (port 2710 in
+# fabtests 1.17, not the provider's).
+ubertest_port=2710
+
+# Waits until a process listens on TCP port PORT (at most 10 s), or process PID has ended: the
+# client starts as soon as the server can take it, not after a fixed second (about 30 pieces).
+wait_listening() {
+  local port=$1 pid=$2 i
+  for ((i = 0; i < 200; i++)); do
+    [[ -n $(ss -Hltn "sport = :$port") ]] && return 0
+    kill -0 "$pid" 2>/dev/null || return 0
+    sleep 0.05
+  done
+}
+
 ubertest() {
   local provdir=${1:?provider dir}
   local config=$root/fabtests/upstream/exanet-verify.test
@@ -243,7 +260,7 @@ PY
     # as runfabtests.sh runs it: the client drives the config, the server (-x) leaves with it
     (cd "$out" && timeout 300 "$prefix/bin/fi_ubertest" -x >server.log 2>&1) &
     local server=$!
-    sleep 1
+    wait_listening "$ubertest_port" "$server"
     (cd "$out" && timeout 300 "$prefix/bin/fi_ubertest" -u "$piece" 127.0.0.1 >client.log 2>&1) ||
       kill -9 "$server" 2>/dev/null || true
     wait "$server" || true
