@@ -18,6 +18,23 @@
  * request: still one lower message (before the bundle flag on those packets: three). The target
  * checks the sums. With the small ring, messages above 4 KiB, and those that find it full, go by
  * rendezvous (more lower messages by design): medium sizes are not checked there.
+ *
+ * Bursts. N messages posted back to back, with no read between them, leave in far fewer lower
+ * messages (dev/net keeps a reported packet to a peer it sent to since its last poll for that
+ * poll): at most N / 2 here, for eager, train and medium sizes, every byte checked. What may be
+ * kept is bounded by what the application will do next, and two cases check it, each failing
+ * by a hang (the receiver's wait, 30 s) if a packet stays behind:
+ *  - with completions: the sender gets all N with fi_cq_read calls (the first read finds them
+ *    all, and a read that finds entries may skip progress), then calls nothing until the
+ *    receiver says, over the socket, that it has all N: the read that handed out the
+ *    completions must have sent what was kept;
+ *  - fi_tinject (no completion, no counter): the sender calls nothing after its N calls, so
+ *    none of them may be kept.
+ *
+ * Above what one lower message carries (FI_EXANET_MEDIUM_MAX's default, 16 KiB, is more than
+ * the bounce path over the network takes) a message whose receive was posted first goes by the
+ * receiver's RTR (ri_sent), not by the sender-initiated RTS it took when the medium path found
+ * no room (a round trip more); over shared memory it is a medium message.
  */
 #include "xt.h"
 
@@ -51,6 +68,139 @@ static void open_atomic_ep(struct xt_ep *x)
 	h->caps |= FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 	xt_open(x, h, 0);
 	fi_freeinfo(h);
+}
+
+static const size_t burst_sizes[] = {8, 64, 1024}; /* eager, train, medium */
+#define NBURST (sizeof burst_sizes / sizeof burst_sizes[0])
+enum { BURST_TSEND, BURST_TINJECT, BURST_WAYS };
+
+/* Sender: N messages of each burst size back to back, each way; then no call into libfabric
+ * (after the completions, for fi_tsend) until the receiver has them all. */
+static void send_bursts(struct xt_ep *x, int sock, int network)
+{
+	unsigned char *b = malloc((size_t)N * 1024);
+	XT_CHECK(b, "out of memory");
+	for (int way = 0; way < BURST_WAYS; way++)
+		for (size_t s = 0; s < NBURST; s++) {
+			const size_t len = burst_sizes[s];
+			const uint64_t tag0 = 900000 + (uint64_t)way * 10000 + len * 10;
+			xt_sync_progress(sock, x->txcq); /* the receiver posted its receives */
+			const struct fi_exanet_counters before = xt_counters(x->ep);
+			for (int k = 0; k < N; k++) {
+				unsigned char *m = b + (size_t)k * 1024;
+				xt_fill(m, len, (unsigned)(tag0 + k));
+				ssize_t rc;
+				while ((rc = way == BURST_TSEND
+						     ? fi_tsend(x->ep, m, len, NULL, peer, tag0 + k, m)
+						     : fi_tinject(x->ep, m, len, peer, tag0 + k)) ==
+				       -FI_EAGAIN)
+					fi_cq_read(x->txcq, NULL, 0);
+				XT_RC(rc);
+			}
+			const struct fi_exanet_counters sent = xt_counters(x->ep);
+			if (way == BURST_TSEND) {
+				struct fi_cq_tagged_entry e[N];
+				for (int got = 0; got < N;) {
+					const ssize_t n = fi_cq_read(x->txcq, e, N);
+					XT_CHECK(n > 0 || n == -FI_EAGAIN, "burst: fi_cq_read: %zd", n);
+					if (n > 0)
+						got += (int)n;
+				}
+			}
+			char done = 0; /* nothing of ours runs until the receiver has all N */
+			xt_recv_all(sock, &done, 1);
+			XT_CHECK(done == 1, "burst: the receiver failed");
+			const struct fi_exanet_counters after = xt_counters(x->ep);
+			const unsigned long long in_calls =
+				sent.network_messages_sent - before.network_messages_sent;
+			const unsigned long long msgs =
+				after.network_messages_sent - before.network_messages_sent;
+			const char *how = way == BURST_TSEND ? "fi_tsend" : "fi_tinject";
+			if (!network)
+				XT_CHECK(msgs == 0, "burst over shared memory: %llu lower messages", msgs);
+			else if (way == BURST_TSEND && !(g_small_ring && len > 64)) /* see the top */
+				XT_CHECK(msgs <= N / 2,
+					 "%zu B burst of %d fi_tsend took %llu lower messages (want at most "
+					 "%d)",
+					 len, N, msgs, N / 2);
+			else
+				XT_CHECK(in_calls >= 1,
+					 "%zu B burst of %d fi_tinject: nothing left during the calls", len,
+					 N);
+			printf("%zu B burst of %d %s: %llu lower messages (%llu during the calls)\n",
+			       len, N, how, msgs, in_calls);
+		}
+	xt_sync_progress(sock, x->txcq);
+	free(b);
+}
+
+/* Receiver of send_bursts: posts, lets the sender go, checks every message, says so. */
+static void receive_bursts(struct xt_ep *x, int sock, unsigned char *b)
+{
+	for (int way = 0; way < BURST_WAYS; way++)
+		for (size_t s = 0; s < NBURST; s++) {
+			const size_t len = burst_sizes[s];
+			const uint64_t tag0 = 900000 + (uint64_t)way * 10000 + len * 10;
+			for (int k = 0; k < N; k++)
+				XT_RC(fi_trecv(x->ep, b + (size_t)k * BIG, BIG, NULL, peer, tag0 + k, 0,
+					       b + (size_t)k * BIG));
+			xt_sync_progress(sock, x->rxcq);
+			for (int k = 0; k < N; k++) {
+				struct fi_cq_tagged_entry e;
+				struct fi_cq_err_entry err = {0};
+				XT_CHECK(xt_wait(x->rxcq, &e, &err, 30) == 1,
+					 "%zu B burst (%s): message %d of %d never came (a packet "
+					 "kept by the sender?): %d",
+					 len, way == BURST_TSEND ? "fi_tsend" : "fi_tinject", k, N, err.err);
+				const size_t at = (size_t)((unsigned char *)e.op_context - b) / BIG;
+				XT_CHECK(at < N && e.tag == tag0 + at && e.len == len &&
+						 xt_verify(b + at * BIG, len, (unsigned)(tag0 + at)),
+					 "%zu B burst: message %zu wrong (tag %llu, len %zu)", len, at,
+					 (unsigned long long)e.tag, e.len);
+			}
+			const char done = 1;
+			xt_send_all(sock, &done, 1);
+		}
+	xt_sync_progress(sock, x->rxcq);
+}
+
+#define ABOVE_BOUNCE 16384
+
+/* Sender: one ABOVE_BOUNCE message to a receive posted first (its RTR is here by the sync). */
+static void send_above_bounce(struct xt_ep *x, int sock, int network, unsigned char *b)
+{
+	xt_fill(b, ABOVE_BOUNCE, 77);
+	xt_sync_progress(sock, x->txcq);
+	const struct fi_exanet_counters before = xt_counters(x->ep);
+	xt_send_one(x->ep, x->txcq, b, ABOVE_BOUNCE, peer, 77);
+	const struct fi_exanet_counters after = xt_counters(x->ep);
+	const unsigned long long ri = after.ri_sent - before.ri_sent,
+				 rts = after.rndv_sent - before.rndv_sent,
+				 medium = after.medium_sent - before.medium_sent;
+	if (network)
+		XT_CHECK(ri == 1 && rts == 0,
+			 "%d B, receive posted first, over the network: %llu by RTR, %llu by RTS, "
+			 "%llu medium (want by RTR)",
+			 ABOVE_BOUNCE, ri, rts, medium);
+	else
+		XT_CHECK(medium == 1, "%d B over shared memory: %llu medium (want 1)", ABOVE_BOUNCE,
+			 medium);
+	printf("%d B, receive posted first: %s\n", ABOVE_BOUNCE,
+	       ri ? "by the receiver's RTR" : medium ? "medium" : "by RTS");
+	xt_sync_progress(sock, x->txcq);
+}
+
+static void receive_above_bounce(struct xt_ep *x, int sock, unsigned char *b)
+{
+	XT_RC(fi_trecv(x->ep, b, ABOVE_BOUNCE, NULL, peer, 77, 0, b));
+	xt_sync_progress(sock, x->rxcq);
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err = {0};
+	XT_CHECK(xt_wait(x->rxcq, &e, &err, 30) == 1, "%d B: receive failed: %d", ABOVE_BOUNCE,
+		 err.err);
+	XT_CHECK(e.len == ABOVE_BOUNCE && xt_verify(b, ABOVE_BOUNCE, 77), "%d B: payload differs",
+		 ABOVE_BOUNCE);
+	xt_sync_progress(sock, x->rxcq);
 }
 
 static void warm_up(struct xt_ep *x, int first)
@@ -150,6 +300,12 @@ static int sender(int i, int sock)
 		xt_sync_progress(sock, x.txcq); /* the receiver has them all; its ring credit comes back */
 	}
 	xt_sync_progress(sock, x.txcq);
+	send_bursts(&x, sock, network);
+	unsigned char *big = malloc(ABOVE_BOUNCE);
+	XT_CHECK(big, "out of memory");
+	if (!g_small_ring) /* there the ring's half, 4 KiB, bounds medium messages everywhere */
+		send_above_bounce(&x, sock, network, big);
+	free(big);
 
 	/* Atomics: N sums of each size into the receiver's region, each waited for. */
 	uint64_t raddr = 0, rkey = 0, ones[ATOMIC_ELEMS];
@@ -235,6 +391,9 @@ int main(void)
 		xt_sync_progress(sock, x.rxcq);
 	}
 	xt_sync_progress(sock, x.rxcq);
+	receive_bursts(&x, sock, b);
+	if (!g_small_ring)
+		receive_above_bounce(&x, sock, b);
 	/* The atomics' target: every element summed once per size that covers it. */
 	uint64_t *region = calloc(ATOMIC_ELEMS, sizeof *region);
 	XT_CHECK(region, "out of memory");

@@ -45,6 +45,10 @@ inline constexpr peer_id no_peer = ~peer_id{0};
 struct caps {
   bool dma_read = false;        // the engine can read remote memory (ExaNeST cannot)
   bool direct_user_write = false;  // DMA lands in user memory without staging (CMA available)
+  // The longest message the bounce ring carries to every peer, beyond the ring's own half
+  // (dev/net: what one lower message takes whole; SIZE_MAX: no other bound). The protocols
+  // send longer ones by rendezvous, so that a receive posted first answers with its RTR.
+  std::size_t bounce_max = SIZE_MAX;
 };
 
 /// Names no registration: a write that carries it must land in a window its target armed.
@@ -244,8 +248,22 @@ struct mailbox_reservation {
   // emulation ignores it. A send abandoned after such a packet leaves nothing stuck: the
   // backend sends what it held at its next poll or send.
   bool more = false;
+  // The sender's, set before publish: the application learns that this packet's message went
+  // only through a later read of a CQ or counter (a completion or a count), never from the call
+  // itself (FI_INJECT without completion, say). A backend whose lower transport pays per message
+  // may then keep it for its next lower message to the same peer, as long as it sends what it
+  // keeps at its next poll (dev/net's bursts); such a backend counts itself in held_for_poll
+  // meanwhile. The emulation ignores it.
+  bool reported = false;
   std::byte* data() const noexcept { return bytes; }
 };
+
+/// Devices holding published packets (mailbox_reservation::reported) that leave at their next
+/// poll. A read that would hand out completions already written without polling (fi/cq.cpp)
+/// polls while this is nonzero: a held packet's message may be the one it reports, and the
+/// application may then stop calling us. Relaxed: read and written by the thread that owns the
+/// device's endpoint at the threading level without locks, which alone takes that shortcut.
+inline std::atomic<std::uint32_t> held_for_poll{0};
 
 /// Room claimed in a peer's bounce ring (bounce_reserve), to be filled by bounce_write: where the
 /// bytes will be, as the packet naming them says it to the receiver. The protocol never writes

@@ -9,6 +9,7 @@
 #include <new>
 
 #include "core/lock.hpp"
+#include "dev/device.hpp"
 #include "fi/domain.hpp"
 #include "fi/enosys.hpp"
 #include "fi/poll.hpp"
@@ -120,8 +121,11 @@ ssize_t read_entries(cq& q, void* buf, size_t count, fi_addr_t* src) noexcept {
   // application whose own calls put an entry there before each read (a peek loop answered
   // FI_ENOMSG at once) must still let the message it waits for in. Without a lock at this
   // threading level the count is only ever changed by this same caller; with one, every read
-  // progresses as before.
-  if (q.entries.lock().enabled() || q.entries.size() == 0 || q.progress_skipped) {
+  // progresses as before. Nor while a device holds packets for its next poll (a burst over the
+  // network backend, dev::held_for_poll): the entries may be the completions of their messages,
+  // and an application that has them may stop calling us.
+  if (q.entries.lock().enabled() || q.entries.size() == 0 || q.progress_skipped ||
+      dev::held_for_poll.load(std::memory_order_relaxed) != 0) {
     q.progress();
     q.progress_skipped = false;
   } else {

@@ -16,7 +16,7 @@ namespace exanet::proto {
 inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::size_t len,
                                          std::uint64_t tag, std::uint64_t cq_data,
                                          bool has_cq_data, queue_kind kind,
-                                         std::span<const iovec> iov) noexcept {
+                                         std::span<const iovec> iov, bool reported) noexcept {
   dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(to, slot); !core::ok(s)) return s;
   // Built here, then copied into the slot: the bytes the receiver reads (wire::write_prefix).
@@ -34,6 +34,7 @@ inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::
   else
     core::copy_from_iov(p.payload, iov, 0, len);
   wire::write_prefix(slot.data(), p, offsetof(wire::env_data, payload) + len);
+  slot.reported = reported;
   dev_.mailbox_publish(slot);
   if (prof_) [[unlikely]] prof_->note_issued();
   commit_send(to, kind, tag, false, 0);
@@ -44,7 +45,7 @@ inline core::status endpoint::eager_post(dev::peer_id to, const void* buf, std::
 
 core::status endpoint::eager_send(const send_args& a, std::size_t len) noexcept {
   const core::status s = eager_post(a.peer, nullptr, len, a.tag, a.cq_data, a.has_cq_data, a.kind,
-                                    a.iov);
+                                    a.iov, reported(a.completion));
   if (core::ok(s)) complete_buffered_send(a, len);
   return s;
 }
@@ -56,7 +57,8 @@ core::status endpoint::send_one_now(dev::peer_id to, const void* buf, std::size_
   // (a DMA backlog that may close the psn window, a larger message) takes send().
   if (len < eager_below_[static_cast<int>(kind)] && dma_backlog_.empty()) [[likely]] {
     if (dev_.peer_intake_held(to)) [[unlikely]] return core::status::again;
-    const core::status s = eager_post(to, buf, len, tag, cq_data, has_cq_data, kind, {});
+    const core::status s =
+        eager_post(to, buf, len, tag, cq_data, has_cq_data, kind, {}, reported(how.completion));
     if (core::ok(s)) [[likely]] {
       if (how.completion && sinks_.tx) write_send_done(how.context, kind, len);
       if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);

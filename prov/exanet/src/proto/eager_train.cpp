@@ -72,6 +72,7 @@ core::status endpoint::train_send(const send_args& a, std::size_t len) noexcept 
   p.psn = psn;
   fill(p.payload, ahead, wire::eager_payload_max);
   wire::write(slot.data(), p);
+  slot.reported = reported(a.completion);
   dev_.mailbox_publish(slot);
   commit_send(a.peer, a.kind, a.tag, false, 0);
   ++stats_.train_sent;

@@ -69,7 +69,35 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
     return core::status::no_memory;
   }
   p.net.lost_after_ms = cfg.network_lost_after_ms;
-  protocols_ = protocol_table::build(selection_inputs::from(cfg, p.geo.bounce_ring_bytes));
+  use_protocols(protocol_table::build(selection_inputs::from(cfg, p.geo.bounce_ring_bytes)));
+  if (core::status s = open_intake(); !core::ok(s)) return s;
+  if (core::status s = dev_.open(p); !core::ok(s)) return s;
+  // A device whose bounce path stops short of the table's medium_max (the network backend:
+  // what one lower message takes whole) has the longer messages go by rendezvous, where a
+  // receive posted first answers with its RTR; left medium, they found no room at send time and
+  // took the sender-initiated one (RTS, CTS, write: a round trip more).
+  if (const std::size_t most = dev_.capabilities().bounce_max; most < cfg_.medium_max) {
+    selection_inputs in = selection_inputs::from(cfg, p.geo.bounce_ring_bytes);
+    in.medium_max = most;
+    use_protocols(protocol_table::build(in));
+  }
+  try {
+    ri_by_slot_.assign(p.geo.notify_slots, nullptr);
+  } catch (...) {
+    dev_.close();
+    return core::status::no_memory;
+  }
+  if (cfg_.profile && !prof_) {
+    prof_.reset(new (std::nothrow) profile);  // about 50 KiB, once per endpoint
+    if (!prof_) EXANET_LOG(warn, core, "FI_EXANET_PROFILE: out of memory; this endpoint is not profiled");
+  }
+  open_ = true;
+  if (cfg_.proto_info) print_protocols(protocols_, dev_.local_address().port);
+  return core::status::ok;
+}
+
+void endpoint::use_protocols(const protocol_table& t) noexcept {
+  protocols_ = t;
   cfg_.medium_max = protocols_.medium_max();  // as the table clamped it
   for (const queue_kind k : {queue_kind::msg, queue_kind::tagged}) {
     const size_row& row = protocols_.row(k == queue_kind::tagged ? op_kind::tagged_send : op_kind::send,
@@ -85,21 +113,6 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
             ? std::min(row.classes[1].max_len, wire::eager_train_limit) + 1
             : 0;
   }
-  if (core::status s = open_intake(); !core::ok(s)) return s;
-  if (core::status s = dev_.open(p); !core::ok(s)) return s;
-  try {
-    ri_by_slot_.assign(p.geo.notify_slots, nullptr);
-  } catch (...) {
-    dev_.close();
-    return core::status::no_memory;
-  }
-  if (cfg_.profile && !prof_) {
-    prof_.reset(new (std::nothrow) profile);  // about 50 KiB, once per endpoint
-    if (!prof_) EXANET_LOG(warn, core, "FI_EXANET_PROFILE: out of memory; this endpoint is not profiled");
-  }
-  open_ = true;
-  if (cfg_.proto_info) print_protocols(protocols_, dev_.local_address().port);
-  return core::status::ok;
 }
 
 void endpoint::close() noexcept {

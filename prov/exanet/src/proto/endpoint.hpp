@@ -512,7 +512,14 @@ class endpoint {
                                                         std::size_t len, std::uint64_t tag,
                                                         std::uint64_t cq_data, bool has_cq_data,
                                                         queue_kind kind,
-                                                        std::span<const iovec> iov) noexcept;
+                                                        std::span<const iovec> iov,
+                                                        bool reported) noexcept;
+  /// Whether the application hears of a buffered send only through a later read (its
+  /// completion, or the send counter): its packets may then wait for the device's next poll
+  /// (dev::mailbox_reservation::reported).
+  bool reported(bool completion) const noexcept {
+    return (completion && sinks_.tx) || sinks_.send_cntr;
+  }
   void on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept;
   // eager_train.cpp
   core::status train_send(const send_args& a, std::size_t len) noexcept;
@@ -918,6 +925,8 @@ class endpoint {
 
   config cfg_{};
   protocol_table protocols_{};
+  /// Takes t as the endpoint's protocol table, with the limits the fast paths read from it.
+  void use_protocols(const protocol_table& t) noexcept;
   /// Per queue kind: messages shorter than this go eager when transmit-complete is enough (the
   /// first size class of the send row, when it is eager; 0 otherwise). Set at open.
   std::array<std::size_t, 2> eager_below_{};

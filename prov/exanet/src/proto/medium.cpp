@@ -39,6 +39,7 @@ core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept
   p.ring = space.ring;
   p.psn = next_psn(a.peer);
   wire::write(slot.data(), p);
+  slot.reported = reported(a.completion);
   dev_.mailbox_publish(slot);
   if (prof_) [[unlikely]] prof_->note_issued();
   // The next medium message's room, made ready while we would wait anyway (dev/emu: its lines

@@ -57,6 +57,7 @@ caps device::capabilities() const noexcept {
     const caps n = remote_.capabilities();
     c.dma_read = c.dma_read && n.dma_read;
     c.direct_user_write = c.direct_user_write && n.direct_user_write;
+    c.bounce_max = std::min(c.bounce_max, n.bounce_max);
   }
   return c;
 }

@@ -138,11 +138,14 @@ core::status device::open(const open_params& p) noexcept {
   // fewer iovecs has no bounce path (bounce_max 0: those messages take the rendezvous) and no
   // bundles (every packet alone).
   bundling_ = iov_limit_ >= 3;
+  // A bundle is at most lower_eager_bytes in all (bundle_for, bounce_write): one medium message
+  // takes the room of an eager train's packets beside its own, a burst of packets up to
+  // max_bundle_packets.
   bounce_max_ = bundling_ ? std::min({std::size_t{p.geo.bounce_ring_bytes} / 2,
                                       std::size_t{net.receive_bytes} / 4,
-                                      lower_eager_bytes - wire::bundle_bytes(0, wire::max_bundle_packets)})
+                                      lower_eager_bytes - wire::bundle_bytes(0, wire::train_room)})
                           : 0;
-  const std::size_t min_room = wire::bundle_bytes(bounce_max_, wire::max_bundle_packets);
+  const std::size_t min_room = lower_eager_bytes;
   if (int e = fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_room,
                         sizeof min_room))
     return fail("FI_OPT_MIN_MULTI_RECV", e);
@@ -227,7 +230,8 @@ void device::close() noexcept {
   domain_ = nullptr;
   fabric_ = nullptr;
   info_ = nullptr;
-  bundle_ = nullptr;  // its operation goes with ops_
+  set_bundle(nullptr);  // its operation goes with ops_
+  burst_to_ = no_peer;
   peers_.clear();
   by_incarnation_.clear();
   pending_.clear();
@@ -293,6 +297,7 @@ core::status device::inject_now(peer_id p, const packet& pk) noexcept {
   if (rc != 0) return from_fi(static_cast<int>(rc));
   bytes_sent_ += pk.size();
   ++lower_sends_;
+  burst_to_ = p;
   return core::status::ok;
 }
 
@@ -321,11 +326,14 @@ core::status device::send_bounce(op_context& op) noexcept {
   if (rc != 0) return from_fi(static_cast<int>(rc));
   bytes_sent_ += wire::bundle_bytes(op.len, op.count);
   ++lower_sends_;
+  burst_to_ = op.to;
   return core::status::ok;
 }
 
 device::op_context* device::bundle_for(peer_id p) noexcept {
-  if (bundle_ && (bundle_->to != p || bundle_->count == wire::max_bundle_packets)) flush_bundle();
+  if (bundle_ && (bundle_->to != p || bundle_->count == wire::max_bundle_packets ||
+                  wire::bundle_bytes(bundle_->len, bundle_->count + 1u) > lower_eager_bytes))
+    flush_bundle();
   if (bundle_) return bundle_;
   op_context* op = op_acquire();
   if (!op) return nullptr;
@@ -334,14 +342,14 @@ device::op_context* device::bundle_for(peer_id p) noexcept {
   op->len = 0;
   op->offset = 0;
   op->count = 0;
-  bundle_ = op;
+  set_bundle(op);
   return op;
 }
 
 void device::flush_bundle() noexcept {
   op_context* op = bundle_;
   if (!op) return;
-  bundle_ = nullptr;
+  set_bundle(nullptr);
   const peer_id to = op->to;
   peer& pr = peers_[to];
   pending_packet q{to, {}, op};
@@ -394,18 +402,22 @@ core::status device::send_hello(peer_id p) noexcept {
   return send_or_queue(p, to_packet(h));
 }
 
-core::status device::send_or_queue(peer_id p, const packet& pk, bool more) noexcept {
+core::status device::send_or_queue(peer_id p, const packet& pk, bool more, bool reported) noexcept {
   // The caller made sure of the credit; FIFO per peer: behind what is already queued.
   peer& pr = peers_[p];
   if (pr.hello_due && static_cast<std::uint8_t>(pk[0]) != static_cast<std::uint8_t>(device_packet::hello)) {
     if (core::status s = send_hello(p); !core::ok(s)) return s;
   }
   --pr.credits;
-  if ((more || (bundle_ && bundle_->to == p)) && bundling_) {
-    // Into the bundle: it leaves with this packet unless more of the message follows.
+  // A burst: a lower message to p left since the last poll, and the application will read
+  // before it can know this packet went (reported), so the packet may wait for that poll.
+  const bool wait = reported && burst_to_ == p && pr.queued == 0 && !pushing_;
+  if ((more || wait || (bundle_ && bundle_->to == p)) && bundling_) {
+    // Into the bundle: it leaves with this packet unless more of the message follows or the
+    // burst goes on (then at the next poll, or when full, or before anything else we send).
     if (op_context* b = bundle_for(p)) {
       b->packets[b->count++] = pk;
-      if (!more) flush_bundle();
+      if ((!more && !wait) || b->count == wire::max_bundle_packets) flush_bundle();
       return core::status::ok;
     }
   }
@@ -502,7 +514,7 @@ core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept
 
 void device::mailbox_publish(const mailbox_reservation& r) noexcept {
   // Credit checked at reserve; queued if busy; in the bundle while more of the message follows.
-  (void)send_or_queue(reserved_for_, reserved_, r.more);
+  (void)send_or_queue(reserved_for_, reserved_, r.more, r.reported);
 }
 
 void device::give_credit(peer_id p) noexcept {
@@ -733,9 +745,27 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
   if (len == 0) return;  // nothing to carry (a zero-byte inline RMA write): see bounce_data
   // It must know us before it reads the bytes (the caller's mailbox_reserve sent our hello).
   if (pr.hello_due && (pr.credits == 0 || !core::ok(send_hello(p)))) return;
-  // The bytes wait in a bundle of their own for the packet that names them, which the caller
-  // publishes next: both leave as one lower message (bundle_for sends one to another peer, or
-  // with bytes or packets already, first: a bundle's bytes precede its packets).
+  // A bundle to p waiting (a burst, or packets of this call) takes the bytes too when they
+  // continue its own within one pass of the ring and bounce_max: the receiver lays a bundle's
+  // bytes in its ring before it reads the bundle's packets, and none of those packets names
+  // these bytes, which lie past everything it was sent (the gaps of placement travel along).
+  if (bundle_ && bundle_->to == p) {
+    op_context& b = *bundle_;
+    const std::uint64_t size = pr.ring_out.size();
+    const std::uint64_t from = b.len == 0 ? at.offset : b.offset;
+    const std::uint64_t span = at.offset + len - from;
+    // (and room for the packet naming them: the bundle stays within lower_eager_bytes)
+    if (at.offset >= b.offset + b.len && span <= bounce_max_ && (from & (size - 1)) + span <= size &&
+        wire::bundle_bytes(span, b.count + 1u) <= lower_eager_bytes) {
+      b.offset = from;
+      b.len = static_cast<std::size_t>(span);
+      return;
+    }
+  }
+  // Otherwise the bytes wait in a bundle of their own for the packet that names them, which
+  // the caller publishes next: both leave as one lower message (bundle_for sends one to
+  // another peer, or with bytes or packets already, first: a bundle's bytes precede its
+  // packets).
   if (bundle_ && (bundle_->to != p || bundle_->len != 0 || bundle_->count != 0)) flush_bundle();
   op_context* op = bundle_for(p);  // bounce_reserve saw more than bounce_ops_reserved free
   if (!op) return;  // cannot happen; the packet naming the bytes is dropped at the receiver
@@ -775,7 +805,7 @@ std::size_t device::open_bundle(const fi_cq_data_entry& e) noexcept {
   }
   std::memcpy(&h, e.buf, sizeof h);
   if (h.type != static_cast<std::uint8_t>(device_packet::bounce) ||
-      h.packets > wire::max_bundle_packets || h.len > bounce_max_ ||
+      h.packets > wire::max_bundle_packets || h.len > bounce_max_ || e.len > lower_eager_bytes ||
       e.len != wire::bundle_bytes(h.len, h.packets)) {
     ++drops_.bad_field;  // not a lower message this backend sends
     return 0;
@@ -1120,7 +1150,7 @@ void device::forget_dead_peer(peer_id p) noexcept {
   pr.grants.clear();
   if (bundle_ && bundle_->to == p) {
     free_op(*bundle_);
-    bundle_ = nullptr;
+    set_bundle(nullptr);
   }
   // Packets still queued to it will never be read: drop them (their credits do not matter now).
   std::erase_if(pending_, [this, p](const pending_packet& q) {

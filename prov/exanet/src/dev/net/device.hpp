@@ -54,6 +54,13 @@
 //    full sends the bundle first, as it is: FIFO per pair holds, and nothing waits for a call
 //    that may not come (the protocol publishes the last packet in the same call). Each packet
 //    of a bundle takes its credit at publish, as a lone packet does.
+//  - Bursts. A reported packet (mailbox_reservation::reported: the application hears of its
+//    message only by a later read) to a peer that a lower message went to since the last poll
+//    waits in the bundle for that poll, with the packets (and medium bytes) that follow it to
+//    the same peer: a window of small sends leaves in few lower messages, each of which costs
+//    the lower provider a system call and a completion. While a bundle waits, dev::held_for_poll
+//    makes every CQ read poll before it hands out completions, and sleep_prepare refuses, so
+//    a kept packet leaves before its completion can be seen (docs/protocol.md, "Bursts").
 //  - Sleeping (sleep_prepare, sleep_fd): the lower CQ's fd wait object, after fi_trywait.
 //
 // It offers every operation of dev::device (checked below). What ExaNeST has and it does not:
@@ -107,7 +114,9 @@ class device {
   void close() noexcept;
 
   const address& local_address() const noexcept { return self_; }
-  caps capabilities() const noexcept { return {.dma_read = false, .direct_user_write = true}; }
+  caps capabilities() const noexcept {
+    return {.dma_read = false, .direct_user_write = true, .bounce_max = bounce_max_};
+  }
   const std::string& lower_provider() const noexcept { return lower_name_; }
 
   // ---- peers ------------------------------------------------------------------------------
@@ -134,6 +143,7 @@ class device {
   template <class F>
   std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
     if (bundle_) flush_bundle();  // what waited for a later packet goes now
+    burst_to_ = no_peer;          // and the next packet to any peer leaves at once
     std::size_t n = 0;
     for (; n < budget && !held_.empty(); ++n) {
       const held_packet h = held_.front();
@@ -192,6 +202,7 @@ class device {
     if (ring_credits_due_) send_due_ring_credits();
     if (!answers_due_.empty()) send_due_answers();
     if (intake_due_) send_intake();
+    burst_to_ = no_peer;  // what this poll sent starts no burst: the application's next send goes
     return n;
   }
 
@@ -482,7 +493,20 @@ class device {
   core::status post(const pending_packet& q) noexcept;
   core::status send_bounce(op_context& op) noexcept;
   /// The bundle waiting for a later packet to its peer (nullptr: none); at most one, to one peer.
+  /// Changed only through set_bundle, which keeps dev::held_for_poll: while a bundle exists, a
+  /// CQ read polls before it hands out completions (the bundle may hold their messages).
   op_context* bundle_ = nullptr;
+  void set_bundle(op_context* op) noexcept {
+    if (!bundle_ != !op)
+      held_for_poll.fetch_add(op ? 1u : ~0u, std::memory_order_relaxed);  // ~0u: minus one
+    bundle_ = op;
+  }
+  /// The peer our last lower message went to since the last poll (no_peer: none). A reported
+  /// packet to it waits in the bundle for the next poll (a burst: several messages posted
+  /// between two polls leave in few lower messages, where each would pay the lower provider's
+  /// system call and completion); the first packet after a poll leaves at once (a ping-pong
+  /// loses nothing).
+  peer_id burst_to_ = no_peer;
   /// A bundle to p to add to (bundle_ to another peer, or full, is sent first); nullptr: no
   /// lower operation free, nothing was changed.
   op_context* bundle_for(peer_id p) noexcept;
@@ -494,8 +518,10 @@ class device {
   std::size_t bounce_max_ = 0;
   bool bundling_ = false;  // the lower provider takes the three iovecs of a bundle
   /// more: a packet of the same message to p follows in this call (mailbox_reservation::more):
-  /// it may wait in the bundle.
-  core::status send_or_queue(peer_id p, const packet& pk, bool more = false) noexcept;
+  /// it may wait in the bundle. reported (mailbox_reservation::reported): a packet of a burst to
+  /// p may wait there for the next poll.
+  core::status send_or_queue(peer_id p, const packet& pk, bool more = false,
+                             bool reported = false) noexcept;
   void flush_pending() noexcept;
   void push_queued(peer_id p) noexcept;
   void drive() noexcept;

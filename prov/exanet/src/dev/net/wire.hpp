@@ -108,9 +108,14 @@ static_assert(sizeof(ring_packet) <= packet_bytes);
 static_assert(offsetof(ring_packet, packets) == 1 && offsetof(ring_packet, len) == 4 &&
               offsetof(ring_packet, offset) == 8);
 
-/// Packets one bundle carries at most: an eager train (wire::eager_train_limit, 5 eager_data
-/// packets) and its envelope fit, with room to spare.
-inline constexpr std::size_t max_bundle_packets = 8;
+/// Packets one bundle carries at most: a burst of small messages (dev/net/device.hpp) leaves in
+/// lower messages of up to 2 KiB of packets. A bundle with ring bytes has fewer: the whole stays
+/// within what the lower provider sends whole (device.cpp), and the largest medium message
+/// leaves room for train_room packets beside its bytes (an eager train, wire::eager_train_limit:
+/// 5 eager_data packets, and its envelope fit).
+inline constexpr std::size_t max_bundle_packets = 32;
+inline constexpr std::size_t train_room = 8;
+static_assert(train_room <= max_bundle_packets);
 static_assert(max_bundle_packets <= 0xFF, "counted in ring_packet::packets");
 
 /// A bundle's length on the wire.
