@@ -31,10 +31,13 @@
  *  - fi_tinject (no completion, no counter): the sender calls nothing after its N calls, so
  *    none of them may be kept.
  *
- * Above what one lower message carries (FI_EXANET_MEDIUM_MAX's default, 16 KiB, is more than
- * the bounce path over the network takes) a message whose receive was posted first goes by the
- * receiver's RTR (ri_sent), not by the sender-initiated RTS it took when the medium path found
- * no room (a round trip more); over shared memory it is a medium message.
+ * Longer than one lower message carries: a 16 KiB message (FI_EXANET_MEDIUM_MAX's default) is
+ * still a medium message over the network, its leading bytes in a lower message of their own
+ * (two in all). And above what the network's bounce path takes (a quarter of a receive buffer,
+ * 64 KiB; net.net_messages_medium_max raises FI_EXANET_MEDIUM_MAX to 128 KiB) a 96 KiB message
+ * whose receive was posted first goes by the receiver's RTR (ri_sent), not by the RTS the
+ * sender took when the medium path found no room at send time (a round trip more); over shared
+ * memory it is medium.
  */
 #include "xt.h"
 
@@ -164,42 +167,45 @@ static void receive_bursts(struct xt_ep *x, int sock, unsigned char *b)
 	xt_sync_progress(sock, x->rxcq);
 }
 
-#define ABOVE_BOUNCE 16384
+#define LONG_MEDIUM 16384	/* one piece and the rest with its packet over the network */
+#define ABOVE_BOUNCE 98304	/* above the network's bounce path, below a 128 KiB medium_max */
+static int g_big_medium;	/* FI_EXANET_MEDIUM_MAX=131072 */
 
-/* Sender: one ABOVE_BOUNCE message to a receive posted first (its RTR is here by the sync). */
-static void send_above_bounce(struct xt_ep *x, int sock, int network, unsigned char *b)
+/* Sender: one len-byte message to a receive posted first (its RTR, if any, is here by the sync);
+ * checks which protocol carried it and, over the network, in how many lower messages. */
+static void send_long(struct xt_ep *x, int sock, int network, unsigned char *b, size_t len)
 {
-	xt_fill(b, ABOVE_BOUNCE, 77);
+	xt_fill(b, len, (unsigned)len);
 	xt_sync_progress(sock, x->txcq);
 	const struct fi_exanet_counters before = xt_counters(x->ep);
-	xt_send_one(x->ep, x->txcq, b, ABOVE_BOUNCE, peer, 77);
+	xt_send_one(x->ep, x->txcq, b, len, peer, len);
 	const struct fi_exanet_counters after = xt_counters(x->ep);
 	const unsigned long long ri = after.ri_sent - before.ri_sent,
 				 rts = after.rndv_sent - before.rndv_sent,
-				 medium = after.medium_sent - before.medium_sent;
-	if (network)
+				 medium = after.medium_sent - before.medium_sent,
+				 msgs = after.network_messages_sent - before.network_messages_sent;
+	if (network && len > LONG_MEDIUM)
 		XT_CHECK(ri == 1 && rts == 0,
-			 "%d B, receive posted first, over the network: %llu by RTR, %llu by RTS, "
+			 "%zu B, receive posted first, over the network: %llu by RTR, %llu by RTS, "
 			 "%llu medium (want by RTR)",
-			 ABOVE_BOUNCE, ri, rts, medium);
+			 len, ri, rts, medium);
 	else
-		XT_CHECK(medium == 1, "%d B over shared memory: %llu medium (want 1)", ABOVE_BOUNCE,
-			 medium);
-	printf("%d B, receive posted first: %s\n", ABOVE_BOUNCE,
-	       ri ? "by the receiver's RTR" : medium ? "medium" : "by RTS");
+		XT_CHECK(medium == 1 && (!network || (msgs >= 2 && msgs <= 3)),
+			 "%zu B: %llu medium (want 1), %llu lower messages (want 2 over the network)",
+			 len, medium, msgs);
+	printf("%zu B, receive posted first: %s, %llu lower messages\n", len,
+	       ri ? "by the receiver's RTR" : medium ? "medium" : "by RTS", msgs);
 	xt_sync_progress(sock, x->txcq);
 }
 
-static void receive_above_bounce(struct xt_ep *x, int sock, unsigned char *b)
+static void receive_long(struct xt_ep *x, int sock, unsigned char *b, size_t len)
 {
-	XT_RC(fi_trecv(x->ep, b, ABOVE_BOUNCE, NULL, peer, 77, 0, b));
+	XT_RC(fi_trecv(x->ep, b, len, NULL, peer, len, 0, b));
 	xt_sync_progress(sock, x->rxcq);
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err = {0};
-	XT_CHECK(xt_wait(x->rxcq, &e, &err, 30) == 1, "%d B: receive failed: %d", ABOVE_BOUNCE,
-		 err.err);
-	XT_CHECK(e.len == ABOVE_BOUNCE && xt_verify(b, ABOVE_BOUNCE, 77), "%d B: payload differs",
-		 ABOVE_BOUNCE);
+	XT_CHECK(xt_wait(x->rxcq, &e, &err, 30) == 1, "%zu B: receive failed: %d", len, err.err);
+	XT_CHECK(e.len == len && xt_verify(b, len, (unsigned)len), "%zu B: payload differs", len);
 	xt_sync_progress(sock, x->rxcq);
 }
 
@@ -304,7 +310,9 @@ static int sender(int i, int sock)
 	unsigned char *big = malloc(ABOVE_BOUNCE);
 	XT_CHECK(big, "out of memory");
 	if (!g_small_ring) /* there the ring's half, 4 KiB, bounds medium messages everywhere */
-		send_above_bounce(&x, sock, network, big);
+		send_long(&x, sock, network, big, LONG_MEDIUM);
+	if (g_big_medium)
+		send_long(&x, sock, network, big, ABOVE_BOUNCE);
 	free(big);
 
 	/* Atomics: N sums of each size into the receiver's region, each waited for. */
@@ -354,7 +362,8 @@ int main(void)
 {
 	xt_init(120);
 	const char *eager_max = getenv("FI_EXANET_EAGER_MAX"), *medium_max = getenv("FI_EXANET_MEDIUM_MAX");
-	if (eager_max || medium_max) {
+	g_big_medium = medium_max && !strcmp(medium_max, "131072");
+	if (eager_max || (medium_max && !g_big_medium)) {
 		printf("SKIP: the sizes here assume the default FI_EXANET_EAGER_MAX and MEDIUM_MAX\n");
 		return 0;
 	}
@@ -393,7 +402,9 @@ int main(void)
 	xt_sync_progress(sock, x.rxcq);
 	receive_bursts(&x, sock, b);
 	if (!g_small_ring)
-		receive_above_bounce(&x, sock, b);
+		receive_long(&x, sock, b, LONG_MEDIUM);
+	if (g_big_medium)
+		receive_long(&x, sock, b, ABOVE_BOUNCE);
 	/* The atomics' target: every element summed once per size that covers it. */
 	uint64_t *region = calloc(ATOMIC_ELEMS, sizeof *region);
 	XT_CHECK(region, "out of memory");

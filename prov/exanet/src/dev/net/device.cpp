@@ -138,12 +138,12 @@ core::status device::open(const open_params& p) noexcept {
   // fewer iovecs has no bounce path (bounce_max 0: those messages take the rendezvous) and no
   // bundles (every packet alone).
   bundling_ = iov_limit_ >= 3;
-  // A bundle is at most lower_eager_bytes in all (bundle_for, bounce_write): one medium message
-  // takes the room of an eager train's packets beside its own, a burst of packets up to
-  // max_bundle_packets.
-  bounce_max_ = bundling_ ? std::min({std::size_t{p.geo.bounce_ring_bytes} / 2,
-                                      std::size_t{net.receive_bytes} / 4,
-                                      lower_eager_bytes - wire::bundle_bytes(0, wire::train_room)})
+  // A bundle is at most lower_eager_bytes in all (bundle_for, bounce_write): the bytes beside
+  // its packets at most piece_bytes (an eager train's packets fit beside them), a burst of
+  // packets up to max_bundle_packets. A longer medium message sends its leading bytes in
+  // bundles of their own first (bounce_write).
+  bounce_max_ = bundling_ ? std::min(std::size_t{p.geo.bounce_ring_bytes} / 2,
+                                     std::size_t{net.receive_bytes} / 4)
                           : 0;
   const std::size_t min_room = lower_eager_bytes;
   if (int e = fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_room,
@@ -196,6 +196,7 @@ core::status device::open(const open_params& p) noexcept {
 
 void device::close() noexcept {
   if (ep_) {
+    if (bundle_) flush_bundle();  // a burst's messages have completed: they go before the bye
     // Peers count us lost at once instead of after lost_after_ms of silence. Best effort: a bye
     // the lower provider has not sent when the endpoint closes is replaced by that silence.
     for (peer_id p = 0; p < peers_.size(); ++p)
@@ -710,7 +711,9 @@ device::op_context* device::op_acquire() noexcept {
 
 bool device::bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_like,
                             ring_space& out) noexcept {
-  if (p >= peers_.size() || len > bounce_max_ || free_ops_.size() <= bounce_ops_reserved)
+  // One lower operation per piece (bounce_write), beyond the writes' share.
+  if (p >= peers_.size() || len > bounce_max_ ||
+      free_ops_.size() <= bounce_ops_reserved + len / piece_bytes)
     return false;
   peer& pr = peers_[p];
   if (pr.dead) return false;
@@ -745,19 +748,33 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
   if (len == 0) return;  // nothing to carry (a zero-byte inline RMA write): see bounce_data
   // It must know us before it reads the bytes (the caller's mailbox_reserve sent our hello).
   if (pr.hello_due && (pr.credits == 0 || !core::ok(send_hello(p)))) return;
+  // Longer than one lower message carries beside its packets: the leading bytes go now, in
+  // order, in bundles of piece_bytes without packets (after anything waiting: FIFO); the rest
+  // goes with the packet naming the message, as a shorter message's whole.
+  std::uint64_t from = at.offset;
+  if (len > piece_bytes) {
+    if (bundle_) flush_bundle();
+    for (; len > piece_bytes; from += piece_bytes, len -= piece_bytes) {
+      op_context* op = bundle_for(p);  // bounce_reserve saw enough free
+      if (!op) return;                 // cannot happen; the receiver drops what names the bytes
+      op->offset = from;
+      op->len = piece_bytes;
+      flush_bundle();
+    }
+  }
   // A bundle to p waiting (a burst, or packets of this call) takes the bytes too when they
-  // continue its own within one pass of the ring and bounce_max: the receiver lays a bundle's
+  // continue its own within one pass of the ring and piece_bytes: the receiver lays a bundle's
   // bytes in its ring before it reads the bundle's packets, and none of those packets names
   // these bytes, which lie past everything it was sent (the gaps of placement travel along).
   if (bundle_ && bundle_->to == p) {
     op_context& b = *bundle_;
     const std::uint64_t size = pr.ring_out.size();
-    const std::uint64_t from = b.len == 0 ? at.offset : b.offset;
-    const std::uint64_t span = at.offset + len - from;
+    const std::uint64_t start = b.len == 0 ? from : b.offset;
+    const std::uint64_t span = from + len - start;
     // (and room for the packet naming them: the bundle stays within lower_eager_bytes)
-    if (at.offset >= b.offset + b.len && span <= bounce_max_ && (from & (size - 1)) + span <= size &&
+    if (from >= b.offset + b.len && span <= piece_bytes && (start & (size - 1)) + span <= size &&
         wire::bundle_bytes(span, b.count + 1u) <= lower_eager_bytes) {
-      b.offset = from;
+      b.offset = start;
       b.len = static_cast<std::size_t>(span);
       return;
     }
@@ -769,7 +786,7 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
   if (bundle_ && (bundle_->to != p || bundle_->len != 0 || bundle_->count != 0)) flush_bundle();
   op_context* op = bundle_for(p);  // bounce_reserve saw more than bounce_ops_reserved free
   if (!op) return;  // cannot happen; the packet naming the bytes is dropped at the receiver
-  op->offset = at.offset;
+  op->offset = from;
   op->len = len;
 }
 
@@ -805,7 +822,7 @@ std::size_t device::open_bundle(const fi_cq_data_entry& e) noexcept {
   }
   std::memcpy(&h, e.buf, sizeof h);
   if (h.type != static_cast<std::uint8_t>(device_packet::bounce) ||
-      h.packets > wire::max_bundle_packets || h.len > bounce_max_ || e.len > lower_eager_bytes ||
+      h.packets > wire::max_bundle_packets || h.len > lower_eager_bytes || e.len > lower_eager_bytes ||
       e.len != wire::bundle_bytes(h.len, h.packets)) {
     ++drops_.bad_field;  // not a lower message this backend sends
     return 0;

@@ -46,7 +46,9 @@
 //    rendezvous would need the sender's progress to answer its CTS). The receiver gives ring
 //    credit back with ring_credit packets, every quarter ring consumed; a message is at most
 //    half a ring and a quarter of a receive buffer, so a drained ring always has room for the
-//    largest, and at most what the lower provider sends whole when posted (bounce_max).
+//    largest (bounce_max). Every lower message is at most what the lower provider sends whole
+//    when posted (lower_eager_bytes): a message with more bytes than fit one beside its packets
+//    (piece_bytes) sends the leading ones first, in bundles without packets.
 //  - Bundles. One lower message per exanet message, as the lower provider sends one: the
 //    packets of an eager train (published with mailbox_reservation::more) and bounce bytes wait
 //    in a bundle and leave with the next packet to that peer published without `more`, as one
@@ -319,6 +321,10 @@ class device {
   /// tcp;ofi_rxm sends a message eagerly up to its 16 KiB buffer less its own header; longer
   /// ones go by segments or its rendezvous, which need the sender's progress.
   static constexpr std::size_t lower_eager_bytes = 16384 - 256;
+  /// Ring bytes one bundle carries beside its packets: a lower message of lower_eager_bytes
+  /// with room for an eager train's packets (wire::train_room). A medium message longer than
+  /// this goes in pieces (bounce_write).
+  static constexpr std::size_t piece_bytes = lower_eager_bytes - wire::bundle_bytes(0, wire::train_room);
 
   // ---- what ExaNeST has and this backend does not (yet) --------------------------------------
   /// No reads: a read is a request the target answers with a write, as on ExaNeST.
