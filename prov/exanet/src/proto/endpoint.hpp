@@ -378,7 +378,11 @@ class endpoint {
   /// src.port == 0 picks a free port.
   core::status open(const config& cfg, const dev::address& src) noexcept;
   void close() noexcept;
-  void set_sinks(const endpoint_sinks& s) noexcept { sinks_ = s; }
+  void set_sinks(const endpoint_sinks& s) noexcept {
+    sinks_ = s;
+    reported_by_ = {static_cast<bool>(s.send_cntr),
+                    static_cast<bool>(s.tx) || static_cast<bool>(s.send_cntr)};
+  }
   const dev::address& address() const noexcept { return dev_.local_address(); }
   const config& cfg() const noexcept { return cfg_; }
   /// Which protocol each operation takes, by size and situation; built at open.
@@ -517,9 +521,11 @@ class endpoint {
   /// Whether the application hears of a buffered send only through a later read (its
   /// completion, or the send counter): its packets may then wait for the device's next poll
   /// (dev::mailbox_reservation::reported).
-  bool reported(bool completion) const noexcept {
-    return (completion && sinks_.tx) || sinks_.send_cntr;
-  }
+  bool reported(bool completion) const noexcept { return reported_by_[completion]; }
+  /// reported(), by whether the send asks for a completion: set with the sinks, so a send on
+  /// the shared-memory path (which ignores it) pays one load (mpi_instructions.sh: computed per
+  /// send from the sinks it cost 10 instructions).
+  std::array<bool, 2> reported_by_{};
   void on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept;
   // eager_train.cpp
   core::status train_send(const send_args& a, std::size_t len) noexcept;
