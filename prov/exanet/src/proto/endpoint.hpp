@@ -522,10 +522,6 @@ class endpoint {
   /// completion, or the send counter): its packets may then wait for the device's next poll
   /// (dev::mailbox_reservation::reported).
   bool reported(bool completion) const noexcept { return reported_by_[completion]; }
-  /// reported(), by whether the send asks for a completion: set with the sinks, so a send on
-  /// the shared-memory path (which ignores it) pays one load (mpi_instructions.sh: computed per
-  /// send from the sinks it cost 10 instructions).
-  std::array<bool, 2> reported_by_{};
   void on_env_data(dev::peer_id from, const dev::packet& pkt) noexcept;
   // eager_train.cpp
   core::status train_send(const send_args& a, std::size_t len) noexcept;
@@ -939,6 +935,10 @@ class endpoint {
   /// Likewise for eager trains: messages from eager_below_ and shorter than this (the second
   /// class, when it is eager/train; else 0).
   std::array<std::size_t, 2> train_below_{};
+  /// reported(), by whether the send asks for a completion: set with the sinks, so a send on
+  /// the shared-memory path (which ignores it) pays one load (mpi_instructions.sh: computed per
+  /// send from the sinks it cost 10 instructions).
+  std::array<bool, 2> reported_by_{};
   std::size_t bell_work_ = 0;  // progress_busy: the work its notification bells did (progress.cpp)
   dev::selected_device dev_;  // the backend, through dev::device only (dev/backend.hpp)
   endpoint_sinks sinks_{};

@@ -822,7 +822,7 @@ std::size_t device::open_bundle(const fi_cq_data_entry& e) noexcept {
   }
   std::memcpy(&h, e.buf, sizeof h);
   if (h.type != static_cast<std::uint8_t>(device_packet::bounce) ||
-      h.packets > wire::max_bundle_packets || h.len > lower_eager_bytes || e.len > lower_eager_bytes ||
+      h.packets > wire::max_bundle_packets || e.len > lower_eager_bytes ||
       e.len != wire::bundle_bytes(h.len, h.packets)) {
     ++drops_.bad_field;  // not a lower message this backend sends
     return 0;
