@@ -134,6 +134,11 @@ struct fi_exanet_counters {
 	 * segment. */
 	uint64_t dma_writes_direct;
 	uint64_t dma_writes_staged;
+	/* Not a count: 1 if the network backend's lower completion queue has a wait fd, 0 if it
+	 * has none or the network is off. fi_enable gives it one only where something may sleep
+	 * on the endpoint (a CQ with a wait object, any counter, FI_PROGRESS_AUTO's thread): an
+	 * fd costs the lower tcp provider work on every arrival (fi_exanet(7), NETWORK BACKEND). */
+	uint64_t network_sleepable;
 };
 
 struct fid_ep;

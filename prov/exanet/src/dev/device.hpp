@@ -142,6 +142,7 @@ struct route_counts {
   std::uint64_t network_bytes_sent = 0;   // handed to the lower provider: packets, ring data,
                                           // DMA writes (after its acceptance)
   std::uint64_t network_messages_sent = 0;  // lower messages it accepted (DMA writes apart)
+  std::uint64_t network_sleepable = 0;  // 1: the network side can wake a sleeper (enable)
   // The emulated engine: DMA writes by cross-memory attach and through the staging area.
   std::uint64_t dma_writes_direct = 0;
   std::uint64_t dma_writes_staged = 0;
@@ -328,6 +329,12 @@ concept device =
       // open(params): this endpoint's mailbox, slots, rings and table; close(): gives them back.
       { d.open(op) } noexcept -> std::same_as<core::status>;
       { d.close() } noexcept -> std::same_as<void>;
+      // enable(sleepers), once the endpoint above is complete (its completion objects bound),
+      // before its first connect: sleepers says whether anything may ever sleep on this device
+      // (sleep_prepare, arm_poll_wake). A backend whose sleep support costs it on every arrival
+      // may leave it out when not (dev/net: a lower CQ without wait fd); sleep_prepare then
+      // says false and sleepers poll. io: the backend could not start.
+      { d.enable(flag) } noexcept -> std::same_as<core::status>;
       { cd.local_address() } noexcept -> std::same_as<const address&>;  // what fi_getname gives
       { cd.capabilities() } noexcept -> std::same_as<caps>;  // for protocol selection at setup
       // ---- peers ------------------------------------------------------------------------------
@@ -469,6 +476,7 @@ class interface_of : private D {
   // lifetime, addressing, capabilities
   using D::open;
   using D::close;
+  using D::enable;
   using D::local_address;
   using D::capabilities;
   // peers

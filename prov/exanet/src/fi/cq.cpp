@@ -357,6 +357,7 @@ bool cq_has_entries(cq& q) noexcept {
 }
 
 fid_domain* cq_domain(const cq& q) noexcept { return q.domain; }
+bool cq_may_sleep(const cq& q) noexcept { return q.wait_obj != FI_WAIT_NONE; }
 void cq_set_ref(cq& q, int delta) noexcept { q.set_refs.fetch_add(delta, std::memory_order_acq_rel); }
 
 int cq_trywait(cq& q) noexcept {

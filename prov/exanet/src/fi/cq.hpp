@@ -35,6 +35,9 @@ bool cq_progress_ready(cq& q) noexcept;
 /// The domain a CQ was opened in, and the references poll sets hold on it (a CQ in a poll set
 /// cannot close: -FI_EBUSY).
 fid_domain* cq_domain(const cq& q) noexcept;
+/// Whether anything may ever sleep on the CQ: it has a wait object (fi_cq_sread, fi_trywait and
+/// a wait set need one; fi_cq(3) allows none of them on FI_WAIT_NONE).
+bool cq_may_sleep(const cq& q) noexcept;
 void cq_set_ref(cq& q, int delta) noexcept;
 /// A wait set's sleep (fi_wait): announces a sleeper on the CQ's wake word and at its endpoints;
 /// false if one of them has work (then no sleep). cq_sleep_end withdraws the announcement (call

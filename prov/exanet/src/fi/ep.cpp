@@ -204,6 +204,15 @@ int ep_enable(endpoint& ep) noexcept {
   s.rma_target = {&ep, &on_remote_access};
   s.resolver = {&ep, &resolve_source};
   ep.proto.set_sinks(s);
+  // Whether anything may ever sleep on this endpoint, now that nothing more can be bound: a CQ
+  // with a wait object, any counter (fi_cntr_wait sleeps whatever the counter's wait object:
+  // cntr_wait), or the domain's progress thread. If not, the network backend's lower CQ gets
+  // no wait object, which makes each arrival cheaper (dev/net's start).
+  const bool sleepers = domain_progress_thread(ep.domain) != nullptr ||
+                        (ep.tx_cq && cq_may_sleep(*ep.tx_cq)) || (ep.rx_cq && cq_may_sleep(*ep.rx_cq)) ||
+                        ep.send_cntr || ep.recv_cntr || ep.read_cntr || ep.write_cntr ||
+                        ep.remote_read_cntr || ep.remote_write_cntr;
+  if (core::status st = ep.proto.enable(sleepers); !core::ok(st)) return core::to_int(st);
   if (ep.proto.cfg().protocol == proto::protocol_family::optimistic &&
       !(ep.caps & FI_DIRECTED_RECV))
     EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=optimistic refuses any-source receives, and "

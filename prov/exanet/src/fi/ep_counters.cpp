@@ -87,6 +87,7 @@ constexpr named_counter g_counters[] = {
     EXANET_COUNTER(network_messages_sent),
     EXANET_COUNTER(dma_writes_direct),
     EXANET_COUNTER(dma_writes_staged),
+    EXANET_COUNTER(network_sleepable),
 };
 #undef EXANET_COUNTER
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),

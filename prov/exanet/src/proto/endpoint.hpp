@@ -388,6 +388,9 @@ class endpoint {
   /// Which protocol each operation takes, by size and situation; built at open.
   const protocol_table& protocols() const noexcept { return protocols_; }
 
+  /// The endpoint is complete (fi_enable): sleepers says whether anything may ever sleep on it
+  /// (dev::device's enable).
+  core::status enable(bool sleepers) noexcept { return dev_.enable(sleepers); }
   /// Maps a peer address to a device peer (cold: first use of each peer).
   core::status connect(const dev::address& a, dev::peer_id& out) noexcept;
   /// Forgets every cached sender fi_addr (the AV removed an entry).
@@ -490,6 +493,7 @@ class endpoint {
     s.network_messages_sent = r.network_messages_sent;
     s.dma_writes_direct = r.dma_writes_direct;
     s.dma_writes_staged = r.dma_writes_staged;
+    s.network_sleepable = r.network_sleepable;
     return s;
   }
   /// What peers' packets make this endpoint hold now (intake.cpp; tests and exanet-stats).

@@ -42,6 +42,9 @@ class device {
   /// Creates this endpoint's segment; reclaims segments left by dead processes first.
   core::status open(const params& p) noexcept;
   void close() noexcept;
+  /// Nothing to start: the mailbox is live from open, and its sleep support (a futex word) is
+  /// kept whatever sleepers says.
+  core::status enable(bool) noexcept { return core::status::ok; }
 
   const address& local_address() const noexcept { return self_; }
   caps capabilities() const noexcept {

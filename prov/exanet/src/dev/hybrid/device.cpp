@@ -148,6 +148,7 @@ route_counts device::routes() const noexcept {
           .peers_network = far.peers_network,
           .network_bytes_sent = far.network_bytes_sent,
           .network_messages_sent = far.network_messages_sent,
+          .network_sleepable = far.network_sleepable,
           .dma_writes_direct = near.dma_writes_direct,
           .dma_writes_staged = near.dma_writes_staged};
 }

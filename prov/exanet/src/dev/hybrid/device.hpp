@@ -37,6 +37,10 @@ class device {
   /// our name is version 2: the emulation's, with this host and the network side's lower name.
   core::status open(const open_params& p) noexcept;
   void close() noexcept;
+  /// The emulation has nothing to start; the network side starts its lower endpoint.
+  core::status enable(bool sleepers) noexcept {
+    return net_on_ ? remote_.enable(sleepers) : core::status::ok;
+  }
   const address& local_address() const noexcept { return net_on_ ? self_ : local_.local_address(); }
   caps capabilities() const noexcept;
 

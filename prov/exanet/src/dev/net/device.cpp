@@ -107,30 +107,12 @@ core::status device::open(const open_params& p) noexcept {
   };
   if (int e = fi_fabric(info_->fabric_attr, &fabric_, nullptr)) return fail("fi_fabric", e);
   if (int e = fi_domain(fabric_, info_, &domain_, nullptr)) return fail("fi_domain", e);
-  fi_cq_attr cqa{};
-  cqa.format = FI_CQ_FORMAT_DATA;
-  cqa.size = 4096;
-  // An fd to sleep on (sleep_prepare): a lower provider without one is polled, as before.
-  cqa.wait_obj = FI_WAIT_FD;
-  cqa.wait_cond = FI_CQ_COND_NONE;
-  if (fi_cq_open(domain_, &cqa, &cq_, nullptr) == 0) {
-    if (fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
-  } else {
-    cq_ = nullptr;
-    cqa.wait_obj = FI_WAIT_NONE;
-    if (int e = fi_cq_open(domain_, &cqa, &cq_, nullptr)) return fail("fi_cq_open", e);
-  }
-  if (wait_fd_ < 0)
-    EXANET_LOG(info, core, "network backend: %s's CQ has no wait fd; waits poll it",
-               lower_name_.c_str());
   fi_av_attr ava{};
   ava.type = info_->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE
                                                          : info_->domain_attr->av_type;
   if (int e = fi_av_open(domain_, &ava, &av_, nullptr)) return fail("fi_av_open", e);
   if (int e = fi_endpoint(domain_, info_, &ep_, nullptr)) return fail("fi_endpoint", e);
-  if (int e = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV)) return fail("fi_ep_bind cq", e);
   if (int e = fi_ep_bind(ep_, &av_->fid, 0)) return fail("fi_ep_bind av", e);
-  if (int e = fi_enable(ep_)) return fail("fi_enable", e);
   // A bundle (header, ring bytes, packets: three iovecs) must land whole in one receive
   // buffer, and go out whole when posted: a longer lower message may take the lower provider's
   // own segmentation or rendezvous (tcp;ofi_rxm above its 16 KiB buffers), which waits for our
@@ -145,17 +127,26 @@ core::status device::open(const open_params& p) noexcept {
   bounce_max_ = bundling_ ? std::min(std::size_t{p.geo.bounce_ring_bytes} / 2,
                                      std::size_t{net.receive_bytes} / 4)
                           : 0;
-  const std::size_t min_room = lower_eager_bytes;
-  if (int e = fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_room,
-                        sizeof min_room))
-    return fail("FI_OPT_MIN_MULTI_RECV", e);
 
   self_ = p.self;
   self_.magic = address_magic;
   self_.version = 2;
   if (self_.incarnation == 0) self_.incarnation = fresh_incarnation();
   std::size_t len = lower_name_bytes;
-  if (int e = fi_getname(&ep_->fid, self_.lower_name.data(), &len)) {
+  // The lower endpoint starts (its CQ, enabled, receives posted) when the endpoint above is
+  // enabled (enable): only then is it known whether anything will sleep on it. Its name is
+  // needed now, for fi_getname; a lower provider that names an endpoint only once enabled
+  // starts now, as if something would sleep.
+  int named = fi_getname(&ep_->fid, self_.lower_name.data(), &len);
+  if (named != 0 && named != -FI_ETOOSMALL) {
+    if (core::status s = start(true); !core::ok(s)) {
+      close();
+      return s;
+    }
+    len = lower_name_bytes;
+    named = fi_getname(&ep_->fid, self_.lower_name.data(), &len);
+  }
+  if (int e = named) {
     if (e == -FI_ETOOSMALL) {
       EXANET_LOG(warn, core, "network backend: %s names endpoints in %zu bytes; exanet's names "
                  "have room for %zu", lower_name_.c_str(), len, lower_name_bytes);
@@ -178,19 +169,65 @@ core::status device::open(const open_params& p) noexcept {
     ops_[i].index = i;
     if (i >= receive_buffers) free_ops_.push_back(i);
   }
-  for (std::uint32_t b = 0; b < receive_buffers; ++b) {
-    ops_[b].what = op_context::kind::receive;
-    if (core::status s = post_receive(b); !core::ok(s)) {
-      close();
-      return s;
-    }
-  }
+  for (std::uint32_t b = 0; b < receive_buffers; ++b) ops_[b].what = op_context::kind::receive;
+  if (started_)  // started already (above): its buffers go to the lower provider now
+    for (std::uint32_t b = 0; b < receive_buffers; ++b)
+      if (core::status s = post_receive(b); !core::ok(s)) {
+        close();
+        return s;
+      }
   if (lower_name_.rfind("tcp", 0) == 0 && !std::getenv("FI_TCP_NODELAY"))
     EXANET_LOG_ONCE(warn, core, "network backend over %s without FI_TCP_NODELAY=1: the kernel "
                     "delays exanet's small packets (Nagle's algorithm against delayed "
                     "acknowledgements: up to 40 ms each in a rendezvous here)", lower_name_.c_str());
   EXANET_LOG(info, core, "network backend over %s (%s): %zu-byte name, %u credits per sender",
              lower_name_.c_str(), info_->domain_attr->name, len, net.credits);
+  return core::status::ok;
+}
+
+core::status device::start(bool sleepers) noexcept {
+  if (started_) return core::status::ok;
+  if (cq_ || !ep_) return core::status::io;  // a start failed already (close cleans up)
+  auto fail = [&](const char* what, int err) {
+    EXANET_LOG(warn, core, "network backend: %s over %s failed: %s", what, lower_name_.c_str(),
+               fi_strerror(-err));
+    wait_fd_ = -1;  // cq_ stays for close(), which closes it after the endpoint bound to it
+    return from_fi(err) == core::status::again ? core::status::io : from_fi(err);
+  };
+  fi_cq_attr cqa{};
+  cqa.format = FI_CQ_FORMAT_DATA;
+  cqa.size = 4096;
+  // A wait object only where something may sleep on this endpoint (sleep_prepare's fd). It is
+  // not free: tcp polls the sockets of a CQ with an fd through an epoll set (epoll_wait where
+  // it otherwise calls poll), which the kernel updates on every arrival (perf, 8 B ping-pong
+  // across two namespaces: 5.6 % of the samples in _raw_spin_unlock_irqrestore, absent
+  // without), and a lower CQ without one took 0.7-1.3 us off a one-way 8 B latency of 7-10 us
+  // (BENCHMARKS.md, "A lower CQ without wait fd"). A lower provider without an fd is polled,
+  // as with none.
+  cqa.wait_obj = sleepers ? FI_WAIT_FD : FI_WAIT_NONE;
+  cqa.wait_cond = FI_CQ_COND_NONE;
+  if (fi_cq_open(domain_, &cqa, &cq_, nullptr) == 0) {
+    if (sleepers && fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
+  } else {
+    cq_ = nullptr;
+    cqa.wait_obj = FI_WAIT_NONE;
+    if (int e = fi_cq_open(domain_, &cqa, &cq_, nullptr)) return fail("fi_cq_open", e);
+  }
+  if (sleepers && wait_fd_ < 0)
+    EXANET_LOG(info, core, "network backend: %s's CQ has no wait fd; waits poll it",
+               lower_name_.c_str());
+  if (int e = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV)) return fail("fi_ep_bind cq", e);
+  if (int e = fi_enable(ep_)) return fail("fi_enable", e);
+  const std::size_t min_room = lower_eager_bytes;
+  if (int e = fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_room,
+                        sizeof min_room))
+    return fail("FI_OPT_MIN_MULTI_RECV", e);
+  started_ = true;
+  for (std::uint32_t b = 0; b < ops_.size() && ops_[b].what == op_context::kind::receive; ++b)
+    if (core::status s = post_receive(b); !core::ok(s)) return s;
+  EXANET_LOG(info, core, "network backend over %s started: lower CQ %s", lower_name_.c_str(),
+             wait_fd_ >= 0 ? "with a wait fd (something may sleep on this endpoint)"
+                           : "without a wait fd (nothing sleeps on this endpoint: it polls)");
   return core::status::ok;
 }
 
@@ -228,6 +265,7 @@ void device::close() noexcept {
   ep_ = nullptr;
   av_ = nullptr;
   cq_ = nullptr;
+  started_ = false;
   domain_ = nullptr;
   fabric_ = nullptr;
   info_ = nullptr;
@@ -272,6 +310,10 @@ void device::repost(void* ctx) noexcept {
 
 core::status device::connect(const address& a, peer_id& out) noexcept {
   if (a.pdid != self_.pdid) return core::status::access;
+  // A peer before enable (the endpoint above calls enable first; a caller of this device alone
+  // may not): started as if something would sleep, the choice that never makes a sleeper spin.
+  if (!started_) [[unlikely]]
+    if (core::status s = start(true); !core::ok(s)) return s;
   if (!a.valid() || a.version < 2 || a.lower_len == 0 || a.incarnation == 0)
     return core::status::invalid;
   if (auto it = by_incarnation_.find(a.incarnation); it != by_incarnation_.end()) {
@@ -680,7 +722,7 @@ void device::on_tx_done(void* ctx, int err) noexcept {
 
 bool device::sleep_prepare(const std::atomic<std::uint32_t>*& word,
                            std::uint32_t& expected) noexcept {
-  if (wait_fd_ < 0 || !cq_) return false;
+  if (wait_fd_ < 0 || !started_) return false;
   if (bundle_ || !held_.empty() || !events_.empty() || !bells_.empty() || !pending_.empty() ||
       !answers_due_.empty() || intake_due_ || ring_credits_due_)
     return false;  // handed over or sent by the next poll, not by an arrival

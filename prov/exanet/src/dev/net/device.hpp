@@ -114,6 +114,15 @@ class device {
   /// invalid: the lower provider is exanet itself.
   core::status open(const open_params& p) noexcept;
   void close() noexcept;
+  /// The endpoint above is complete (its completion queues and counters bound): the lower
+  /// endpoint starts (its CQ is opened and bound, it is enabled, the receive buffers posted).
+  /// sleepers: whether anything may sleep on this device (sleep_prepare, arm_poll_wake); if not,
+  /// the lower CQ gets no wait object, which makes every arrival cheaper (start). A device used
+  /// before enable (connect, poll_mailbox) starts as if something would sleep. Later calls
+  /// change nothing.
+  core::status enable(bool sleepers) noexcept { return start(sleepers); }
+  /// Whether the lower CQ has a wait fd (routes().network_sleepable).
+  bool sleepable() const noexcept { return wait_fd_ >= 0; }
 
   const address& local_address() const noexcept { return self_; }
   caps capabilities() const noexcept {
@@ -144,6 +153,10 @@ class device {
   /// when the packet is delivered.
   template <class F>
   std::size_t poll_mailbox(std::size_t budget, F&& on_packet) noexcept {
+    // Polled before enable (a CQ read before fi_enable; a caller of this device alone): started
+    // as connect does, so that peers' packets come in.
+    if (!started_) [[unlikely]]
+      if (!core::ok(start(true))) return 0;
     if (bundle_) flush_bundle();  // what waited for a later packet goes now
     burst_to_ = no_peer;          // and the next packet to any peer leaves at once
     std::size_t n = 0;
@@ -289,7 +302,8 @@ class device {
   const drop_counts& drops() const noexcept { return drops_; }
   route_counts routes() const noexcept {
     return {.peers_network = peers_.size(), .network_bytes_sent = bytes_sent_,
-            .network_messages_sent = lower_sends_};
+            .network_messages_sent = lower_sends_,
+            .network_sleepable = sleepable() ? 1u : 0u};
   }
   const net_drops& net_drop_counts() const noexcept { return drops_; }
   /// Lower messages (packets and bundles, not RMA writes) the lower provider accepted to send:
@@ -485,6 +499,10 @@ class device {
   std::size_t open_bundle(const fi_cq_data_entry& e) noexcept;
   void on_device_packet(peer_id from, const packet& pk) noexcept;
   void on_hello(std::uint64_t incarnation, const packet& pk) noexcept;
+  /// enable's work (also the first connect's, and open's for a lower provider that names an
+  /// endpoint only once enabled).
+  core::status start(bool sleepers) noexcept;
+  bool started_ = false;
   void on_cq_error() noexcept;
   void on_tx_done(void* ctx, int err) noexcept;
   void repost(void* ctx) noexcept;
