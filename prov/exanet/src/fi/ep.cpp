@@ -212,7 +212,12 @@ int ep_enable(endpoint& ep) noexcept {
                         (ep.tx_cq && cq_may_sleep(*ep.tx_cq)) || (ep.rx_cq && cq_may_sleep(*ep.rx_cq)) ||
                         ep.send_cntr || ep.recv_cntr || ep.read_cntr || ep.write_cntr ||
                         ep.remote_read_cntr || ep.remote_write_cntr;
-  if (core::status st = ep.proto.enable(sleepers); !core::ok(st)) return core::to_int(st);
+  {
+    // A CQ read in another thread progresses the endpoint already (bound, not yet enabled),
+    // and a device polled before enable starts itself: one start, under the endpoint's lock.
+    core::level_guard g(ep.lock);
+    if (core::status st = ep.proto.enable(sleepers); !core::ok(st)) return core::to_int(st);
+  }
   if (ep.proto.cfg().protocol == proto::protocol_family::optimistic &&
       !(ep.caps & FI_DIRECTED_RECV))
     EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=optimistic refuses any-source receives, and "
