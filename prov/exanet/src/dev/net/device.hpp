@@ -63,7 +63,9 @@
 //    the lower provider a system call and a completion. While a bundle waits, dev::held_for_poll
 //    makes every CQ read poll before it hands out completions, and sleep_prepare refuses, so
 //    a kept packet leaves before its completion can be seen (docs/protocol.md, "Bursts").
-//  - Sleeping (sleep_prepare, sleep_fd): the lower CQ's fd wait object, after fi_trywait.
+//  - Sleeping (sleep_prepare, sleep_fd): the lower CQ's fd wait object, after fi_trywait. The
+//    lower CQ has one only if enable was told something may sleep (an fd costs tcp work on
+//    every arrival); without it, sleep_prepare says false and sleepers poll.
 //
 // It offers every operation of dev::device (checked below). What ExaNeST has and it does not:
 // reads (a read is a request the target answers with a write). It is not yet the endpoint's backend (dev/backend.hpp) and is
