@@ -44,7 +44,10 @@ bool open_dev(dev::net::device& d, const std::string& node, const std::string& p
   p.net.provider = prov;
   p.net.node = node;
   p.self.pdid = 9;
-  const core::status s = d.open(p);
+  // Enabled as fi_enable enables an endpoint whose CQs have no wait object: this ping-pong
+  // polls, so its lower CQ has no fd either (dev/net's start).
+  core::status s = d.open(p);
+  if (core::ok(s)) s = d.enable(false);
   if (!core::ok(s)) std::fprintf(stderr, "net_probe: open over %s failed: %d\n", prov.c_str(),
                                  core::to_int(s));
   return core::ok(s);

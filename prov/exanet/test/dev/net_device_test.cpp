@@ -139,11 +139,19 @@ dev::open_params params_for(const std::string& node, const std::string& provider
   return p;
 }
 
+// Opens and enables a device, as fi_endpoint then fi_enable do (with sleepers, as an endpoint
+// with a wait object: the lower CQ keeps its fd). lost_peers opens without enable: a device
+// connected and polled before enable starts itself.
+core::status open_enabled(device& d, const dev::open_params& p) {
+  const core::status s = d.open(p);
+  return core::ok(s) ? d.enable(true) : s;
+}
+
 // ---- the target --------------------------------------------------------------------------------
 
 int serve(int out_fd, const std::string& file, const std::string& node, const std::string& prov) {
   device d;
-  if (core::status s = d.open(params_for(node, prov)); !core::ok(s)) {
+  if (core::status s = open_enabled(d, params_for(node, prov)); !core::ok(s)) {
     std::fprintf(stderr, "target: open over %s failed: %d\n", prov.c_str(), core::to_int(s));
     return 2;
   }
@@ -308,7 +316,7 @@ int initiate(const dev::address& target, const std::string& node, const std::str
   dev::open_params op = params_for(node, prov);
   op.self.port = initiator_port;
   op.self.host = initiator_host;
-  if (core::status s = d.open(op); !core::ok(s)) {
+  if (core::status s = open_enabled(d, op); !core::ok(s)) {
     std::fprintf(stderr, "initiator: open failed: %d\n", core::to_int(s));
     return 2;
   }
@@ -443,7 +451,7 @@ int initiate(const dev::address& target, const std::string& node, const std::str
   // Another PDID: a second device that claims the target's PDID locally to get its packets out.
   {
     device foreign;
-    if (core::ok(foreign.open(params_for(node, prov, 8)))) {
+    if (core::ok(open_enabled(foreign, params_for(node, prov, 8)))) {
       dev::address as_if = target;
       as_if.pdid = 8;
       dev::peer_id ft;
@@ -490,7 +498,7 @@ int initiate(const dev::address& target, const std::string& node, const std::str
   {
     device fresh;
     dev::peer_id ft = dev::no_peer;
-    CHECK(core::ok(fresh.open(params_for(node, prov))) && fresh.connect(target, ft) == core::status::ok,
+    CHECK(core::ok(open_enabled(fresh, params_for(node, prov))) && fresh.connect(target, ft) == core::status::ok,
           "a second initiator");
     bad.peer = ft;
     bad.len = 512;
@@ -501,7 +509,7 @@ int initiate(const dev::address& target, const std::string& node, const std::str
   {
     device fresh;
     dev::peer_id ft = dev::no_peer;
-    CHECK(core::ok(fresh.open(params_for(node, prov))) && fresh.connect(target, ft) == core::status::ok,
+    CHECK(core::ok(open_enabled(fresh, params_for(node, prov))) && fresh.connect(target, ft) == core::status::ok,
           "a third initiator");
     bad.peer = ft;
     bad.notify_gen = r.gen;
@@ -541,7 +549,7 @@ pid_t start_peer(const std::string& prov, dev::address& out) {
   if (child == 0) {
     ::close(fds[0]);
     device d;
-    if (!core::ok(d.open(params_for("127.0.0.1", prov)))) _exit(2);
+    if (!core::ok(open_enabled(d, params_for("127.0.0.1", prov)))) _exit(2);
     const dev::address a = d.local_address();
     if (write(fds[1], &a, sizeof a) != sizeof a) _exit(2);
     bool closing = false;
@@ -645,7 +653,7 @@ constexpr std::uint32_t bounce_messages = 3000;
 // through `report` once it has every message.
 int bounce_receive(int addr_fd, int report_fd, const std::string& prov) {
   device d;
-  if (!core::ok(d.open(params_for("127.0.0.1", prov)))) return 2;
+  if (!core::ok(open_enabled(d, params_for("127.0.0.1", prov)))) return 2;
   const dev::address self = d.local_address();
   if (write(addr_fd, &self, sizeof self) != sizeof self) return 2;
   const std::size_t ring = dev::open_params{}.geo.bounce_ring_bytes;
@@ -706,7 +714,7 @@ int bounce_rings(const std::string& prov) {
   }
   device d;
   dev::peer_id t = dev::no_peer;
-  CHECK(core::ok(d.open(params_for("127.0.0.1", prov))) && d.connect(target, t) == core::status::ok,
+  CHECK(core::ok(open_enabled(d, params_for("127.0.0.1", prov))) && d.connect(target, t) == core::status::ok,
         "open and connect");
   const std::size_t max = d.bounce_max();
   CHECK(max >= 8192, "bounce messages of %zu bytes at most: less than a medium message", max);
@@ -776,7 +784,7 @@ constexpr std::size_t idle_write_bytes = 4096;  // the lower provider sends it w
 // polling), and waits for the notification with the data. Reports through `report`.
 int idle_write_receive(int addr_fd, int report_fd, const std::string& prov) {
   device d;
-  if (!core::ok(d.open(params_for("127.0.0.1", prov)))) return 2;
+  if (!core::ok(open_enabled(d, params_for("127.0.0.1", prov)))) return 2;
   std::vector<std::byte> window(idle_write_bytes, std::byte{0});
   offer o{};
   o.type = window_offer;
@@ -842,7 +850,7 @@ int idle_write(const std::string& prov) {
   }
   device d;
   dev::peer_id t = dev::no_peer;
-  CHECK(core::ok(d.open(params_for("127.0.0.1", prov))) && d.connect(target, t) == core::status::ok,
+  CHECK(core::ok(open_enabled(d, params_for("127.0.0.1", prov))) && d.connect(target, t) == core::status::ok,
         "open and connect");
   CHECK(send_blocking(d, t, pack(std::uint8_t{seq_pkt})) == core::status::ok, "first packet");
   std::vector<std::byte> src(idle_write_bytes);
