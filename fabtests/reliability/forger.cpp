@@ -35,6 +35,7 @@ extern "C" {
 #include <random>
 #include <span>
 
+#include "dev/emu/key_table.hpp"
 #include "dev/emu/layout.hpp"
 #include "proto/wire.hpp"
 
@@ -438,6 +439,18 @@ void attack(target& t, const identity& me, const victim_map& m, std::uint64_t se
     d.len = ~0ull;
     for (std::uint32_t slot : {0u, 1u, 2047u, 2048u, ~0u}) {
       d.key_slot = slot;
+      publish_as(t, id, d);
+    }
+    // A read that claims CQ data, of a size the registration holds, at the region's key slot
+    // (its key's home in the table, and the next ones a collision would probe): reads bring no
+    // CQ data, so no completion may come. Before the target refused it, it produced an
+    // FI_REMOTE_CQ_DATA completion (found by the random packets of seed 1796245461).
+    d.hdr = wire::make_header(wire::pkt_type::rma_done,
+                              wire::flag_remote_read | wire::flag_cq_data | wire::flag_last);
+    d.len = 64;
+    const std::uint32_t home = emu::key_table::home_of(kKey, t.geo->key_slots);
+    for (std::uint32_t k = 0; k < 4; ++k) {
+      d.key_slot = (home + k) & (t.geo->key_slots - 1);
       publish_as(t, id, d);
     }
     wire::rma_write_inline wi{};

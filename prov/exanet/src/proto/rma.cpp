@@ -384,10 +384,13 @@ void endpoint::rma_access_landed(dev::peer_id from, std::uint32_t key_slot, bool
   // Only an access that could have happened here counts (issue 12): a live registration of this
   // endpoint with the right the access needs, no longer than it, that asked to hear of accesses
   // or that the access brings CQ data into. Anything else is a stale or forged event.
+  // A read brings no CQ data (fi_rma(3): FI_REMOTE_CQ_DATA is for writes; our initiators never
+  // set it on a read): an event claiming both is forged (the forger's seed 1796245461 made the
+  // target write an FI_REMOTE_CQ_DATA completion for a read of a registration without events).
   dev::key_grant g;
   const std::uint32_t need = remote_read ? dev::rma_access::remote_read : dev::rma_access::remote_write;
-  if (!dev_.key_at(key_slot, g) || (g.access & need) != need || len > g.len ||
-      !(g.events || has_cq_data)) {
+  if ((remote_read && has_cq_data) || !dev_.key_at(key_slot, g) || (g.access & need) != need ||
+      len > g.len || !(g.events || has_cq_data)) {
     ++stats_.drop_rma_event;
     EXANET_LOG_ONCE(warn, ep_data, "RMA event for key slot %u (%s, %zu bytes) dropped: no such "
                     "access is possible here", key_slot, remote_read ? "read" : "write", len);
