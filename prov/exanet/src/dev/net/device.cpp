@@ -206,13 +206,17 @@ core::status device::start(bool sleepers) noexcept {
   // as with none.
   cqa.wait_obj = sleepers ? FI_WAIT_FD : FI_WAIT_NONE;
   cqa.wait_cond = FI_CQ_COND_NONE;
-  if (fi_cq_open(domain_, &cqa, &cq_, nullptr) == 0) {
-    if (sleepers && fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0) wait_fd_ = -1;
-  } else {
-    cq_ = nullptr;
+  int opened = fi_cq_open(domain_, &cqa, &cq_, nullptr);
+  if (opened != 0 && sleepers) {  // no fd wait object there: a CQ without one, polled
     cqa.wait_obj = FI_WAIT_NONE;
-    if (int e = fi_cq_open(domain_, &cqa, &cq_, nullptr)) return fail("fi_cq_open", e);
+    opened = fi_cq_open(domain_, &cqa, &cq_, nullptr);
   }
+  if (opened != 0) {
+    cq_ = nullptr;
+    return fail("fi_cq_open", opened);
+  }
+  if (cqa.wait_obj == FI_WAIT_FD && fi_control(&cq_->fid, FI_GETWAIT, &wait_fd_) != 0)
+    wait_fd_ = -1;
   if (sleepers && wait_fd_ < 0)
     EXANET_LOG(info, core, "network backend: %s's CQ has no wait fd; waits poll it",
                lower_name_.c_str());
