@@ -30,6 +30,14 @@
  *    completions must have sent what was kept;
  *  - fi_tinject (no completion, no counter): the sender calls nothing after its N calls, so
  *    none of them may be kept.
+ * Medium bursts of 8 KiB and 16 KiB (96 KiB each, at placements that differ per message): the
+ * bytes of one message fill the lower message of the one before, so at most one lower message
+ * per 16000 bytes and two more (before: one per 8 KiB message, two per 16 KiB one).
+ *
+ * RTR window: 16 receives of 192 KiB posted back to back send 16 RTRs in at most 4 lower
+ * messages (an RTR is a reported packet: its receive completes only through a later read, which
+ * polls first); the sender waits until it has every RTR, then each send is written straight into
+ * its receive (ri_sent), every byte checked. Over shared memory: no lower message.
  *
  * Longer than one lower message carries: a 16 KiB message (FI_EXANET_MEDIUM_MAX's default) is
  * still a medium message over the network, its leading bytes in a lower message of their own
@@ -43,7 +51,9 @@
 
 #include <rdma/fi_atomic.h>
 #include <rdma/fi_ext_exanet.h>
+#include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define N 16 /* per size: 16 x 8 KiB is half the default bounce ring, so no send lacks credit */
 
@@ -73,24 +83,46 @@ static void open_atomic_ep(struct xt_ep *x)
 	fi_freeinfo(h);
 }
 
-static const size_t burst_sizes[] = {8, 64, 1024}; /* eager, train, medium */
+/* eager, train, medium; then medium messages of 8 and 16 KiB, whose bytes fill lower messages
+ * across messages (16 KiB is more than one lower message carries beside a packet). */
+static const size_t burst_sizes[] = {8, 64, 1024, 8192, 16384};
 #define NBURST (sizeof burst_sizes / sizeof burst_sizes[0])
 enum { BURST_TSEND, BURST_TINJECT, BURST_WAYS };
+#define BURST_STRIDE (16384 + 128)
+#define INJECT_MAX 4096 /* the default FI_EXANET_INJECT_SIZE */
+#define LOWER_MESSAGE_BYTES 16000 /* about what one tcp;ofi_rxm eager message carries for us */
+
+/* Messages per burst: N, or 96 KiB of medium bytes (with the previous burst's, less than the
+ * default 256 KiB ring even if its credit is late, so none falls back to rendezvous). */
+static int burst_count(size_t len)
+{
+	return len > 4096 ? (int)(96 * 1024 / len) : N;
+}
+
+/* Where message k of a burst lies in its buffer: placements differ from message to message, in
+ * the user's buffer and (by the sizes before it) in the ring. */
+static size_t burst_offset(int k, int receiver)
+{
+	return (size_t)k * BURST_STRIDE + (size_t)((k * 24 + (receiver ? 40 : 8)) % 64);
+}
 
 /* Sender: N messages of each burst size back to back, each way; then no call into libfabric
  * (after the completions, for fi_tsend) until the receiver has them all. */
 static void send_bursts(struct xt_ep *x, int sock, int network)
 {
-	unsigned char *b = malloc((size_t)N * 1024);
+	unsigned char *b = malloc((size_t)N * BURST_STRIDE);
 	XT_CHECK(b, "out of memory");
 	for (int way = 0; way < BURST_WAYS; way++)
 		for (size_t s = 0; s < NBURST; s++) {
 			const size_t len = burst_sizes[s];
-			const uint64_t tag0 = 900000 + (uint64_t)way * 10000 + len * 10;
+			const int count = burst_count(len);
+			if (way == BURST_TINJECT && len > INJECT_MAX)
+				continue;
+			const uint64_t tag0 = 900000 + (uint64_t)way * 1000000 + len * 10;
 			xt_sync_progress(sock, x->txcq); /* the receiver posted its receives */
 			const struct fi_exanet_counters before = xt_counters(x->ep);
-			for (int k = 0; k < N; k++) {
-				unsigned char *m = b + (size_t)k * 1024;
+			for (int k = 0; k < count; k++) {
+				unsigned char *m = b + burst_offset(k, 0);
 				xt_fill(m, len, (unsigned)(tag0 + k));
 				ssize_t rc;
 				while ((rc = way == BURST_TSEND
@@ -103,14 +135,14 @@ static void send_bursts(struct xt_ep *x, int sock, int network)
 			const struct fi_exanet_counters sent = xt_counters(x->ep);
 			if (way == BURST_TSEND) {
 				struct fi_cq_tagged_entry e[N];
-				for (int got = 0; got < N;) {
+				for (int got = 0; got < count;) {
 					const ssize_t n = fi_cq_read(x->txcq, e, N);
 					XT_CHECK(n > 0 || n == -FI_EAGAIN, "burst: fi_cq_read: %zd", n);
 					if (n > 0)
 						got += (int)n;
 				}
 			}
-			char done = 0; /* nothing of ours runs until the receiver has all N */
+			char done = 0; /* nothing of ours runs until the receiver has them all */
 			xt_recv_all(sock, &done, 1);
 			XT_CHECK(done == 1, "burst: the receiver failed");
 			const struct fi_exanet_counters after = xt_counters(x->ep);
@@ -118,46 +150,69 @@ static void send_bursts(struct xt_ep *x, int sock, int network)
 				sent.network_messages_sent - before.network_messages_sent;
 			const unsigned long long msgs =
 				after.network_messages_sent - before.network_messages_sent;
+			const unsigned long long medium = after.medium_sent - before.medium_sent;
 			const char *how = way == BURST_TSEND ? "fi_tsend" : "fi_tinject";
+			/* Medium bytes fill lower messages across messages: about one per 16 KiB of
+			 * bytes (and one more each for the first message, which leaves at once, and
+			 * the last, which leaves at the poll), not one per message (8 KiB) or two
+			 * (16 KiB). */
+			const unsigned long long want =
+				len > 4096 ? ((unsigned long long)count * len + LOWER_MESSAGE_BYTES - 1) /
+							 LOWER_MESSAGE_BYTES +
+						 2
+					   : N / 2;
 			if (!network)
 				XT_CHECK(msgs == 0, "burst over shared memory: %llu lower messages", msgs);
-			else if (way == BURST_TSEND && !(g_small_ring && len > 64)) /* see the top */
-				XT_CHECK(msgs <= N / 2,
+			else if (way == BURST_TSEND && !(g_small_ring && len > 64)) { /* see the top */
+				XT_CHECK(len <= 1024 || medium == (unsigned long long)count,
+					 "%zu B burst: %llu of %d went medium (want all)", len, medium,
+					 count);
+				XT_CHECK(msgs <= want,
 					 "%zu B burst of %d fi_tsend took %llu lower messages (want at most "
-					 "%d)",
-					 len, N, msgs, N / 2);
-			else
+					 "%llu)",
+					 len, count, msgs, want);
+			} else
 				XT_CHECK(in_calls >= 1,
-					 "%zu B burst of %d fi_tinject: nothing left during the calls", len,
-					 N);
+					 "%zu B burst of %d %s: nothing left during the calls", len, count,
+					 how);
 			printf("%zu B burst of %d %s: %llu lower messages (%llu during the calls)\n",
-			       len, N, how, msgs, in_calls);
+			       len, count, how, msgs, in_calls);
 		}
 	xt_sync_progress(sock, x->txcq);
 	free(b);
 }
 
 /* Receiver of send_bursts: posts, lets the sender go, checks every message, says so. */
-static void receive_bursts(struct xt_ep *x, int sock, unsigned char *b)
+static void receive_bursts(struct xt_ep *x, int sock)
 {
+	unsigned char *b = malloc((size_t)N * BURST_STRIDE);
+	XT_CHECK(b, "out of memory");
 	for (int way = 0; way < BURST_WAYS; way++)
 		for (size_t s = 0; s < NBURST; s++) {
 			const size_t len = burst_sizes[s];
-			const uint64_t tag0 = 900000 + (uint64_t)way * 10000 + len * 10;
-			for (int k = 0; k < N; k++)
-				XT_RC(fi_trecv(x->ep, b + (size_t)k * BIG, BIG, NULL, peer, tag0 + k, 0,
-					       b + (size_t)k * BIG));
+			const int count = burst_count(len);
+			if (way == BURST_TINJECT && len > INJECT_MAX)
+				continue;
+			/* At most medium_max: a longer receive would send an RTR. */
+			const size_t room = len > BIG ? len : BIG;
+			const uint64_t tag0 = 900000 + (uint64_t)way * 1000000 + len * 10;
+			memset(b, 0, (size_t)N * BURST_STRIDE);
+			for (int k = 0; k < count; k++)
+				XT_RC(fi_trecv(x->ep, b + burst_offset(k, 1), room, NULL, peer, tag0 + k,
+					       0, (void *)(uintptr_t)(k + 1)));
 			xt_sync_progress(sock, x->rxcq);
-			for (int k = 0; k < N; k++) {
+			for (int k = 0; k < count; k++) {
 				struct fi_cq_tagged_entry e;
 				struct fi_cq_err_entry err = {0};
 				XT_CHECK(xt_wait(x->rxcq, &e, &err, 30) == 1,
 					 "%zu B burst (%s): message %d of %d never came (a packet "
 					 "kept by the sender?): %d",
-					 len, way == BURST_TSEND ? "fi_tsend" : "fi_tinject", k, N, err.err);
-				const size_t at = (size_t)((unsigned char *)e.op_context - b) / BIG;
-				XT_CHECK(at < N && e.tag == tag0 + at && e.len == len &&
-						 xt_verify(b + at * BIG, len, (unsigned)(tag0 + at)),
+					 len, way == BURST_TSEND ? "fi_tsend" : "fi_tinject", k, count,
+					 err.err);
+				const size_t at = (size_t)(uintptr_t)e.op_context - 1;
+				XT_CHECK(at < (size_t)count && e.tag == tag0 + at && e.len == len &&
+						 xt_verify(b + burst_offset((int)at, 1), len,
+							   (unsigned)(tag0 + at)),
 					 "%zu B burst: message %zu wrong (tag %llu, len %zu)", len, at,
 					 (unsigned long long)e.tag, e.len);
 			}
@@ -165,6 +220,82 @@ static void receive_bursts(struct xt_ep *x, int sock, unsigned char *b)
 			xt_send_all(sock, &done, 1);
 		}
 	xt_sync_progress(sock, x->rxcq);
+	free(b);
+}
+
+/* A window of receives posted first, each above medium_max: each sends its RTR when posted,
+ * and over the network they leave in few lower messages (dev/net keeps an RTR, a reported
+ * packet, for its next poll once a lower message went to that peer since the last one). The
+ * receiver counts its own lower messages from before the posts until the sender has every RTR
+ * (rtr_stored); then the sender writes each message straight into its receive (ri_sent), every
+ * byte checked, at placements that differ per message. */
+#define RTR_WINDOW 16
+#define RTR_LEN 196608 /* above medium_max, also net.net_messages_medium_max's 128 KiB */
+#define RTR_STRIDE (RTR_LEN + 128)
+
+static void send_rtr_window(struct xt_ep *x, int sock)
+{
+	unsigned char *b = malloc((size_t)RTR_WINDOW * RTR_STRIDE);
+	XT_CHECK(b, "out of memory");
+	const struct fi_exanet_counters before = xt_counters(x->ep);
+	xt_sync_progress(sock, x->txcq); /* the receiver posted */
+	const time_t until = time(NULL) + 30;
+	while (xt_counters(x->ep).rtr_stored - before.rtr_stored < RTR_WINDOW) {
+		XT_CHECK(time(NULL) < until, "RTR window: %llu of %d RTRs came",
+			 (unsigned long long)(xt_counters(x->ep).rtr_stored - before.rtr_stored),
+			 RTR_WINDOW);
+		fi_cq_read(x->txcq, NULL, 0);
+	}
+	xt_sync_progress(sock, x->txcq); /* the receiver counts its lower messages */
+	for (int k = 0; k < RTR_WINDOW; k++) {
+		unsigned char *m = b + (size_t)k * RTR_STRIDE + (size_t)(k * 8 % 64);
+		xt_fill(m, RTR_LEN, (unsigned)(7700 + k));
+		xt_send_one(x->ep, x->txcq, m, RTR_LEN, peer, 7700 + k);
+	}
+	const struct fi_exanet_counters after = xt_counters(x->ep);
+	const unsigned long long ri = after.ri_sent - before.ri_sent;
+	XT_CHECK(ri == RTR_WINDOW, "RTR window: %llu of %d sends by the receiver's RTR", ri,
+		 RTR_WINDOW);
+	printf("RTR window of %d x %d B: every send by its RTR\n", RTR_WINDOW, RTR_LEN);
+	xt_sync_progress(sock, x->txcq);
+	free(b);
+}
+
+static void receive_rtr_window(struct xt_ep *x, int sock, int network)
+{
+	unsigned char *b = calloc(RTR_WINDOW, RTR_STRIDE);
+	XT_CHECK(b, "out of memory");
+	const struct fi_exanet_counters before = xt_counters(x->ep);
+	for (int k = 0; k < RTR_WINDOW; k++)
+		XT_RC(fi_trecv(x->ep, b + (size_t)k * RTR_STRIDE + (size_t)((k * 8 + 16) % 64),
+			       RTR_LEN, NULL, peer, 7700 + k, 0, (void *)(uintptr_t)(k + 1)));
+	xt_sync_progress(sock, x->rxcq);
+	xt_sync_progress(sock, x->rxcq); /* the sender has every RTR */
+	const struct fi_exanet_counters posted = xt_counters(x->ep);
+	const unsigned long long rtrs = posted.rtr_sent - before.rtr_sent,
+				 msgs = posted.network_messages_sent - before.network_messages_sent;
+	XT_CHECK(rtrs == RTR_WINDOW, "RTR window: %llu RTRs sent (want %d)", rtrs, RTR_WINDOW);
+	if (network)
+		XT_CHECK(msgs <= RTR_WINDOW / 4,
+			 "RTR window: %d RTRs took %llu lower messages (want at most %d)", RTR_WINDOW,
+			 msgs, RTR_WINDOW / 4);
+	else
+		XT_CHECK(msgs == 0, "RTR window over shared memory: %llu lower messages", msgs);
+	printf("RTR window: %d RTRs in %llu lower messages\n", RTR_WINDOW, msgs);
+	for (int k = 0; k < RTR_WINDOW; k++) {
+		struct fi_cq_tagged_entry e;
+		struct fi_cq_err_entry err = {0};
+		XT_CHECK(xt_wait(x->rxcq, &e, &err, 30) == 1, "RTR window: receive failed: %d",
+			 err.err);
+		const size_t at = (size_t)(uintptr_t)e.op_context - 1;
+		XT_CHECK(at < RTR_WINDOW && e.tag == 7700 + at && e.len == RTR_LEN &&
+				 xt_verify(b + at * RTR_STRIDE + (at * 8 + 16) % 64, RTR_LEN,
+					   (unsigned)(7700 + at)),
+			 "RTR window: message %zu wrong (tag %llu, len %zu)", at,
+			 (unsigned long long)e.tag, e.len);
+	}
+	xt_sync_progress(sock, x->rxcq);
+	free(b);
 }
 
 #define LONG_MEDIUM 16384	/* one piece and the rest with its packet over the network */
@@ -307,6 +438,7 @@ static int sender(int i, int sock)
 	}
 	xt_sync_progress(sock, x.txcq);
 	send_bursts(&x, sock, network);
+	send_rtr_window(&x, sock);
 	unsigned char *big = malloc(ABOVE_BOUNCE);
 	XT_CHECK(big, "out of memory");
 	if (!g_small_ring) /* there the ring's half, 4 KiB, bounds medium messages everywhere */
@@ -400,7 +532,8 @@ int main(void)
 		xt_sync_progress(sock, x.rxcq);
 	}
 	xt_sync_progress(sock, x.rxcq);
-	receive_bursts(&x, sock, b);
+	receive_bursts(&x, sock);
+	receive_rtr_window(&x, sock, xt_counters(x.ep).peers_network > 0);
 	if (!g_small_ring)
 		receive_long(&x, sock, b, LONG_MEDIUM);
 	if (g_big_medium)

@@ -526,7 +526,7 @@ endpoint::control_queue* endpoint::control_queue_of(dev::peer_id p) noexcept {
   return &control_queues_[p];
 }
 
-void endpoint::send_control(dev::peer_id to, const dev::packet& pkt) noexcept {
+void endpoint::send_control(dev::peer_id to, const dev::packet& pkt, bool reported) noexcept {
   control_queue* cq = control_queue_of(to);
   if (!cq) {
     EXANET_LOG(warn, ep_data, "out of memory queueing a control packet; peer %u", to);
@@ -534,7 +534,20 @@ void endpoint::send_control(dev::peer_id to, const dev::packet& pkt) noexcept {
   }
   control_queue& q = *cq;
   if (q.queued == 0) {
-    core::status s = dev_.mailbox_send(to, pkt);
+    core::status s = core::status::ok;
+    if (reported) {
+      // Through a reservation, which can say so: a backend paying per lower message may send
+      // it with the packets that follow it to the same peer (dev/net's bursts).
+      dev::mailbox_reservation slot;
+      s = dev_.mailbox_reserve(to, slot);
+      if (core::ok(s)) {
+        std::memcpy(slot.data(), pkt.data(), pkt.size());
+        slot.reported = true;
+        dev_.mailbox_publish(slot);
+      }
+    } else {
+      s = dev_.mailbox_send(to, pkt);
+    }
     if (core::ok(s)) return;
     if (s != core::status::again) return;  // dead peer: its waiters fail by the liveness check
     ++stats_.mailbox_full;

@@ -816,7 +816,10 @@ class endpoint {
   void expire_rendezvous(std::uint64_t now) noexcept;
 
   // shared helpers (endpoint.cpp)
-  void send_control(dev::peer_id to, const dev::packet& pkt) noexcept;
+  /// reported: the packet may wait for the device's next poll (dev::mailbox_reservation::
+  /// reported), as a burst of sends does; an RTR, whose receive completes only through a later
+  /// read of this endpoint's CQ or counter, and which nothing of the sender's waits for.
+  void send_control(dev::peer_id to, const dev::packet& pkt, bool reported = false) noexcept;
   /// Control packets waiting for one peer's mailbox (send_control, retry_backlog).
   struct control_queue {
     std::uint32_t queued = 0;

@@ -114,7 +114,11 @@ void endpoint::rtr_send(recv_request& r, std::uint32_t nth) noexcept {
   p.notify_gen = r.ri_gen;
   dev::packet raw;
   wire::write(raw.data(), p);
-  send_control(to, raw);
+  // Reported: its receive completes only through a later read of our CQ or counter, which
+  // polls first, and the sender never waits for it (without it the sender's RTS or eager
+  // packet serves the receive). So the RTRs of a window of receives posted together leave
+  // in few lower messages over the network (a poll sends what waits).
+  send_control(to, raw, true);
   r.rtr = rtr_state::sent;
   wait_ri_.push_back(r);
 }

@@ -794,46 +794,54 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
   if (len == 0) return;  // nothing to carry (a zero-byte inline RMA write): see bounce_data
   // It must know us before it reads the bytes (the caller's mailbox_reserve sent our hello).
   if (pr.hello_due && (pr.credits == 0 || !core::ok(send_hello(p)))) return;
-  // Longer than one lower message carries beside its packets: the leading bytes go now, in
-  // order, in bundles of piece_bytes without packets (after anything waiting: FIFO); the rest
-  // goes with the packet naming the message, as a shorter message's whole.
+  // The bytes leave in bundles of at most lower_eager_bytes, in ring order (FIFO per pair),
+  // each within one pass of the ring. A bundle to p that waits (a burst, or packets of this
+  // call) takes them when they continue its own bytes: all of them if the packet naming them
+  // fits too (the caller publishes it next, and both leave as one lower message), else as
+  // many as fit beside its packets, and it leaves full. So a stream of medium messages longer
+  // than what one lower message carries beside a packet costs a lower message per
+  // lower_eager_bytes, not two per message (16 KiB over tcp;ofi_rxm). The rest starts a new
+  // bundle: what fits with room for the packet (piece_bytes) waits there; longer, the leading
+  // bytes go first, a full bundle at a time. The receiver lays a bundle's bytes in its ring
+  // before it reads the bundle's packets, and no earlier packet names these bytes, which lie
+  // past everything it was sent (the gaps of placement travel along).
+  const std::uint64_t size = pr.ring_out.size();
   std::uint64_t from = at.offset;
-  if (len > piece_bytes) {
-    if (bundle_) flush_bundle();
-    for (; len > piece_bytes; from += piece_bytes, len -= piece_bytes) {
-      op_context* op = bundle_for(p);  // bounce_reserve saw enough free
-      if (!op) return;                 // cannot happen; the receiver drops what names the bytes
-      op->offset = from;
-      op->len = piece_bytes;
+  if (bundle_ && bundle_->to != p) flush_bundle();
+  while (len > 0) {
+    if (op_context* b = bundle_) {
+      const std::uint64_t start = b->len == 0 ? from : b->offset;
+      const bool continues = from >= b->offset + b->len && (start & (size - 1)) + (from + len - start) <= size;
+      if (continues && b->count < wire::max_bundle_packets &&
+          wire::bundle_bytes(from + len - start, b->count + 1u) <= lower_eager_bytes) {
+        b->offset = start;
+        b->len = static_cast<std::size_t>(from + len - start);
+        return;
+      }
+      const std::size_t used = wire::bundle_bytes(from - start, b->count);
+      if (continues && used < lower_eager_bytes && len > lower_eager_bytes - used) {
+        const std::size_t n = lower_eager_bytes - used;  // the leading bytes fill it
+        b->offset = start;
+        b->len = static_cast<std::size_t>(from + n - start);
+        from += n;
+        len -= n;
+      }
       flush_bundle();
+      continue;
     }
-  }
-  // A bundle to p waiting (a burst, or packets of this call) takes the bytes too when they
-  // continue its own within one pass of the ring and piece_bytes: the receiver lays a bundle's
-  // bytes in its ring before it reads the bundle's packets, and none of those packets names
-  // these bytes, which lie past everything it was sent (the gaps of placement travel along).
-  if (bundle_ && bundle_->to == p) {
-    op_context& b = *bundle_;
-    const std::uint64_t size = pr.ring_out.size();
-    const std::uint64_t start = b.len == 0 ? from : b.offset;
-    const std::uint64_t span = from + len - start;
-    // (and room for the packet naming them: the bundle stays within lower_eager_bytes)
-    if (from >= b.offset + b.len && span <= piece_bytes && (start & (size - 1)) + span <= size &&
-        wire::bundle_bytes(span, b.count + 1u) <= lower_eager_bytes) {
-      b.offset = start;
-      b.len = static_cast<std::size_t>(span);
+    op_context* op = bundle_for(p);  // bounce_reserve saw enough free
+    if (!op) return;  // cannot happen; the receiver drops the packet that names the bytes
+    op->offset = from;
+    if (len <= piece_bytes) {
+      op->len = len;
       return;
     }
+    const std::size_t n = lower_eager_bytes - wire::bundle_bytes(0, 0);
+    op->len = std::min(len, n);
+    from += op->len;
+    len -= op->len;
+    flush_bundle();
   }
-  // Otherwise the bytes wait in a bundle of their own for the packet that names them, which
-  // the caller publishes next: both leave as one lower message (bundle_for sends one to
-  // another peer, or with bytes or packets already, first: a bundle's bytes precede its
-  // packets).
-  if (bundle_ && (bundle_->to != p || bundle_->len != 0 || bundle_->count != 0)) flush_bundle();
-  op_context* op = bundle_for(p);  // bounce_reserve saw more than bounce_ops_reserved free
-  if (!op) return;  // cannot happen; the packet naming the bytes is dropped at the receiver
-  op->offset = from;
-  op->len = len;
 }
 
 const std::byte* device::bounce_data(peer_id from, std::uint32_t ring, std::uint64_t offset,

@@ -47,8 +47,10 @@
 //    credit back with ring_credit packets, every quarter ring consumed; a message is at most
 //    half a ring and a quarter of a receive buffer, so a drained ring always has room for the
 //    largest (bounce_max). Every lower message is at most what the lower provider sends whole
-//    when posted (lower_eager_bytes): a message with more bytes than fit one beside its packets
-//    (piece_bytes) sends the leading ones first, in bundles without packets.
+//    when posted (lower_eager_bytes): bytes that continue a waiting bundle to the same peer
+//    fill it (a burst of medium messages then costs a lower message per lower_eager_bytes, not
+//    one or two per message), and a message with more bytes than fit one beside its packets
+//    (piece_bytes) sends the leading ones first, in full bundles without packets.
 //  - Bundles. One lower message per exanet message, as the lower provider sends one: the
 //    packets of an eager train (published with mailbox_reservation::more) and bounce bytes wait
 //    in a bundle and leave with the next packet to that peer published without `more`, as one
@@ -59,7 +61,8 @@
 //  - Bursts. A reported packet (mailbox_reservation::reported: the application hears of its
 //    message only by a later read) to a peer that a lower message went to since the last poll
 //    waits in the bundle for that poll, with the packets (and medium bytes) that follow it to
-//    the same peer: a window of small sends leaves in few lower messages, each of which costs
+//    the same peer: a window of small sends (or a window of receives' RTRs, which proto
+//    publishes as reported) leaves in few lower messages, each of which costs
 //    the lower provider a system call and a completion. While a bundle waits, dev::held_for_poll
 //    makes every CQ read poll before it hands out completions, and sleep_prepare refuses, so
 //    a kept packet leaves before its completion can be seen (docs/protocol.md, "Bursts").
