@@ -216,6 +216,10 @@ struct open_params {
     // peer answers only when it drives its device, so lost_after_ms must exceed the longest time
     // a process computes without calling libfabric.
     std::uint32_t lost_after_ms = 30000;
+    // Each per-peer bounce ring (power of two): the medium bytes a sender may have unconsumed
+    // at one receiver. Larger than the shared-memory one: a window of messages must cover the
+    // round trip its credit takes back over the network.
+    std::uint32_t ring_bytes = 1 << 19;
   } net{};
 };
 

@@ -54,6 +54,7 @@ enum class param_id : std::uint8_t {
   network_provider,
   network_node,
   network_lost_after_ms,
+  network_ring_bytes,
   link_model,
   link_hop_ns,
   link_intra_mbps,
@@ -318,6 +319,15 @@ inline constexpr param_spec g_params[] = {
      "operations fail). It must exceed the longest time a process computes without calling "
      "libfabric.",
      ""},
+    {param_id::network_ring_bytes, "network_ring_bytes", param_type::size, 524288, "", 4096,
+     std::int64_t{1} << 30, "",
+     "Bytes of each per-sender ring at a receiver for peers over the network, rounded up to a "
+     "power of two: the medium bytes a sender may have unconsumed at one receiver before further "
+     "medium messages take the rendezvous. Every process of a job must use the same.",
+     "Each is allocated when a peer's first medium message comes (at the sender, a mirror the "
+     "bytes leave from), in process memory: 1 MiB per peer medium messages go both ways with, "
+     "at the default. The default is twice the shared-memory ring's: windows of 64 messages of "
+     "8 and 16\\ KiB streamed 1.10-1.20 times as fast as with 256\\ KiB (BENCHMARKS.md)."},
     // The link and topology model of the emulated device (dev/link_model.hpp; issue 16).
     {param_id::link_model, "link_model", param_type::boolean, 0, "", 0, 1, "",
      "1: the emulated device holds every packet, DMA write and notification back until its "

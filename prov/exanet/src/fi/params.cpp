@@ -76,6 +76,7 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::network_provider:
     case param_id::network_node: break;  // strings: read by their own functions below
     case param_id::network_lost_after_ms: return c.network_lost_after_ms;
+    case param_id::network_ring_bytes: return static_cast<std::int64_t>(c.network_ring_bytes);
   }
   return 0;
 }
@@ -131,6 +132,7 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::network_lost_after_ms:
       c.network_lost_after_ms = static_cast<unsigned>(v);
       break;
+    case param_id::network_ring_bytes: c.network_ring_bytes = z; break;
   }
 }
 

@@ -72,6 +72,7 @@ struct config {
   std::array<char, 32> network_provider{'t', 'c', 'p'};
   std::array<char, 64> network_node{};
   unsigned network_lost_after_ms = 30000;
+  std::size_t network_ring_bytes = 524288;  // per-peer medium ring for peers over the network
 };
 
 /// Fills the queue bounds left at 0 from the endpoint's attributes (rx_size and tx_size as the

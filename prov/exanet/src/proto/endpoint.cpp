@@ -69,6 +69,7 @@ core::status endpoint::open(const config& cfg, const dev::address& src) noexcept
     return core::status::no_memory;
   }
   p.net.lost_after_ms = cfg.network_lost_after_ms;
+  p.net.ring_bytes = next_pow2(cfg.network_ring_bytes);
   use_protocols(protocol_table::build(selection_inputs::from(cfg, p.geo.bounce_ring_bytes)));
   if (core::status s = open_intake(); !core::ok(s)) return s;
   if (core::status s = dev_.open(p); !core::ok(s)) return s;

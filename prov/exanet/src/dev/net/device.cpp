@@ -59,6 +59,7 @@ core::status device::open(const open_params& p) noexcept {
   }
   if (p.liveness_period_ms == 0 && net.lost_after_ms == 0) return core::status::invalid;
   if (net.credits < 2 || p.geo.notify_slots == 0 || net.receive_bytes < 64 * packet_bytes ||
+      net.ring_bytes < 4096 || (net.ring_bytes & (net.ring_bytes - 1)) != 0 ||
       p.geo.key_slots > (1u << 16))  // access events name a slot in 16 bits
     return core::status::invalid;
   fi_info* hints = fi_allocinfo();
@@ -124,7 +125,7 @@ core::status device::open(const open_params& p) noexcept {
   // its packets at most piece_bytes (an eager train's packets fit beside them), a burst of
   // packets up to max_bundle_packets. A longer medium message sends its leading bytes in
   // bundles of their own first (bounce_write).
-  bounce_max_ = bundling_ ? std::min(std::size_t{p.geo.bounce_ring_bytes} / 2,
+  bounce_max_ = bundling_ ? std::min(std::size_t{net.ring_bytes} / 2,
                                      std::size_t{net.receive_bytes} / 4)
                           : 0;
 
@@ -765,7 +766,7 @@ bool device::bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_lik
   if (pr.dead) return false;
   if (pr.ring_out.empty()) {
     try {  // once per peer: the mirror our bytes are sent from
-      pr.ring_out.resize(params_.geo.bounce_ring_bytes);
+      pr.ring_out.resize(params_.net.ring_bytes);
     } catch (...) {
       return false;
     }
@@ -895,13 +896,13 @@ std::size_t device::open_bundle(const fi_cq_data_entry& e) noexcept {
   if (h.len == 0) return h.packets;
   // The packets go on whatever becomes of the bytes: each holds a credit its sender gets back
   // only when it is handled, and a packet naming refused bytes is refused where it is read.
-  const std::uint64_t size = params_.geo.bounce_ring_bytes;
+  const std::uint64_t size = params_.net.ring_bytes;
   // In order, within the credit it was given, never wrapping: anything else is a bad sender.
   if (h.offset < pr.ring_in_head || h.offset + h.len - pr.ring_in_tail > size ||
       (h.offset & (size - 1)) + h.len > size) {
     ++drops_.bad_field;
     EXANET_LOG_ONCE(warn, core, "network backend: bounce bytes outside the sender's credit "
-                    "dropped (a sender whose FI_EXANET_BOUNCE_RING_BYTES is larger than ours "
+                    "dropped (a sender whose FI_EXANET_NETWORK_RING_BYTES is larger than ours "
                     "sends such: every process of a job must use the same)");
     return h.packets;
   }
