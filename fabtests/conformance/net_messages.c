@@ -106,6 +106,18 @@ static size_t burst_offset(int k, int receiver)
 	return (size_t)k * BURST_STRIDE + (size_t)((k * 24 + (receiver ? 40 : 8)) % 64);
 }
 
+/* Reads count completions of successful sends, as many at a time as come. */
+static void take_completions(struct fid_cq *cq, int count, const char *what)
+{
+	struct fi_cq_tagged_entry e[32];
+	for (int got = 0; got < count;) {
+		const ssize_t n = fi_cq_read(cq, e, 32);
+		XT_CHECK(n > 0 || n == -FI_EAGAIN, "%s: fi_cq_read: %zd", what, n);
+		if (n > 0)
+			got += (int)n;
+	}
+}
+
 /* Sender: N messages of each burst size back to back, each way; then no call into libfabric
  * (after the completions, for fi_tsend) until the receiver has them all. */
 static void send_bursts(struct xt_ep *x, int sock, int network)
@@ -133,15 +145,8 @@ static void send_bursts(struct xt_ep *x, int sock, int network)
 				XT_RC(rc);
 			}
 			const struct fi_exanet_counters sent = xt_counters(x->ep);
-			if (way == BURST_TSEND) {
-				struct fi_cq_tagged_entry e[N];
-				for (int got = 0; got < count;) {
-					const ssize_t n = fi_cq_read(x->txcq, e, N);
-					XT_CHECK(n > 0 || n == -FI_EAGAIN, "burst: fi_cq_read: %zd", n);
-					if (n > 0)
-						got += (int)n;
-				}
-			}
+			if (way == BURST_TSEND)
+				take_completions(x->txcq, count, "burst");
 			char done = 0; /* nothing of ours runs until the receiver has them all */
 			xt_recv_all(sock, &done, 1);
 			XT_CHECK(done == 1, "burst: the receiver failed");
@@ -263,13 +268,7 @@ static void send_ring_window(struct xt_ep *x, int sock)
 		 "ring window: %llu of %d 16 KiB messages went medium, %llu by RTS (want all "
 		 "medium: a network peer's ring holds 320 KiB)",
 		 medium, WINDOW_COUNT, rts);
-	struct fi_cq_tagged_entry e[WINDOW_COUNT];
-	for (int got = 0; got < WINDOW_COUNT;) {
-		const ssize_t n = fi_cq_read(x->txcq, e, WINDOW_COUNT);
-		XT_CHECK(n > 0 || n == -FI_EAGAIN, "ring window: fi_cq_read: %zd", n);
-		if (n > 0)
-			got += (int)n;
-	}
+	take_completions(x->txcq, WINDOW_COUNT, "ring window");
 	xt_sync_progress(sock, x->txcq);
 	free(b);
 }
