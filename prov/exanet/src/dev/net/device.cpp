@@ -48,6 +48,32 @@ core::status from_fi(int rc) noexcept {
 
 }  // namespace
 
+namespace {
+/// A byte count as ofi_rxm's parameters take it (a plain decimal number); 0 when unset or not
+/// one (ofi_rxm then keeps its default too).
+std::size_t byte_count(const char* text) noexcept {
+  if (!text || *text < '0' || *text > '9') return 0;
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(text, &end, 10);
+  return *end == '\0' ? static_cast<std::size_t>(v) : 0;
+}
+}  // namespace
+
+std::size_t lower_whole_message_bytes(std::string_view prov_name, const char* rxm_buffer_size,
+                                      const char* rxm_eager_limit, std::size_t most) noexcept {
+  std::size_t whole = whole_message_default;
+  const std::size_t layer = prov_name.find(";ofi_rxm");
+  const std::string_view core_name = prov_name.substr(0, layer);
+  const bool stream = core_name == "tcp" || core_name == "net";
+  if (layer != std::string_view::npos) {
+    if (const std::size_t b = byte_count(rxm_buffer_size)) whole = b;
+    if (const std::size_t e = byte_count(rxm_eager_limit); stream && e > whole) whole = e;
+  } else if (stream) {
+    whole = native_whole_bytes;
+  }
+  return std::clamp(whole, whole_message_min, std::max(most, whole_message_min));
+}
+
 core::status device::open(const open_params& p) noexcept {
   close();
   params_ = p;
@@ -121,10 +147,14 @@ core::status device::open(const open_params& p) noexcept {
   // fewer iovecs has no bounce path (bounce_max 0: those messages take the rendezvous) and no
   // bundles (every packet alone).
   bundling_ = iov_limit_ >= 3;
-  // A bundle is at most lower_eager_bytes in all (bundle_for, bounce_write): the bytes beside
+  // A bundle is at most lower_whole_ in all (bundle_for, bounce_write): the bytes beside
   // its packets at most piece_bytes (an eager train's packets fit beside them), a burst of
   // packets up to max_bundle_packets. A longer medium message sends its leading bytes in
   // bundles of their own first (bounce_write).
+  lower_whole_ = lower_whole_message_bytes(lower_name_, std::getenv("FI_OFI_RXM_BUFFER_SIZE"),
+                                           std::getenv("FI_OFI_RXM_EAGER_LIMIT"),
+                                           std::size_t{net.receive_bytes} / 4);
+  piece_bytes_ = lower_whole_ - wire::bundle_bytes(0, wire::train_room);
   bounce_max_ = bundling_ ? std::min(std::size_t{net.ring_bytes} / 2,
                                      std::size_t{net.receive_bytes} / 4)
                           : 0;
@@ -181,8 +211,9 @@ core::status device::open(const open_params& p) noexcept {
     EXANET_LOG_ONCE(warn, core, "network backend over %s without FI_TCP_NODELAY=1: the kernel "
                     "delays exanet's small packets (Nagle's algorithm against delayed "
                     "acknowledgements: up to 40 ms each in a rendezvous here)", lower_name_.c_str());
-  EXANET_LOG(info, core, "network backend over %s (%s): %zu-byte name, %u credits per sender",
-             lower_name_.c_str(), info_->domain_attr->name, len, net.credits);
+  EXANET_LOG(info, core, "network backend over %s (%s): %zu-byte name, %u credits per sender, "
+             "lower messages of up to %zu bytes",
+             lower_name_.c_str(), info_->domain_attr->name, len, net.credits, lower_whole_);
   return core::status::ok;
 }
 
@@ -223,7 +254,7 @@ core::status device::start(bool sleepers) noexcept {
                lower_name_.c_str());
   if (int e = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV)) return fail("fi_ep_bind cq", e);
   if (int e = fi_enable(ep_)) return fail("fi_enable", e);
-  const std::size_t min_room = lower_eager_bytes;
+  const std::size_t min_room = lower_whole_;
   if (int e = fi_setopt(&ep_->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &min_room,
                         sizeof min_room))
     return fail("FI_OPT_MIN_MULTI_RECV", e);
@@ -380,7 +411,7 @@ core::status device::send_bounce(op_context& op) noexcept {
 
 device::op_context* device::bundle_for(peer_id p) noexcept {
   if (bundle_ && (bundle_->to != p || bundle_->count == wire::max_bundle_packets ||
-                  wire::bundle_bytes(bundle_->len, bundle_->count + 1u) > lower_eager_bytes))
+                  wire::bundle_bytes(bundle_->len, bundle_->count + 1u) > lower_whole_))
     flush_bundle();
   if (bundle_) return bundle_;
   op_context* op = op_acquire();
@@ -760,7 +791,7 @@ bool device::bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_lik
                             ring_space& out) noexcept {
   // One lower operation per piece (bounce_write), beyond the writes' share.
   if (p >= peers_.size() || len > bounce_max_ ||
-      free_ops_.size() <= bounce_ops_reserved + len / piece_bytes)
+      free_ops_.size() <= bounce_ops_reserved + len / piece_bytes_)
     return false;
   peer& pr = peers_[p];
   if (pr.dead) return false;
@@ -795,14 +826,14 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
   if (len == 0) return;  // nothing to carry (a zero-byte inline RMA write): see bounce_data
   // It must know us before it reads the bytes (the caller's mailbox_reserve sent our hello).
   if (pr.hello_due && (pr.credits == 0 || !core::ok(send_hello(p)))) return;
-  // The bytes leave in bundles of at most lower_eager_bytes, in ring order (FIFO per pair),
+  // The bytes leave in bundles of at most lower_whole_, in ring order (FIFO per pair),
   // each within one pass of the ring. A bundle to p that waits (a burst, or packets of this
   // call) takes them when they continue its own bytes: all of them if the packet naming them
   // fits too (the caller publishes it next, and both leave as one lower message), else as
   // many as fit beside its packets, and it leaves full. So a stream of medium messages longer
   // than what one lower message carries beside a packet costs a lower message per
-  // lower_eager_bytes, not two per message (16 KiB over tcp;ofi_rxm). The rest starts a new
-  // bundle: what fits with room for the packet (piece_bytes) waits there; longer, the leading
+  // lower_whole_, not two per message (16 KiB over tcp;ofi_rxm). The rest starts a new
+  // bundle: what fits with room for the packet (piece_bytes_) waits there; longer, the leading
   // bytes go first, a full bundle at a time. The receiver lays a bundle's bytes in its ring
   // before it reads the bundle's packets, and no earlier packet names these bytes, which lie
   // past everything it was sent (the gaps of placement travel along).
@@ -814,14 +845,14 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
       const std::uint64_t start = b->len == 0 ? from : b->offset;
       const bool continues = from >= b->offset + b->len && (start & (size - 1)) + (from + len - start) <= size;
       if (continues && b->count < wire::max_bundle_packets &&
-          wire::bundle_bytes(from + len - start, b->count + 1u) <= lower_eager_bytes) {
+          wire::bundle_bytes(from + len - start, b->count + 1u) <= lower_whole_) {
         b->offset = start;
         b->len = static_cast<std::size_t>(from + len - start);
         return;
       }
       const std::size_t used = wire::bundle_bytes(from - start, b->count);
-      if (continues && used < lower_eager_bytes && len > lower_eager_bytes - used) {
-        const std::size_t n = lower_eager_bytes - used;  // the leading bytes fill it
+      if (continues && used < lower_whole_ && len > lower_whole_ - used) {
+        const std::size_t n = lower_whole_ - used;  // the leading bytes fill it
         b->offset = start;
         b->len = static_cast<std::size_t>(from + n - start);
         from += n;
@@ -833,11 +864,11 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
     op_context* op = bundle_for(p);  // bounce_reserve saw enough free
     if (!op) return;  // cannot happen; the receiver drops the packet that names the bytes
     op->offset = from;
-    if (len <= piece_bytes) {
+    if (len <= piece_bytes_) {
       op->len = len;
       return;
     }
-    const std::size_t n = lower_eager_bytes - wire::bundle_bytes(0, 0);
+    const std::size_t n = lower_whole_ - wire::bundle_bytes(0, 0);
     op->len = std::min(len, n);
     from += op->len;
     len -= op->len;
@@ -877,7 +908,7 @@ std::size_t device::open_bundle(const fi_cq_data_entry& e) noexcept {
   }
   std::memcpy(&h, e.buf, sizeof h);
   if (h.type != static_cast<std::uint8_t>(device_packet::bounce) ||
-      h.packets > wire::max_bundle_packets || e.len > lower_eager_bytes ||
+      h.packets > wire::max_bundle_packets || e.len > lower_whole_ ||
       e.len != wire::bundle_bytes(h.len, h.packets)) {
     ++drops_.bad_field;  // not a lower message this backend sends
     return 0;

@@ -47,10 +47,10 @@
 //    credit back with ring_credit packets, every quarter ring consumed; a message is at most
 //    half a ring and a quarter of a receive buffer, so a drained ring always has room for the
 //    largest (bounce_max). Every lower message is at most what the lower provider sends whole
-//    when posted (lower_eager_bytes): bytes that continue a waiting bundle to the same peer
-//    fill it (a burst of medium messages then costs a lower message per lower_eager_bytes, not
+//    when posted (lower_whole_bytes): bytes that continue a waiting bundle to the same peer
+//    fill it (a burst of medium messages then costs a lower message per lower_whole_bytes, not
 //    one or two per message), and a message with more bytes than fit one beside its packets
-//    (piece_bytes) sends the leading ones first, in full bundles without packets.
+//    (piece_bytes_) sends the leading ones first, in full bundles without packets.
 //  - Bundles. One lower message per exanet message, as the lower provider sends one: the
 //    packets of an eager train (published with mailbox_reservation::more) and bounce bytes wait
 //    in a bundle and leave with the next packet to that peer published without `more`, as one
@@ -84,6 +84,7 @@
 #include <cstring>
 #include <deque>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -104,6 +105,26 @@ struct net_drops : drop_counts {
   std::uint64_t unknown_sender = 0;  // a packet from an incarnation that sent no hello
   std::uint64_t from_lost = 0;       // a packet from a peer we had counted lost
 };
+
+/// What a lower message may be long and still leave whole when posted, for the lower provider
+/// prov_name (fi_info's, e.g. "tcp;ofi_rxm"), given the values of FI_OFI_RXM_BUFFER_SIZE and
+/// FI_OFI_RXM_EAGER_LIMIT in this process (nullptr: unset). ofi_rxm reads those itself when
+/// libfabric loads it, before exanet runs, so exanet cannot set them; it can only follow them.
+///  - Over ofi_rxm: its eager size, the buffer size (16384 by default); over tcp an eager limit
+///    above the buffer size counts too (rxm then sends such messages whole, measured with
+///    fi_pingpong: 20000 bytes at FI_OFI_RXM_EAGER_LIMIT=32768 as fast as 16384).
+///  - A provider with RDM endpoints of its own over a byte stream (`net` in libfabric 1.17,
+///    `tcp` without ofi_rxm in later ones) sends every message whole: native_whole_bytes.
+///  - Anything else: whole_message_default, the size the layered providers use by default.
+/// The result is clamped to [whole_message_min, most]; most is what a receive buffer's
+/// multi-receive takes whole (a quarter of it).
+std::size_t lower_whole_message_bytes(std::string_view prov_name, const char* rxm_buffer_size,
+                                      const char* rxm_eager_limit, std::size_t most) noexcept;
+inline constexpr std::size_t whole_message_default = 16384;
+inline constexpr std::size_t native_whole_bytes = 65536;
+/// The shortest whole message the bundles assume: a medium piece beside an eager train.
+inline constexpr std::size_t whole_message_min = 4096;
+static_assert(whole_message_min > wire::bundle_bytes(0, wire::max_bundle_packets));
 
 class device {
  public:
@@ -335,15 +356,13 @@ class device {
   void bounce_consume(peer_id from, std::uint32_t ring, std::uint64_t end) noexcept;
   /// The largest bounce message: half a ring, a quarter of a receive buffer (the lower
   /// provider's multi-receive must take it whole; FI_OPT_MIN_MULTI_RECV says so), and what the
-  /// lower provider sends in one piece when posted (lower_eager_bytes with our header).
+  /// lower provider sends in one piece when posted (lower_whole_bytes with our header).
   std::size_t bounce_max() const noexcept { return bounce_max_; }
-  /// tcp;ofi_rxm sends a message eagerly up to its 16 KiB buffer less its own header; longer
-  /// ones go by segments or its rendezvous, which need the sender's progress.
-  static constexpr std::size_t lower_eager_bytes = 16384 - 256;
-  /// Ring bytes one bundle carries beside its packets: a lower message of lower_eager_bytes
-  /// with room for an eager train's packets (wire::train_room). A medium message longer than
-  /// this goes in pieces (bounce_write).
-  static constexpr std::size_t piece_bytes = lower_eager_bytes - wire::bundle_bytes(0, wire::train_room);
+  /// The longest lower message the lower provider sends whole when posted (lower_whole_bytes):
+  /// every bundle is at most this long. Longer ones would take the lower provider's own
+  /// segmentation or rendezvous, which wait for our later progress (tcp;ofi_rxm: a 16512-byte
+  /// message with its default 16 KiB buffers took 3 times a 16384-byte one's latency).
+  std::size_t lower_whole_bytes() const noexcept { return lower_whole_; }
 
   // ---- what ExaNeST has and this backend does not (yet) --------------------------------------
   /// No reads: a read is a request the target answers with a write, as on ExaNeST.
@@ -545,6 +564,11 @@ class device {
   void send_due_ring_credits() noexcept;
   bool ring_credits_due_ = false;
   std::size_t bounce_max_ = 0;
+  std::size_t lower_whole_ = whole_message_default;  // open(): lower_whole_message_bytes
+  /// Ring bytes one bundle carries beside its packets: a lower message of lower_whole_ with
+  /// room for an eager train's packets (wire::train_room). A medium message longer than this
+  /// goes in pieces (bounce_write).
+  std::size_t piece_bytes_ = whole_message_default - wire::bundle_bytes(0, wire::train_room);
   bool bundling_ = false;  // the lower provider takes the three iovecs of a bundle
   /// more: a packet of the same message to p follows in this call (mailbox_reservation::more):
   /// it may wait in the bundle. reported (mailbox_reservation::reported): a packet of a burst to
