@@ -32,7 +32,14 @@
  *    none of them may be kept.
  * Medium bursts of 8 KiB and 16 KiB (96 KiB each, at placements that differ per message): the
  * bytes of one message fill the lower message of the one before, so at most one lower message
- * per 16000 bytes and two more (before: one per 8 KiB message, two per 16 KiB one).
+ * per 16000 bytes (default buffers) and two more (before: one per 8 KiB message, two per 16 KiB one).
+ *
+ * Lower message size. A 16 KiB medium message to a receive posted first is two lower messages
+ * with tcp;ofi_rxm's default 16 KiB buffers (its bytes, then the rest with its packet: 16384 B
+ * and our header do not fit 16384), and ONE with FI_OFI_RXM_BUFFER_SIZE=17408
+ * (net.net_messages_rxm_17k): dev/net follows rxm's buffer size rather than assuming 16 KiB.
+ * Over libfabric's `net` provider (net_native.net_messages), whose RDM endpoints send every
+ * message whole, lower messages carry up to 64 KiB.
  *
  * RTR window: 16 receives of 192 KiB posted back to back send 16 RTRs in at most 4 lower
  * messages (an RTR is a reported packet: its receive completes only through a later read, which
@@ -90,7 +97,11 @@ static const size_t burst_sizes[] = {8, 64, 1024, 8192, 16384};
 enum { BURST_TSEND, BURST_TINJECT, BURST_WAYS };
 #define BURST_STRIDE (16384 + 128)
 #define INJECT_MAX 4096 /* the default FI_EXANET_INJECT_SIZE */
-#define LOWER_MESSAGE_BYTES 16000 /* about what one tcp;ofi_rxm eager message carries for us */
+/* What one lower message may be: tcp;ofi_rxm's buffer, 16384 unless FI_OFI_RXM_BUFFER_SIZE
+ * says otherwise (dev/net follows it, fi_exanet(7)); g_lower_carry is the ring bytes one
+ * carries beside its header and a few packets. */
+static size_t g_lower_bytes = 16384;
+#define LOWER_CARRY (g_lower_bytes - 384)
 
 /* Messages per burst: N, or 96 KiB of medium bytes (with the previous burst's, less than the
  * default 256 KiB ring even if its credit is late, so none falls back to rendezvous). */
@@ -162,8 +173,8 @@ static void send_bursts(struct xt_ep *x, int sock, int network)
 			 * the last, which leaves at the poll), not one per message (8 KiB) or two
 			 * (16 KiB). */
 			const unsigned long long want =
-				len > 4096 ? ((unsigned long long)count * len + LOWER_MESSAGE_BYTES - 1) /
-							 LOWER_MESSAGE_BYTES +
+				len > 4096 ? ((unsigned long long)count * len + LOWER_CARRY - 1) /
+							 LOWER_CARRY +
 						 2
 					   : N / 2;
 			if (!network)
@@ -396,6 +407,11 @@ static void send_long(struct xt_ep *x, int sock, int network, unsigned char *b, 
 			 "%zu B, receive posted first, over the network: %llu by RTR, %llu by RTS, "
 			 "%llu medium (want by RTR)",
 			 len, ri, rts, medium);
+	else if (network && len + 256 <= g_lower_bytes) /* it fits one lower message */
+		XT_CHECK(medium == 1 && msgs == 1,
+			 "%zu B: %llu medium (want 1), %llu lower messages (want 1 over the network, "
+			 "whose messages take %zu B whole)",
+			 len, medium, msgs, g_lower_bytes);
 	else
 		XT_CHECK(medium == 1 && (!network || (msgs >= 2 && msgs <= 3)),
 			 "%zu B: %llu medium (want 1), %llu lower messages (want 2 over the network)",
@@ -579,6 +595,12 @@ int main(void)
 	}
 	const char *ring = getenv("FI_EXANET_BOUNCE_RING_BYTES");
 	g_small_ring = ring && !strcmp(ring, "8192");
+	const char *rxm_buffer = getenv("FI_OFI_RXM_BUFFER_SIZE"),
+		   *lower = getenv("FI_EXANET_NETWORK_PROVIDER");
+	if (lower && !strcmp(lower, "net"))
+		g_lower_bytes = 65536; /* RDM of its own over a stream: every message whole */
+	else if (rxm_buffer && atol(rxm_buffer) >= 4096)
+		g_lower_bytes = (size_t)atol(rxm_buffer);
 	int sock;
 	pid_t pid;
 	xt_spawn(1, sender, &sock, &pid);

@@ -308,7 +308,10 @@ inline constexpr param_spec g_params[] = {
     {param_id::network_provider, "network_provider", param_type::string, 0, "tcp", 0, 0, "",
      "The libfabric provider that carries the network backend (its fi_info prov_name, e.g. tcp "
      "or verbs); never exanet itself.",
-     ""},
+     "tcp and verbs are layered under ofi_rxm, whose FI_OFI_RXM_BUFFER_SIZE (and over tcp "
+     "FI_OFI_RXM_EAGER_LIMIT) sets the longest message exanet hands it (OTHER HOSTS). net, "
+     "libfabric 1.17's RDM provider over TCP without ofi_rxm, takes 64 KiB messages whole; a "
+     "blocking wait over it polls instead of sleeping."},
     {param_id::network_node, "network_node", param_type::string, 0, "", 0, 0, "",
      "The local address the network backend binds (fi_getinfo's node with FI_SOURCE); empty: "
      "the lower provider's first.",

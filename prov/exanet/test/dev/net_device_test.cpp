@@ -656,7 +656,9 @@ int bounce_receive(int addr_fd, int report_fd, const std::string& prov) {
   if (!core::ok(open_enabled(d, params_for("127.0.0.1", prov)))) return 2;
   const dev::address self = d.local_address();
   if (write(addr_fd, &self, sizeof self) != sizeof self) return 2;
-  const std::size_t ring = dev::open_params{}.geo.bounce_ring_bytes;
+  // A network peer's ring (FI_EXANET_NETWORK_RING_BYTES), not the shared-memory one: with the
+  // smaller size, "more than a ring" could lie within the ring's valid bytes.
+  const std::size_t ring = params_for("127.0.0.1", prov).net.ring_bytes;
   std::uint32_t got = 0;
   while (got < bounce_messages) {
     dev::peer_id from = dev::no_peer;

@@ -84,7 +84,7 @@ core::status device::open(const open_params& p) noexcept {
     return core::status::invalid;
   }
   if (p.liveness_period_ms == 0 && net.lost_after_ms == 0) return core::status::invalid;
-  if (net.credits < 2 || p.geo.notify_slots == 0 || net.receive_bytes < 64 * packet_bytes ||
+  if (net.credits < 2 || p.geo.notify_slots == 0 || net.receive_bytes < 4 * whole_message_min ||
       net.ring_bytes < 4096 || (net.ring_bytes & (net.ring_bytes - 1)) != 0 ||
       p.geo.key_slots > (1u << 16))  // access events name a slot in 16 bits
     return core::status::invalid;
@@ -911,6 +911,11 @@ std::size_t device::open_bundle(const fi_cq_data_entry& e) noexcept {
       h.packets > wire::max_bundle_packets || e.len > lower_whole_ ||
       e.len != wire::bundle_bytes(h.len, h.packets)) {
     ++drops_.bad_field;  // not a lower message this backend sends
+    if (e.len > lower_whole_ && e.len == wire::bundle_bytes(h.len, h.packets))
+      EXANET_LOG_ONCE(warn, core, "network backend: a %zu-byte lower message dropped, longer "
+                      "than this process's %zu (every process must use the same "
+                      "FI_OFI_RXM_BUFFER_SIZE and FI_OFI_RXM_EAGER_LIMIT)", std::size_t{e.len},
+                      lower_whole_);
     return 0;
   }
   auto it = by_incarnation_.find(e.data);
