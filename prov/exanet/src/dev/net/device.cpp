@@ -154,7 +154,6 @@ core::status device::open(const open_params& p) noexcept {
   lower_whole_ = lower_whole_message_bytes(lower_name_, std::getenv("FI_OFI_RXM_BUFFER_SIZE"),
                                            std::getenv("FI_OFI_RXM_EAGER_LIMIT"),
                                            std::size_t{net.receive_bytes} / 4);
-  piece_bytes_ = lower_whole_ - wire::bundle_bytes(0, wire::train_room);
   bounce_max_ = bundling_ ? std::min(std::size_t{net.ring_bytes} / 2,
                                      std::size_t{net.receive_bytes} / 4)
                           : 0;
@@ -791,7 +790,7 @@ bool device::bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_lik
                             ring_space& out) noexcept {
   // One lower operation per piece (bounce_write), beyond the writes' share.
   if (p >= peers_.size() || len > bounce_max_ ||
-      free_ops_.size() <= bounce_ops_reserved + len / piece_bytes_)
+      free_ops_.size() <= bounce_ops_reserved + len / piece_bytes())
     return false;
   peer& pr = peers_[p];
   if (pr.dead) return false;
@@ -833,7 +832,7 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
   // many as fit beside its packets, and it leaves full. So a stream of medium messages longer
   // than what one lower message carries beside a packet costs a lower message per
   // lower_whole_, not two per message (16 KiB over tcp;ofi_rxm). The rest starts a new
-  // bundle: what fits with room for the packet (piece_bytes_) waits there; longer, the leading
+  // bundle: what fits with room for the packet (piece_bytes) waits there; longer, the leading
   // bytes go first, a full bundle at a time. The receiver lays a bundle's bytes in its ring
   // before it reads the bundle's packets, and no earlier packet names these bytes, which lie
   // past everything it was sent (the gaps of placement travel along).
@@ -864,7 +863,7 @@ void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec
     op_context* op = bundle_for(p);  // bounce_reserve saw enough free
     if (!op) return;  // cannot happen; the receiver drops the packet that names the bytes
     op->offset = from;
-    if (len <= piece_bytes_) {
+    if (len <= piece_bytes()) {
       op->len = len;
       return;
     }

@@ -50,7 +50,7 @@
 //    when posted (lower_whole_bytes): bytes that continue a waiting bundle to the same peer
 //    fill it (a burst of medium messages then costs a lower message per lower_whole_bytes, not
 //    one or two per message), and a message with more bytes than fit one beside its packets
-//    (piece_bytes_) sends the leading ones first, in full bundles without packets.
+//    (piece_bytes) sends the leading ones first, in full bundles without packets.
 //  - Bundles. One lower message per exanet message, as the lower provider sends one: the
 //    packets of an eager train (published with mailbox_reservation::more) and bounce bytes wait
 //    in a bundle and leave with the next packet to that peer published without `more`, as one
@@ -568,7 +568,9 @@ class device {
   /// Ring bytes one bundle carries beside its packets: a lower message of lower_whole_ with
   /// room for an eager train's packets (wire::train_room). A medium message longer than this
   /// goes in pieces (bounce_write).
-  std::size_t piece_bytes_ = whole_message_default - wire::bundle_bytes(0, wire::train_room);
+  std::size_t piece_bytes() const noexcept {
+    return lower_whole_ - wire::bundle_bytes(0, wire::train_room);
+  }
   bool bundling_ = false;  // the lower provider takes the three iovecs of a bundle
   /// more: a packet of the same message to p follows in this call (mailbox_reservation::more):
   /// it may wait in the bundle. reported (mailbox_reservation::reported): a packet of a burst to
