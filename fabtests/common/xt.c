@@ -241,6 +241,24 @@ void xt_send_one(struct fid_ep *ep, struct fid_cq *cq, const void *buf, size_t l
 	XT_CHECK(xt_wait(cq, NULL, NULL, 20) == 1, "the completion of a send");
 }
 
+/* XT_CHILD_ENV="NAME=value;NAME=value": settings of the spawned processes only, so that a test
+ * can give two peers different parameters (every parameter is read when a domain opens). */
+static void xt_apply_child_env(void)
+{
+	const char *spec = getenv("XT_CHILD_ENV");
+	if (!spec || !*spec)
+		return;
+	char *copy = strdup(spec);
+	XT_CHECK(copy, "out of memory");
+	for (char *save = NULL, *kv = strtok_r(copy, ";", &save); kv; kv = strtok_r(NULL, ";", &save)) {
+		char *eq = strchr(kv, '=');
+		XT_CHECK(eq && eq != kv, "XT_CHILD_ENV: '%s' is not NAME=value", kv);
+		*eq = '\0';
+		XT_CHECK(setenv(kv, eq + 1, 1) == 0, "setenv %s", kv);
+	}
+	free(copy);
+}
+
 void xt_spawn(int n, xt_child_fn fn, int *socks, pid_t *pids)
 {
 	for (int i = 0; i < n; i++) {
@@ -253,6 +271,7 @@ void xt_spawn(int n, xt_child_fn fn, int *socks, pid_t *pids)
 			xt_is_child = 1;
 			xt_nchildren = 0;
 			close(sv[0]);
+			xt_apply_child_env();
 			_exit(fn(i, sv[1]));
 		}
 		close(sv[1]);

@@ -326,7 +326,8 @@ inline constexpr param_spec g_params[] = {
      std::int64_t{1} << 30, "",
      "Bytes of each per-sender ring at a receiver for peers over the network, rounded up to a "
      "power of two: the medium bytes a sender may have unconsumed at one receiver before further "
-     "medium messages take the rendezvous. Every process of a job must use the same.",
+     "medium messages take the rendezvous. Processes may differ: a sender's hello announces its "
+     "ring, and each receiver sizes that sender's ring by it.",
      "Each is allocated when a peer's first medium message comes (at the sender, a mirror the "
      "bytes leave from), in process memory: 1 MiB per peer medium messages go both ways with, "
      "at the default. The default is twice the shared-memory ring's: windows of 64 messages of "

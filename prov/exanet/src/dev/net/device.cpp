@@ -10,6 +10,7 @@
 #include <sys/random.h>
 
 #include <algorithm>
+#include <bit>
 #include <cstdlib>
 #include <ctime>
 
@@ -476,6 +477,7 @@ core::status device::send_hello(peer_id p) noexcept {
   h.host = self_.host;
   h.port = self_.port;
   h.lower_name = self_.lower_name;
+  h.ring_log2 = static_cast<std::uint8_t>(std::countr_zero(std::uint64_t{params_.net.ring_bytes}));
   peers_[p].hello_due = false;
   return send_or_queue(p, to_packet(h));
 }
@@ -669,7 +671,8 @@ void device::on_hello(std::uint64_t incarnation, const packet& pk) noexcept {
                     h.pdid, self_.pdid);
     return;
   }
-  if (h.incarnation != incarnation || h.lower_len == 0 || h.lower_len > lower_name_bytes) {
+  if (h.incarnation != incarnation || h.lower_len == 0 || h.lower_len > lower_name_bytes ||
+      (h.ring_log2 != 0 && (h.ring_log2 < wire::min_ring_log2 || h.ring_log2 > wire::max_ring_log2))) {
     ++drops_.bad_field;
     return;
   }
@@ -687,6 +690,10 @@ void device::on_hello(std::uint64_t incarnation, const packet& pk) noexcept {
     ++drops_.bad_field;
     return;
   }
+  // Its ring here is as large as its credit rules make it (fixed once its bytes came).
+  peer& pr = peers_[p];
+  if (pr.ring_in.empty())
+    pr.ring_in_bytes = h.ring_log2 != 0 ? std::uint64_t{1} << h.ring_log2 : params_.net.ring_bytes;
   consumed(p);
 }
 
@@ -931,14 +938,13 @@ std::size_t device::open_bundle(const fi_cq_data_entry& e) noexcept {
   if (h.len == 0) return h.packets;
   // The packets go on whatever becomes of the bytes: each holds a credit its sender gets back
   // only when it is handled, and a packet naming refused bytes is refused where it is read.
-  const std::uint64_t size = params_.net.ring_bytes;
+  const std::uint64_t size = pr.ring_in_bytes != 0 ? pr.ring_in_bytes : params_.net.ring_bytes;
   // In order, within the credit it was given, never wrapping: anything else is a bad sender.
   if (h.offset < pr.ring_in_head || h.offset + h.len - pr.ring_in_tail > size ||
       (h.offset & (size - 1)) + h.len > size) {
     ++drops_.bad_field;
     EXANET_LOG_ONCE(warn, core, "network backend: bounce bytes outside the sender's credit "
-                    "dropped (a sender whose FI_EXANET_NETWORK_RING_BYTES is larger than ours "
-                    "sends such: every process of a job must use the same)");
+                    "dropped (outside the ring its hello announced)");
     return h.packets;
   }
   if (pr.ring_in.empty()) {

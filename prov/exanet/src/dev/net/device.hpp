@@ -462,7 +462,9 @@ class device {
     std::uint64_t ring_head = 0, ring_tail = 0;
     // Its bounce ring here: the bytes it sent, how far they reach, how far we consumed, and
     // how far we told it.
+    // Sized by the ring its hello announced (ring_in_bytes; ours if it announced none).
     std::vector<std::byte> ring_in;
+    std::uint64_t ring_in_bytes = 0;
     std::uint64_t ring_in_head = 0, ring_in_tail = 0, ring_in_told = 0;
     bool ring_credit_due = false;  // a ring_credit the lower endpoint did not take yet
   };

@@ -53,7 +53,10 @@ struct notify_packet {
 };
 static_assert(sizeof(notify_packet) <= packet_bytes);
 
-/// Who the sender is, all of its dev::address but the magic and version (implied).
+/// Who the sender is, all of its dev::address but the magic and version (implied), and the
+/// size of its bounce ring at the receiver: the sender's credit rules define that ring, so the
+/// receiver sizes its copy by it (processes may use different FI_EXANET_NETWORK_RING_BYTES).
+/// ring_log2 0 (a sender from before it was announced) means "the same as yours".
 struct hello_packet {
   std::uint8_t type;
   std::uint8_t lower_len;
@@ -62,10 +65,14 @@ struct hello_packet {
   std::uint64_t incarnation;
   std::uint64_t host;
   std::uint32_t port;
-  std::array<std::byte, 5> pad;
+  std::uint8_t ring_log2;
+  std::array<std::byte, 4> pad;
   std::array<std::byte, lower_name_bytes> lower_name;
 };
 static_assert(sizeof(hello_packet) == packet_bytes);
+static_assert(offsetof(hello_packet, ring_log2) == 28 && offsetof(hello_packet, lower_name) == 33);
+/// The ring sizes a hello may announce: the bounds of FI_EXANET_NETWORK_RING_BYTES.
+inline constexpr unsigned min_ring_log2 = 12, max_ring_log2 = 30;
 
 struct credit_packet {
   std::uint8_t type;
