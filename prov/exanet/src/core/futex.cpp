@@ -69,4 +69,15 @@ void futex_wake_all(const std::atomic<std::uint32_t>& word) noexcept {
   syscall(SYS_futex, address_of(&word), FUTEX_WAKE, INT_MAX, nullptr, nullptr, 0);
 }
 
+void futex_wait_private(const std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                        unsigned timeout_us) noexcept {
+  const timespec limit{static_cast<time_t>(timeout_us / 1'000'000),
+                       static_cast<long>(timeout_us % 1'000'000) * 1000};
+  syscall(SYS_futex, address_of(&word), FUTEX_WAIT_PRIVATE, expected, &limit, nullptr, 0);
+}
+
+void futex_wake_private(const std::atomic<std::uint32_t>& word, int n) noexcept {
+  syscall(SYS_futex, address_of(&word), FUTEX_WAKE_PRIVATE, n, nullptr, nullptr, 0);
+}
+
 }  // namespace exanet::core

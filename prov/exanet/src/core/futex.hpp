@@ -24,4 +24,11 @@ void futex_wait_any(std::span<const futex_watch> words, unsigned timeout_ms) noe
 /// Wakes every thread of any process sleeping on word.
 void futex_wake_all(const std::atomic<std::uint32_t>& word) noexcept;
 
+/// The same for a word of this process only (a lock's state; FUTEX_*_PRIVATE, which the
+/// kernel hashes without looking up a shared mapping): sleeps while word holds expected, for
+/// at most timeout_us, and wakes at most n sleepers.
+void futex_wait_private(const std::atomic<std::uint32_t>& word, std::uint32_t expected,
+                        unsigned timeout_us) noexcept;
+void futex_wake_private(const std::atomic<std::uint32_t>& word, int n) noexcept;
+
 }  // namespace exanet::core
