@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <utility>
 #include <cstdlib>
 #include <ctime>
 
@@ -340,6 +341,11 @@ void device::repost(void* ctx) noexcept {
   auto* op = static_cast<op_context*>(ctx);
   if (!op || op->what != op_context::kind::receive) return;
   (void)post_receive(op->index);
+}
+
+void device::repost_due() noexcept {
+  const std::size_t due = std::exchange(reposts_due_, 0);
+  for (std::size_t i = 0; i < due; ++i) repost(reposts_[i]);
 }
 
 // ---- peers ----------------------------------------------------------------------------------
@@ -893,7 +899,22 @@ const std::byte* device::bounce_data(peer_id from, std::uint32_t ring, std::uint
   if (size == 0 || len > size || (offset & (size - 1)) + len > size) return nullptr;
   if (offset < pr.ring_in_tail || offset > pr.ring_in_head || len > pr.ring_in_head - offset)
     return nullptr;
+  // Within the bundle being handled: where it arrived. A range reaching into it from before is
+  // not there (open_bundle copied such a bundle's bytes into the ring at once).
+  if (staged_.bytes && from == staged_.from && offset + len > staged_.offset) [[likely]] {
+    if (offset < staged_.offset) return nullptr;
+    return staged_.bytes + (offset - staged_.offset);
+  }
   return pr.ring_in.data() + (offset & (size - 1));
+}
+
+void device::settle_staged() noexcept {
+  peer& pr = peers_[staged_.from];
+  const std::uint64_t from = std::max(pr.ring_in_tail, staged_.offset);
+  if (from < staged_.end)
+    std::memcpy(pr.ring_in.data() + (from & (pr.ring_in.size() - 1)),
+                staged_.bytes + (from - staged_.offset), staged_.end - from);
+  staged_ = {};
 }
 
 void device::bounce_consume(peer_id from, std::uint32_t ring, std::uint64_t end) noexcept {
@@ -956,8 +977,15 @@ std::size_t device::open_bundle(const fi_cq_data_entry& e) noexcept {
       return h.packets;
     }
   }
-  std::memcpy(pr.ring_in.data() + (h.offset & (size - 1)),
-              static_cast<const std::byte*>(e.buf) + packet_bytes, h.len);
+  const std::byte* bytes = static_cast<const std::byte*>(e.buf) + packet_bytes;
+  // Bytes of this sender still unconsumed before these (the leading bytes of the same medium
+  // message, sent alone, or a message whose packet waits): one contiguous range may span both,
+  // so these join them in the ring now. Otherwise they are read where they arrived.
+  if (staged_.bytes) settle_staged();  // a poll inside an outer one's packet (poll_depth)
+  if (pr.ring_in_tail < pr.ring_in_head || h.packets == 0)
+    std::memcpy(pr.ring_in.data() + (h.offset & (size - 1)), bytes, h.len);
+  else
+    staged_ = {bytes, it->second, h.offset, h.offset + h.len};
   pr.ring_in_head = h.offset + h.len;
   return h.packets;
 }

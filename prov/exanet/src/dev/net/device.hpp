@@ -185,6 +185,10 @@ class device {
       if (!core::ok(start(true))) return 0;
     if (bundle_) flush_bundle();  // what waited for a later packet goes now
     burst_to_ = no_peer;          // and the next packet to any peer leaves at once
+    // A packet handled here may send, and a send the lower endpoint cannot take drives it by
+    // a poll of its own (push_queued): a receive buffer that poll gives back is reposted only
+    // when this outer one is done with the buffers it is reading.
+    const poll_depth depth(*this);
     std::size_t n = 0;
     for (; n < budget && !held_.empty(); ++n) {
       const held_packet h = held_.front();
@@ -228,8 +232,9 @@ class device {
               std::memcpy(pk.data(), at, packet_bytes);
               if (take_received(e[i].data, pk, from)) take(from, pk);
             }
+            if (staged_.bytes) settle_staged();
           }
-          if (e[i].flags & FI_MULTI_RECV) repost(e[i].op_context);
+          if (e[i].flags & FI_MULTI_RECV) repost_later(e[i].op_context);
         } else {
           on_tx_done(e[i].op_context, 0);
         }
@@ -520,9 +525,26 @@ class device {
   /// One packet received from the sender whose incarnation is `incarnation`: handles device
   /// packets here; true (and its sender in from) if it is the protocol's.
   bool take_received(std::uint64_t incarnation, const packet& pk, peer_id& from) noexcept;
-  /// A lower message longer than a packet: checks it is a bundle of a known sender, puts its
-  /// ring bytes in that sender's ring, and gives the number of packets it carries (0: dropped).
+  /// A lower message longer than a packet: checks it is a bundle of a known sender, makes its
+  /// ring bytes that sender's (staged: read where they arrived while its packets are handled),
+  /// and gives the number of packets it carries (0: dropped).
   std::size_t open_bundle(const fi_cq_data_entry& e) noexcept;
+  /// After a bundle's packets: its ring bytes not consumed yet are copied into the sender's
+  /// ring here, before the receive buffer they arrived in is reused.
+  void settle_staged() noexcept;
+  /// A receive buffer the lower provider gave back, posted again once no poll reads it.
+  void repost_later(void* ctx) noexcept {
+    if (depth_ == 1 || reposts_due_ == reposts_.size()) return repost(ctx);
+    reposts_[reposts_due_++] = ctx;
+  }
+  struct poll_depth {
+    explicit poll_depth(device& d) noexcept : d_(d) { ++d_.depth_; }
+    ~poll_depth() {
+      if (--d_.depth_ == 0 && d_.reposts_due_ != 0) [[unlikely]] d_.repost_due();
+    }
+    device& d_;
+  };
+  void repost_due() noexcept;
   void on_device_packet(peer_id from, const packet& pk) noexcept;
   void on_hello(std::uint64_t incarnation, const packet& pk) noexcept;
   /// enable's work (also the first connect's, and open's for a lower provider that names an
@@ -663,6 +685,17 @@ class device {
   std::size_t iov_limit_ = 1;
   bool offset_addressing_ = false;  // the lower provider names remote memory by offset
   net_drops drops_{};
+  // The ring bytes of the bundle being handled, where they arrived (its receive buffer): a
+  // packet handled at once (a medium message to a posted receive) copies them out from there,
+  // one copy fewer than through the ring; settle_staged() keeps what is left.
+  struct staged_bytes {
+    const std::byte* bytes = nullptr;  // nullptr: none
+    peer_id from = no_peer;
+    std::uint64_t offset = 0, end = 0;  // [offset, end) of from's ring
+  } staged_{};
+  unsigned depth_ = 0;  // poll_mailbox calls under way (a nested one: see poll_depth)
+  std::array<void*, 4> reposts_{};  // receive buffers to post again when the outer poll ends
+  std::size_t reposts_due_ = 0;
   std::uint64_t bytes_sent_ = 0;  // routes(): what the lower provider accepted to send
   std::uint64_t lower_sends_ = 0;  // lower_messages_sent(): messages it accepted (writes apart)
 };
