@@ -33,7 +33,8 @@
 # above it) over the same tcp: the floor under exanet's small messages.
 # Environment: SIZES (default 8 64 1K 8K 64K 1M 4M), RATE_SIZES (default 8), MODES (default
 # "tagged_lat bw rate"), SERIES (default "exanet exanet_read tcp"; exanet_before: exanet's
-# default variant from the provider directory BEFORE_LIB, an A/B in the same run), REPEAT (5), CELL_MS (30),
+# default variant from the provider directory BEFORE_LIB, with the variables BEFORE_ENV if set: an
+# A/B of two builds, or of one build, BEFORE_LIB=build/lib, in two settings), REPEAT (5), CELL_MS (30),
 # PLACEMENTS (0:0), RUN_TIMEOUT (seconds per program run, default 120), BIND (default 1: pins
 # the two processes to cpus 0 and 1), RT (default 1: both under SCHED_FIFO, chrt -f 50, as
 # lib.sh's RT=1; RT=0 runs them as ordinary processes), LOCK (lib.sh's benchmark lock).
@@ -81,6 +82,8 @@ series_env() {
       [[ $s == exanet_before ]] && lib=${BEFORE_LIB:?exanet_before needs BEFORE_LIB}
       senv=(-u FI_PROVIDER "${senv[@]}" FI_PROVIDER_PATH="$lib" FI_EXANET_NETWORK=every_peer FI_EXANET_NETWORK_NODE="$addr")
       [[ $s != exanet && $s != exanet_before ]] && senv+=(FI_EXANET_PROTOCOL="${s#exanet_}")
+      # shellcheck disable=SC2206  # BEFORE_ENV is a list of VAR=value
+      [[ $s == exanet_before ]] && senv+=(${BEFORE_ENV:-})
       ;;
     *) senv+=(FI_PROVIDER="$s") ;;
   esac

@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -875,6 +876,7 @@ core::status device::dma_cma(peer& pr, const dma_write& w, dma_state& st) noexce
     if (r < 0) {
       if (errno == EPERM || errno == ENOSYS) return core::status::permission;
       if (errno == ESRCH) {
+        pr.exited = true;
         mark_dead(pr);
         return core::status::peer_dead;
       }
@@ -1103,6 +1105,15 @@ void device::forget_dead_peer(peer_id p) noexcept {
   for (std::uint32_t i = 0; local_.events && i < geo_.event_rings; ++i) {
     std::uint64_t expected = key;
     local_.events[i].owner.compare_exchange_strong(expected, 0, std::memory_order_acq_rel);
+  }
+  // process_vm_writev/readv say ESRCH once the dying process has dropped its memory, a moment
+  // before the kernel closes its files and so frees the segment's lock. Found that way, the
+  // lock is waited for a little (a forked child sharing the file can keep it held: bounded).
+  // Without the wait such a segment was left behind (peer_death_matrix, once in CI).
+  for (int i = 0; pr.exited && i < exited_lock_wait_steps && pr.view.header && pr.seg.owner_alive();
+       ++i) {
+    const timespec step{0, exited_lock_wait_step_ns};
+    nanosleep(&step, nullptr);
   }
   if (pr.view.header && !pr.seg.owner_alive()) {
     // The dead process cannot unlink its own segment; whoever notices first does (only while

@@ -433,6 +433,7 @@ class device {
     std::uint64_t event_head = 0;
     bool cma = true;  // cross-memory attach may be used (the mode allows it, the kernel did)
     bool dead = false;
+    bool exited = false;  // the kernel said its process is gone (ESRCH), not only a lock or flag
     bool forgotten = false;
     bool lost_reported = false;  // take_lost_peers handed it up
     link_timing link{};          // link model: the path to this peer and when it is free
@@ -561,6 +562,9 @@ class device {
   std::uint64_t liveness_checked_ms_ = 0;
   std::uint32_t liveness_period_ms_ = 200;
   bool death_since_check_ = false;
+  /// forget_dead_peer's wait for an exited peer's segment lock: at most 200 x 0.25 ms = 50 ms.
+  static constexpr int exited_lock_wait_steps = 200;
+  static constexpr long exited_lock_wait_step_ns = 250'000;
   void mark_dead(peer& pr) noexcept {
     pr.dead = true;
     if (!pr.forgotten) dead_found_ = death_since_check_ = true;

@@ -100,6 +100,7 @@ core::status device::dma_read(peer_id p, std::uint64_t va, std::span<const iovec
         return core::status::permission;
       }
       if (errno == ESRCH) {
+        pr.exited = true;
         mark_dead(pr);
         return core::status::peer_dead;
       }
