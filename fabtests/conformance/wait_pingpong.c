@@ -26,7 +26,9 @@
  *      run the hypervisor took more than STOLEN_SHARE of the CPUs' time from is not judged
  *      (said so): the test fails when the repeated run misses a bound too, unless every median
  *      missed was one not judged. The initiator's CPU over the run must stay under CPU_SHARE of
- *      the wall time (a wait that polls uses it all). And a sleeper must wake on the arrival, not
+ *      the wall time (a wait that polls uses it all), in the repeated run at least (CI under
+ *      load, 2026-12-04: 21.8% in one run, each of its 929 wake-ups a second dearer on a
+ *      loaded machine). And a sleeper must wake on the arrival, not
  *      on a period: the median round of those with a delay (both sides asleep in most) may
  *      exceed its delay by at most MEDIAN_US (0.08-0.09 ms measured, shared memory and tcp
  *      alike); a sleeper that looked for arrivals only every millisecond (a network wait blind
@@ -213,7 +215,7 @@ static int responder(int index, int sock)
 /* What one run of part 1 found wrong with its rounds' timing (the other checks fail the test
  * at once): too many slow rounds, a median over its bound, a median over its bound in a run the
  * hypervisor took more than STOLEN_SHARE of the CPUs' time from (not judged), or none (0). */
-enum { run_slow = 1, run_median = 2, run_unjudged = 4 };
+enum { run_slow = 1, run_median = 2, run_unjudged = 4, run_cpu = 8 };
 #define STOLEN_SHARE 0.10
 
 static int pingpong_run(void)
@@ -284,11 +286,14 @@ static int pingpong_run(void)
 		       unjudged ? "not judged, the hypervisor took the CPUs too long"
 				: "a sleeper woke on a period, not on the arrival, or the machine stalled");
 	const double cpu_bound = xt_env_size("WAIT_PINGPONG_CPU_PERCENT", (size_t)(CPU_SHARE * 100)) / 100.0;
-	XT_CHECK(share <= cpu_bound, "the initiator used %.1f%% CPU while waiting", share * 100);
+	const int cpu_high = share > cpu_bound;
+	if (cpu_high)
+		printf("  the initiator used %.1f%% CPU while waiting (at most %.1f%%)\n", share * 100,
+		       cpu_bound * 100);
 	xt_sync_progress(socks[0], x.txcq);
 	xt_close(&x);
 	xt_reap(1, pids);
-	return (slow > timed * SLOW_SHARE ? run_slow : 0) |
+	return (slow > timed * SLOW_SHARE ? run_slow : 0) | (cpu_high ? run_cpu : 0) |
 	       (unjudged ? run_unjudged : median_high ? run_median : 0);
 }
 
@@ -303,6 +308,8 @@ static void pingpong(void)
 		XT_CHECK(attempt < 2 || !(wrong & run_slow), "in the repeated run too more than %.0f%% of "
 			 "the rounds took more than %.0f ms beyond the delay (lost wake-ups end only at the "
 			 "wait's bound)", SLOW_SHARE * 100, SLOW_MS);
+		XT_CHECK(attempt < 2 || !(wrong & run_cpu), "in the repeated run too the initiator used "
+			 "more CPU than its bound while waiting (a wait that polls uses all of it)");
 		if (attempt >= 2) {
 			/* Fails if no run that could be judged kept its median: a sleeper on a period. */
 			XT_CHECK(!medians_high, "the median delayed round was over its bound in every run "
@@ -312,7 +319,9 @@ static void pingpong(void)
 			break;
 		}
 		printf("  %s: once more, to tell a stalled machine from a lost or late wake-up\n",
-		       wrong & run_slow ? "too many slow rounds" : "the median over its bound");
+		       wrong & run_slow  ? "too many slow rounds"
+		       : wrong & run_cpu ? "CPU over its bound"
+					 : "the median over its bound");
 	}
 	xt_pass("ping-pong in fi_cq_sread: no lost wake-up, little CPU");
 }
