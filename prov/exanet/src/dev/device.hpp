@@ -233,6 +233,9 @@ struct sleep_descriptor {
   int word_fd = -1;          // readable once a peer changed the word since sleep_prepare (the
                              // emulation's wake socket): polled beside fd, the word need not
                              // be looked at
+  std::uint32_t look_again_ms = 0;  // not 0: some arrival readies nothing here (a lower
+                                    // provider whose fd cannot be trusted): the sleeper comes
+                                    // back within this many milliseconds to progress
 };
 
 /// A claimed, not yet published packet slot in a peer's mailbox: the protocol writes the packet
@@ -455,7 +458,9 @@ concept device =
       // sleep_end() withdraws the announcement after the sleep. sleep_fd(), after a
       // sleep_prepare that said true: a descriptor to poll beside the word for the arrivals
       // that change no word (a network backend's, readied by its transport: sleep_prepare
-      // asked the transport whether it may block on it), or none.
+      // asked the transport whether it may block on it), or none; with look_again_ms when
+      // some arrival readies nothing (a transport's fd found untrustworthy): the sleeper
+      // comes back that soon.
       { d.sleep_prepare(watch_word, u32out) } noexcept -> std::same_as<bool>;
       { d.sleep_end() } noexcept -> std::same_as<void>;
       { cd.sleep_fd() } noexcept -> std::same_as<sleep_descriptor>;

@@ -77,7 +77,7 @@ struct sleep_target {
   // Out, with app_polls: a progress thread serves the endpoint (its completions signal the wait
   // fd): nothing was announced and no sleep_end follows.
   bool served = false;
-  std::uint32_t look_again_ms = 0;  // out, with app_polls: come back within this (0: no need)
+  std::uint32_t look_again_ms = 0;  // out: come back within this (0: no need)
 };
 
 /// Something a CQ or counter read must progress (an endpoint, under manual progress). The

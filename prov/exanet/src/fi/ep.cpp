@@ -408,7 +408,12 @@ bool endpoint::sleep_prepare(sleep_target& target) noexcept {
   target.fd = d.fd;
   target.word_in_use = d.word_in_use;
   target.word_fd = d.word_fd;
-  if (target.app_polls) target.look_again_ms = proto.look_again_ms();
+  // The device's own bound (a lower fd it cannot trust) and, for a sleeper in the application's
+  // poll(2), which never runs our timers, the protocol's periodic checks.
+  target.look_again_ms = d.look_again_ms;
+  if (target.app_polls)
+    if (const std::uint32_t p = proto.look_again_ms(); p && (!d.look_again_ms || p < d.look_again_ms))
+      target.look_again_ms = p;
   sleep_refs.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

@@ -260,6 +260,8 @@ bool arrival_sleep::add(const progress_source& s) noexcept {
   if (!s.sleep_prepare(s.self, t)) return false;
   sources_[sources_used_++] = s;
   words_[words_used_++] = {t.word, t.expected};
+  if (t.look_again_ms && (!look_again_ms_ || t.look_again_ms < look_again_ms_))
+    look_again_ms_ = t.look_again_ms;
   const auto poll_too = [this](int fd) {
     if (std::find(fds_.begin(), fds_.begin() + fds_used_, fd) == fds_.begin() + fds_used_)
       fds_[fds_used_++] = fd;
@@ -281,6 +283,8 @@ bool arrival_sleep::add(core::futex_watch w) noexcept {
 }
 
 void arrival_sleep::sleep(unsigned timeout_ms) noexcept {
+  if (look_again_ms_ && look_again_ms_ < timeout_ms) [[unlikely]]
+    timeout_ms = look_again_ms_;
   if (fds_used_ == 0) [[likely]]
     core::futex_wait_any({words_.data(), words_used_}, timeout_ms);
   else
@@ -331,6 +335,7 @@ void arrival_sleep::poll_sleep(unsigned timeout_ms) noexcept {
 void arrival_sleep::release() noexcept {
   for (std::size_t i = 0; i < sources_used_; ++i) sources_[i].sleep_end(sources_[i].self);
   sources_used_ = words_used_ = fds_used_ = 0;
+  look_again_ms_ = 0;
   foreign_words_ = wordless_sources_ = false;
 }
 

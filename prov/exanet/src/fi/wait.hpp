@@ -116,6 +116,7 @@ class arrival_sleep {
   std::array<progress_source, max_words> sources_{};
   std::array<int, 2 * max_words> fds_{};  // a source's fd and its word's
   std::size_t words_used_ = 0, sources_used_ = 0, fds_used_ = 0;
+  unsigned look_again_ms_ = 0;  // the shortest a source asked for (sleep_target): 0, none
   bool foreign_words_ = false;  // a source's word that another process changes and that
                                 // matters beside an fd (see above)
   bool wordless_sources_ = false;  // a source without fd: its word is another process's

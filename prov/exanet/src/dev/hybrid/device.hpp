@@ -268,10 +268,11 @@ class device {
   sleep_descriptor sleep_fd() const noexcept {
     if (!net_on_) return {};
     const bool by_socket = local_.wake_fd() >= 0;
-    return {remote_.sleep_fd().fd,
+    const sleep_descriptor r = remote_.sleep_fd();
+    return {r.fd,
             !by_socket && reach_ != open_params::network::use::every_peer &&
                 local_.peer_count() != 0,
-            local_.wake_fd()};
+            local_.wake_fd(), r.look_again_ms};
   }
 
   /// For a sleeper in the application's poll(2): the emulation's wake socket (bound on first
@@ -284,7 +285,8 @@ class device {
   }
   sleep_descriptor poll_fd() const noexcept {
     if (!net_on_) return local_.poll_fd();
-    return {remote_.poll_fd().fd, false, local_.wake_fd()};
+    const sleep_descriptor r = remote_.poll_fd();
+    return {r.fd, false, local_.wake_fd(), r.look_again_ms};
   }
 
   /// The sides, for tests and tools (the protocols see only dev::device's operations).

@@ -7,6 +7,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
+#include <poll.h>
 #include <sys/random.h>
 
 #include <algorithm>
@@ -782,8 +783,46 @@ bool device::sleep_prepare(const std::atomic<std::uint32_t>*& word,
   // the fd will turn readable on the next arrival (fi_poll(3), fi_trywait).
   fid* f = &cq_->fid;
   if (fi_trywait(fabric_, &f, 1) != 0) return false;
+  napping_ = wait_fd_stuck();
   word = &no_word_;
   expected = no_word_.load(std::memory_order_relaxed);
+  return true;
+}
+
+bool device::wait_fd_stuck() noexcept {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  const std::uint64_t now = std::uint64_t(t.tv_sec) * 1000 + std::uint64_t(t.tv_nsec) / 1000000;
+  const bool moved = lower_entries_ != entries_at_arm_ || entries_moved_ms_ == 0;
+  if (moved) {
+    entries_at_arm_ = lower_entries_;
+    entries_moved_ms_ = now;
+    readable_at_arm_ = 0;
+  }
+  // Readable right after fi_trywait said the CQ is empty: an arrival raced the arm (tcp, now
+  // and then), or the fd is stuck. Only a long run of them, with nothing read meanwhile, is
+  // taken for the latter.
+  pollfd p{wait_fd_, POLLIN, 0};
+  if (::poll(&p, 1, 0) != 1) {
+    readable_at_arm_ = 0;
+    stuck_ = false;
+    return false;
+  }
+  if (stuck_) {
+    nap_ms_ = moved ? 1 : std::min(2 * nap_ms_, stuck_nap_max_ms);
+    return true;
+  }
+  if (++readable_at_arm_ < stuck_after_arms || now - entries_moved_ms_ < stuck_after_ms)
+    return false;
+  stuck_ = true;
+  nap_ms_ = 1;
+  if (!stuck_logged_) {
+    stuck_logged_ = true;
+    EXANET_LOG(warn, core,
+               "network backend: %s's CQ wait fd stays readable with nothing to read (%u sleeps "
+               "in a row); while it does, sleepers nap 1 to %u ms and look again",
+               lower_name_.c_str(), readable_at_arm_, stuck_nap_max_ms);
+  }
   return true;
 }
 
