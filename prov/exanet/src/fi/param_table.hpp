@@ -306,12 +306,16 @@ inline constexpr param_spec g_params[] = {
      "\\fBAddressing\\fR). If the lower provider cannot be opened, the endpoint logs why and "
      "reaches the peers of its host only."},
     {param_id::network_provider, "network_provider", param_type::string, 0, "tcp", 0, 0, "",
-     "The libfabric provider that carries the network backend (its fi_info prov_name, e.g. tcp "
-     "or verbs); never exanet itself.",
-     "tcp and verbs are layered under ofi_rxm, whose FI_OFI_RXM_BUFFER_SIZE (and over tcp "
-     "FI_OFI_RXM_EAGER_LIMIT) sets the longest message exanet hands it (OTHER HOSTS). net, "
-     "libfabric 1.17's RDM provider over TCP without ofi_rxm, takes 64 KiB messages whole; a "
-     "blocking wait over it polls instead of sleeping."},
+     "The libfabric provider that carries the network backend (its fi_info prov_name: tcp, "
+     "which libfabric layers under ofi_rxm, or net); never exanet itself.",
+     "It must offer RDM endpoints with messages, multi\\-receive, RMA writes and send\\-after\\-write "
+     "order, and take the keys exanet chooses without local registrations: tcp and net do. "
+     "Providers that choose their own keys or want local buffers registered (FI_MR_PROV_KEY, "
+     "FI_MR_LOCAL: verbs, efa, psm3, cxi) are not supported yet; the endpoint then logs why "
+     "and reaches the peers of its host only (OTHER HOSTS). ofi_rxm's FI_OFI_RXM_BUFFER_SIZE "
+     "(and over tcp FI_OFI_RXM_EAGER_LIMIT) sets the longest message exanet hands it. net, "
+     "libfabric 1.17's RDM provider over TCP without ofi_rxm, takes 64 KiB messages whole; its "
+     "CQ wait fd misbehaves, and blocking waits over it nap (OTHER HOSTS)."},
     {param_id::network_node, "network_node", param_type::string, 0, "", 0, 0, "",
      "The local address the network backend binds (fi_getinfo's node with FI_SOURCE); empty: "
      "the lower provider's first.",

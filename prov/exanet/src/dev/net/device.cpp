@@ -110,7 +110,9 @@ core::status device::open(const open_params& p) noexcept {
   fi_freeinfo(hints);
   if (rc != 0 || !info_) {
     EXANET_LOG(warn, core, "network backend: lower provider \"%s\"%s%s has no RDM endpoint with "
-               "messages, RMA writes, multi-receive and send-after-write order: %s",
+               "messages, RMA writes, multi-receive and send-after-write order that takes "
+               "exanet's keys without local registrations (FI_MR_PROV_KEY and FI_MR_LOCAL "
+               "providers are not supported yet): %s",
                net.provider.c_str(), net.node.empty() ? "" : " at ", net.node.c_str(), fi_strerror(-rc));
     info_ = nullptr;
     return core::status::not_supported;
