@@ -15,7 +15,11 @@
 //                 exanet's receiver-initiated rendezvous does once the RTR is there: dev/net's
 //                 dma_post with notify_ahead);
 //   write_dc      the same, the notification sent only once the write's delivery completion
-//                 came back (dev/net without notify_ahead; RMA writes through a key).
+//                 came back (dev/net without notify_ahead; RMA writes through a key);
+//   write_tc      write_notify with FI_TRANSMIT_COMPLETE (what the delivery verdict costs);
+//   write_data    one RMA write with remote CQ data (FI_REMOTE_CQ_DATA) and no message: the peer
+//                 waits for the write's own completion (what a notification carried by the
+//                 write would cost).
 // One way = half a round trip; the value is the median of 5 blocks. If write_notify alone is
 // not below 0.9 x msg, exanet cannot be either over this lower provider. A benchmark tool, not a
 // test: it judges nothing.
@@ -23,7 +27,8 @@
 //   lower_floor serve FILE NODE      one end, bound to NODE; writes what the other needs to FILE
 //   lower_floor client FILE NODE     the other end; prints one line per size and mode
 // Environment: FLOOR_SIZES (bytes, default "65536 1048576 4194304"), FLOOR_PROV (default tcp),
-// FLOOR_MODES (default "msg write_notify write_dc"; "inject", "bundle", "bundle1" on request).
+// FLOOR_MODES (default "msg write_notify write_dc"; "inject", "bundle", "bundle1", "write_tc",
+// "write_data" on request).
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -75,7 +80,7 @@ struct card {
   char name[64] = {};
 };
 
-enum op { op_send, op_recv_data, op_recv_notify, op_write, op_count };
+enum op { op_send, op_recv_data, op_recv_notify, op_write, op_remote_write, op_count };
 
 struct end {
   fi_info* info = nullptr;
@@ -152,9 +157,14 @@ struct end {
       die("completion error", -err.err);
     }
     if (n < 0 && n != -FI_EAGAIN) die("fi_cq_read", n);
-    for (ssize_t i = 0; i < n; ++i)
+    for (ssize_t i = 0; i < n; ++i) {
+      if ((e[i].flags & FI_REMOTE_WRITE) && (e[i].flags & FI_REMOTE_CQ_DATA)) {
+        ++done[op_remote_write];
+        continue;
+      }
       for (int k = 0; k < op_count; ++k)
         if (e[i].op_context == &ctx[k]) ++done[k];
+    }
   }
   void wait(op k, long count) {
     while (done[k] < count) progress();
@@ -199,7 +209,8 @@ struct end {
       return fi_tsend(ep, notify_out, sizeof notify_out, nullptr, peer, tag_notify, &ctx[op_send]);
     });
   }
-  void write(std::size_t size) {
+  void write(std::size_t size, std::uint64_t completion = FI_DELIVERY_COMPLETE,
+             bool with_data = false) {
     iovec local{source.data(), size};
     fi_rma_iov remote{peer_card.va, size, peer_card.key};
     fi_msg_rma m{};
@@ -209,7 +220,10 @@ struct end {
     m.rma_iov = &remote;
     m.rma_iov_count = 1;
     m.context = &ctx[op_write];
-    retry([&] { return fi_writemsg(ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE); });
+    m.data = 1;
+    retry([&] {
+      return fi_writemsg(ep, &m, FI_COMPLETION | completion | (with_data ? FI_REMOTE_CQ_DATA : 0));
+    });
   }
 };
 
@@ -223,8 +237,11 @@ void give(end& e, const std::string& mode, std::size_t size) {
   } else if (mode == "bundle" || mode == "bundle1") {
     e.bundle(size, mode == "bundle");
     ++e.posted_sends;
+  } else if (mode == "write_data") {
+    e.write(size, FI_DELIVERY_COMPLETE, true);  // the write is its own notification
+    ++e.posted_writes;
   } else {
-    e.write(size);
+    e.write(size, mode == "write_tc" ? FI_TRANSMIT_COMPLETE : FI_DELIVERY_COMPLETE);
     ++e.posted_writes;
     if (mode == "write_dc") e.wait(op_write, e.posted_writes);
     e.notify();
@@ -235,6 +252,10 @@ void give(end& e, const std::string& mode, std::size_t size) {
 // A notification receive is always left posted: it also serves the handshake of the next cell.
 void take(end& e, const std::string& mode, std::size_t size, bool last) {
   const bool bundled = mode == "bundle" || mode == "bundle1";
+  if (mode == "write_data") {
+    e.wait(op_remote_write, e.done[op_remote_write] + 1);
+    return;
+  }
   const op k = mode == "msg" || mode == "inject" || bundled ? op_recv_data : op_recv_notify;
   e.wait(k, e.done[k] + 1);
   if (k == op_recv_notify) e.post_recv(k, 64);
@@ -331,7 +352,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> modes = words("FLOOR_MODES", "msg write_notify write_dc");
   for (const std::string& m : modes)
     if (m != "msg" && m != "inject" && m != "bundle" && m != "bundle1" && m != "write_notify" &&
-        m != "write_dc") {
+        m != "write_dc" && m != "write_tc" && m != "write_data") {
       std::fprintf(stderr, "lower_floor: unknown mode %s\n", m.c_str());
       return 2;
     }
