@@ -250,10 +250,20 @@ static void receive_bursts(struct xt_ep *x, int sock)
 #define WINDOW_COUNT 20
 #define WINDOW_LEN 16384
 #define WINDOW_STRIDE (WINDOW_LEN + 64)
+/* Then WINDOW_EXTRA more (36 in all, 576 KiB: more than the ring) while the receiver still
+ * makes no call. A send that finds the ring short of credit that is still to come back waits
+ * for it (fi_tsend says -FI_EAGAIN: in a stream the credit is on its way, and the RTS costs a
+ * round trip and an RMA write) for about a millisecond, no longer: the receiver may not be
+ * progressing, as here, and the send then goes by rendezvous. So at least 4 of the extra go by
+ * RTS, one of them after -FI_EAGAIN for at least CREDIT_WAIT_MIN_US, none after more than
+ * CREDIT_WAIT_MAX_S (an unbounded wait would hang here: the receiver calls nothing). */
+#define WINDOW_EXTRA 16
+#define CREDIT_WAIT_MIN_US 500.0
+#define CREDIT_WAIT_MAX_S 5.0
 
 static void send_ring_window(struct xt_ep *x, int sock)
 {
-	unsigned char *b = malloc((size_t)WINDOW_COUNT * WINDOW_STRIDE);
+	unsigned char *b = malloc((size_t)(WINDOW_COUNT + WINDOW_EXTRA) * WINDOW_STRIDE);
 	XT_CHECK(b, "out of memory");
 	char posted = 0; /* the receiver posted its receives; it calls nothing until we say so */
 	xt_recv_all(sock, &posted, 1);
@@ -268,10 +278,29 @@ static void send_ring_window(struct xt_ep *x, int sock)
 		XT_RC(rc);
 	}
 	const struct fi_exanet_counters after = xt_counters(x->ep);
+	double longest_wait_us = 0;
+	for (int k = WINDOW_COUNT; k < WINDOW_COUNT + WINDOW_EXTRA; k++) {
+		unsigned char *m = b + (size_t)k * WINDOW_STRIDE + (size_t)(k * 8 % 64);
+		xt_fill(m, WINDOW_LEN, (unsigned)(77000 + k));
+		const double t0 = xt_now_us();
+		ssize_t rc;
+		while ((rc = fi_tsend(x->ep, m, WINDOW_LEN, NULL, peer, 77000 + k, m)) == -FI_EAGAIN) {
+			fi_cq_read(x->txcq, NULL, 0);
+			XT_CHECK(xt_now_us() - t0 < CREDIT_WAIT_MAX_S * 1e6, "ring window: a send "
+				 "waited more than %.0f s for ring credit from a receiver that calls "
+				 "nothing", CREDIT_WAIT_MAX_S);
+		}
+		XT_RC(rc);
+		if (xt_now_us() - t0 > longest_wait_us)
+			longest_wait_us = xt_now_us() - t0;
+	}
+	const struct fi_exanet_counters extra = xt_counters(x->ep);
 	const char sent = 1;
 	xt_send_all(sock, &sent, 1);
 	const unsigned long long medium = after.medium_sent - before.medium_sent,
-				 rts = after.rndv_sent - before.rndv_sent;
+				 rts = after.rndv_sent - before.rndv_sent,
+				 extra_rts = extra.rndv_sent - after.rndv_sent,
+				 extra_medium = extra.medium_sent - after.medium_sent;
 	printf("ring window: %d x %d B to a receiver that consumed none: %llu medium, %llu by "
 	       "RTS\n",
 	       WINDOW_COUNT, WINDOW_LEN, medium, rts);
@@ -279,16 +308,24 @@ static void send_ring_window(struct xt_ep *x, int sock)
 		 "ring window: %llu of %d 16 KiB messages went medium, %llu by RTS (want all "
 		 "medium: a network peer's ring holds 320 KiB)",
 		 medium, WINDOW_COUNT, rts);
-	take_completions(x->txcq, WINDOW_COUNT, "ring window");
+	printf("ring window: %d more: %llu medium, %llu by RTS; the longest send waited %.2f ms "
+	       "for credit\n",
+	       WINDOW_EXTRA, extra_medium, extra_rts, longest_wait_us / 1e3);
+	XT_CHECK(extra_medium + extra_rts == WINDOW_EXTRA && extra_rts >= 4,
+		 "ring window: of %d more 16 KiB messages than the ring holds %llu went medium and "
+		 "%llu by RTS (want at least 4 by RTS)", WINDOW_EXTRA, extra_medium, extra_rts);
+	XT_CHECK(longest_wait_us >= CREDIT_WAIT_MIN_US, "ring window: no send waited for ring "
+		 "credit (longest %.3f ms): the RTS came at once", longest_wait_us / 1e3);
+	take_completions(x->txcq, WINDOW_COUNT + WINDOW_EXTRA, "ring window");
 	xt_sync_progress(sock, x->txcq);
 	free(b);
 }
 
 static void receive_ring_window(struct xt_ep *x, int sock)
 {
-	unsigned char *b = calloc(WINDOW_COUNT, WINDOW_STRIDE);
+	unsigned char *b = calloc(WINDOW_COUNT + WINDOW_EXTRA, WINDOW_STRIDE);
 	XT_CHECK(b, "out of memory");
-	for (int k = 0; k < WINDOW_COUNT; k++)
+	for (int k = 0; k < WINDOW_COUNT + WINDOW_EXTRA; k++)
 		XT_RC(fi_trecv(x->ep, b + (size_t)k * WINDOW_STRIDE + 24, WINDOW_LEN, NULL, peer,
 			       77000 + k, 0, (void *)(uintptr_t)(k + 1)));
 	const char posted = 1;
@@ -296,13 +333,13 @@ static void receive_ring_window(struct xt_ep *x, int sock)
 	char sent = 0; /* no call into libfabric until the sender posted all */
 	xt_recv_all(sock, &sent, 1);
 	XT_CHECK(sent == 1, "ring window: the sender failed");
-	for (int k = 0; k < WINDOW_COUNT; k++) {
+	for (int k = 0; k < WINDOW_COUNT + WINDOW_EXTRA; k++) {
 		struct fi_cq_tagged_entry e;
 		struct fi_cq_err_entry err = {0};
 		XT_CHECK(xt_wait(x->rxcq, &e, &err, 30) == 1, "ring window: receive %d failed: %d",
 			 k, err.err);
 		const size_t at = (size_t)(uintptr_t)e.op_context - 1;
-		XT_CHECK(at < WINDOW_COUNT && e.tag == 77000 + at && e.len == WINDOW_LEN &&
+		XT_CHECK(at < WINDOW_COUNT + WINDOW_EXTRA && e.tag == 77000 + at && e.len == WINDOW_LEN &&
 				 xt_verify(b + at * WINDOW_STRIDE + 24, WINDOW_LEN, (unsigned)(77000 + at)),
 			 "ring window: message %zu wrong", at);
 	}
@@ -459,8 +496,13 @@ static void train_atomic(struct xt_ep *x, int sock, uint64_t raddr, uint64_t rke
 		for (int went_medium = 1; went_medium;) {
 			const uint64_t medium = xt_counters(x->ep).medium_sent;
 			xt_fill(b + (size_t)fills * FILL, len, (unsigned)len);
-			XT_RC(fi_tsend(x->ep, b + (size_t)fills * FILL, len, NULL, peer, 7000,
-				       NULL));
+			/* A send short of ring credit waits for it a while ("again"), then goes
+			 * by rendezvous: the receiver calls nothing here. */
+			ssize_t rc;
+			while ((rc = fi_tsend(x->ep, b + (size_t)fills * FILL, len, NULL, peer, 7000,
+					      NULL)) == -FI_EAGAIN)
+				fi_cq_read(x->txcq, NULL, 0);
+			XT_RC(rc);
 			XT_CHECK(++fills < N, "the ring never filled");
 			went_medium = xt_counters(x->ep).medium_sent > medium;
 		}

@@ -374,6 +374,13 @@ concept device =
       // nothing changes until write(peer, space, src, len) puts the bytes there and makes them
       // the receiver's (a remote ring write; the packet naming them follows).
       { d.bounce_reserve(p, n, place, rs) } noexcept -> std::same_as<bool>;
+      // credit_coming(peer, len), after bounce_reserve said false: true when the room is short
+      // only of credit the receiver will return as it progresses, and it is worth waiting for
+      // (the caller says "again" to its own caller, who progresses and retries) rather than
+      // taking another protocol; false once such a wait has lasted long enough that the
+      // receiver may not be progressing (a backend where another protocol costs no more says
+      // false at once: the emulation).
+      { d.bounce_credit_coming(p, n) } noexcept -> std::same_as<bool>;
       { d.bounce_write(p, crs, src, n) } noexcept -> std::same_as<void>;
       // prepare(peer, len), after the packet naming a write was published: another write of
       // about len bytes is likely to follow; a backend may make its room cheaper to write now,
@@ -503,6 +510,7 @@ class interface_of : private D {
   using D::peer_intake_held;
   // bounce rings
   using D::bounce_reserve;
+  using D::bounce_credit_coming;
   using D::bounce_write;
   using D::bounce_prepare;
   using D::bounce_data;

@@ -20,9 +20,12 @@ core::status endpoint::medium_send(const send_args& a, std::size_t len) noexcept
   // buffer sits where the send buffer does.
   dev::ring_space space;
   // No ring at this receiver, or no credit in it (the receiver has not drained it yet): the
-  // caller uses the rendezvous, which needs only a mailbox slot, rather than refusing the send.
+  // caller uses the rendezvous, which needs only a mailbox slot, rather than refusing the send;
+  // unless the device says the credit is on its way and worth waiting for (over a network):
+  // then "again", and the application progresses and retries.
   if (!dev_.bounce_reserve(a.peer, len, core::first_byte(a.iov), space))
-    return core::status::not_supported;
+    return dev_.bounce_credit_coming(a.peer, len) ? core::status::again
+                                                  : core::status::not_supported;
   // Claim the mailbox slot before touching the ring, so a full mailbox leaves the ring untouched.
   dev::mailbox_reservation slot;
   if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;

@@ -157,6 +157,9 @@ class device {
     out.handle = bounce_acquire(p, len, place_like, out.ring, out.offset);
     return out.handle != nullptr;
   }
+  /// Never: here the rendezvous a medium message falls back to costs a round trip through
+  /// shared memory, less than waiting for the receiver to drain its ring.
+  bool bounce_credit_coming(peer_id, std::size_t) const noexcept { return false; }
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept {
     core::copy_from_iov(at.handle, src, 0, len);

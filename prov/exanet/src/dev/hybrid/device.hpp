@@ -97,6 +97,12 @@ class device {
     return rt.remote ? remote_.bounce_reserve(rt.inner, len, place, out)
                      : local_.bounce_reserve(rt.inner, len, place, out);
   }
+  bool bounce_credit_coming(peer_id p, std::size_t len) noexcept {
+    if (!net_on_) [[likely]] return local_.bounce_credit_coming(p, len);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.bounce_credit_coming(rt.inner, len)
+                     : local_.bounce_credit_coming(rt.inner, len);
+  }
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept {
     if (!net_on_) [[likely]] return local_.bounce_write(p, at, src, len);

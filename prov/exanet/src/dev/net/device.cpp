@@ -865,10 +865,24 @@ bool device::bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_lik
   const std::uint64_t room_to_end = size - (head & (size - 1));
   if (room_to_end < len) head = placed(head + room_to_end);
   if (head + len - pr.ring_tail > size) return false;  // no credit until it consumes
+  pr.credit_wait_from_us = 0;
   out.ring = 0;
   out.offset = head;
   out.handle = pr.ring_out.data() + (head & (size - 1));
   return true;
+}
+
+bool device::bounce_credit_coming(peer_id p, std::size_t len) noexcept {
+  if (p >= peers_.size() || len > bounce_max_) return false;
+  peer& pr = peers_[p];
+  // Credit can come only for bytes it has not credited yet; a ring never made waits for none.
+  if (pr.dead || pr.ring_out.empty() || pr.ring_head == pr.ring_tail) return false;
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  const std::uint64_t now = std::uint64_t(t.tv_sec) * 1000000 + std::uint64_t(t.tv_nsec) / 1000;
+  if (pr.credit_wait_from_us == 0) pr.credit_wait_from_us = now;
+  // Once over, the sends behind it take the rendezvous at once, until a reserve succeeds.
+  return now - pr.credit_wait_from_us < credit_wait_us;
 }
 
 void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,

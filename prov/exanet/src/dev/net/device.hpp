@@ -348,6 +348,15 @@ class device {
   /// The first use of a peer's ring allocates our mirror of it (ring_bytes).
   bool bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_like,
                       ring_space& out) noexcept;
+  /// After bounce_reserve said false: true while only credit is short (bytes of ours p has not
+  /// given credit for would make room) and our wait for it has lasted under credit_wait_ms.
+  /// Over a network a medium message that takes the rendezvous instead costs an RTS round
+  /// trip and an RMA write (BENCHMARKS.md 2026-12-04: 10-13 us more than a message at 16 KiB),
+  /// and in a stream the credit is usually on its way: 20 % of a window of 64 x 16 KiB took
+  /// the RTS. The bound keeps a sender whose receiver does not progress (computing, or its
+  /// intake held) from waiting on it: the rendezvous then lets the send go.
+  bool bounce_credit_coming(peer_id p, std::size_t len) noexcept;
+  static constexpr std::uint64_t credit_wait_us = 1000;
   /// Copies the bytes into the mirror and sends them to p, ahead of the packet that names them.
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept;
@@ -468,6 +477,7 @@ class device {
     // produced, and how far it told us it consumed.
     std::vector<std::byte> ring_out;
     std::uint64_t ring_head = 0, ring_tail = 0;
+    std::uint64_t credit_wait_from_us = 0;  // bounce_credit_coming: when this wait began; 0 none
     // Its bounce ring here: the bytes it sent, how far they reach, how far we consumed, and
     // how far we told it.
     // Sized by the ring its hello announced (ring_in_bytes; ours if it announced none).
