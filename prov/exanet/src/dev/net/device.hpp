@@ -349,7 +349,7 @@ class device {
   bool bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_like,
                       ring_space& out) noexcept;
   /// After bounce_reserve said false: true while only credit is short (bytes of ours p has not
-  /// given credit for would make room) and our wait for it has lasted under credit_wait_ms.
+  /// given credit for would make room) and our wait for it has lasted under credit_wait_us.
   /// Over a network a medium message that takes the rendezvous instead costs an RTS round
   /// trip and an RMA write (BENCHMARKS.md 2026-12-04: 10-13 us more than a message at 16 KiB),
   /// and in a stream the credit is usually on its way: 20 % of a window of 64 x 16 KiB took
