@@ -80,6 +80,11 @@ struct sleep_target {
   std::uint32_t look_again_ms = 0;  // out: come back within this (0: no need)
 };
 
+/// The sooner of two look_again_ms bounds, 0 meaning none.
+constexpr std::uint32_t sooner_look(std::uint32_t a, std::uint32_t b) noexcept {
+  return a == 0 ? b : b == 0 ? a : (a < b ? a : b);
+}
+
 /// Something a CQ or counter read must progress (an endpoint, under manual progress). The
 /// other three let a blocking wait sleep until the endpoint has something (fi/wait.hpp,
 /// arrival_sleep); entries without progress only hold the object open.

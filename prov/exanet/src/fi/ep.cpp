@@ -410,10 +410,8 @@ bool endpoint::sleep_prepare(sleep_target& target) noexcept {
   target.word_fd = d.word_fd;
   // The device's own bound (a lower fd it cannot trust) and, for a sleeper in the application's
   // poll(2), which never runs our timers, the protocol's periodic checks.
-  target.look_again_ms = d.look_again_ms;
-  if (target.app_polls)
-    if (const std::uint32_t p = proto.look_again_ms(); p && (!d.look_again_ms || p < d.look_again_ms))
-      target.look_again_ms = p;
+  target.look_again_ms =
+      target.app_polls ? sooner_look(d.look_again_ms, proto.look_again_ms()) : d.look_again_ms;
   sleep_refs.fetch_add(1, std::memory_order_relaxed);
   return true;
 }

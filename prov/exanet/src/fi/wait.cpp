@@ -83,7 +83,7 @@ bool wait_fd::watch_arrivals(std::span<progress_list* const> lists) noexcept {
       e.events = EPOLLIN;
       if (f >= 0 && epoll_ctl(set, EPOLL_CTL_ADD, f, &e) != 0 && errno != EEXIST) return false;
     }
-    if (t.look_again_ms && (!look_ms || t.look_again_ms < look_ms)) look_ms = t.look_again_ms;
+    look_ms = sooner_look(look_ms, t.look_again_ms);
     return true;
   };
   bool ok = true;
@@ -260,8 +260,7 @@ bool arrival_sleep::add(const progress_source& s) noexcept {
   if (!s.sleep_prepare(s.self, t)) return false;
   sources_[sources_used_++] = s;
   words_[words_used_++] = {t.word, t.expected};
-  if (t.look_again_ms && (!look_again_ms_ || t.look_again_ms < look_again_ms_))
-    look_again_ms_ = t.look_again_ms;
+  look_again_ms_ = sooner_look(look_again_ms_, t.look_again_ms);
   const auto poll_too = [this](int fd) {
     if (std::find(fds_.begin(), fds_.begin() + fds_used_, fd) == fds_.begin() + fds_used_)
       fds_[fds_used_++] = fd;

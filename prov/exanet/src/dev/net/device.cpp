@@ -49,6 +49,14 @@ core::status from_fi(int rc) noexcept {
   }
 }
 
+/// CLOCK_MONOTONIC in microseconds: the waits this backend bounds itself (a stuck wait fd, ring
+/// credit).
+std::uint64_t monotonic_us() noexcept {
+  timespec t{};
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return std::uint64_t(t.tv_sec) * 1000000 + std::uint64_t(t.tv_nsec) / 1000;
+}
+
 }  // namespace
 
 namespace {
@@ -785,20 +793,18 @@ bool device::sleep_prepare(const std::atomic<std::uint32_t>*& word,
   // the fd will turn readable on the next arrival (fi_poll(3), fi_trywait).
   fid* f = &cq_->fid;
   if (fi_trywait(fabric_, &f, 1) != 0) return false;
-  napping_ = wait_fd_stuck();
+  judge_wait_fd();
   word = &no_word_;
   expected = no_word_.load(std::memory_order_relaxed);
   return true;
 }
 
-bool device::wait_fd_stuck() noexcept {
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  const std::uint64_t now = std::uint64_t(t.tv_sec) * 1000 + std::uint64_t(t.tv_nsec) / 1000000;
-  const bool moved = lower_entries_ != entries_at_arm_ || entries_moved_ms_ == 0;
+void device::judge_wait_fd() noexcept {
+  const std::uint64_t now = monotonic_us();
+  const bool moved = lower_entries_ != entries_at_arm_ || entries_moved_us_ == 0;
   if (moved) {
     entries_at_arm_ = lower_entries_;
-    entries_moved_ms_ = now;
+    entries_moved_us_ = now;
     readable_at_arm_ = 0;
   }
   // Readable right after fi_trywait said the CQ is empty: an arrival raced the arm (tcp, now
@@ -808,14 +814,13 @@ bool device::wait_fd_stuck() noexcept {
   if (::poll(&p, 1, 0) != 1) {
     readable_at_arm_ = 0;
     stuck_ = false;
-    return false;
+    return;
   }
   if (stuck_) {
     nap_ms_ = moved ? 1 : std::min(2 * nap_ms_, stuck_nap_max_ms);
-    return true;
+    return;
   }
-  if (++readable_at_arm_ < stuck_after_arms || now - entries_moved_ms_ < stuck_after_ms)
-    return false;
+  if (++readable_at_arm_ < stuck_after_arms || now - entries_moved_us_ < stuck_after_us) return;
   stuck_ = true;
   nap_ms_ = 1;
   if (!stuck_logged_) {
@@ -825,7 +830,6 @@ bool device::wait_fd_stuck() noexcept {
                "in a row); while it does, sleepers nap 1 to %u ms and look again",
                lower_name_.c_str(), readable_at_arm_, stuck_nap_max_ms);
   }
-  return true;
 }
 
 device::op_context* device::op_acquire() noexcept {
@@ -877,9 +881,7 @@ bool device::bounce_credit_coming(peer_id p, std::size_t len) noexcept {
   peer& pr = peers_[p];
   // Credit can come only for bytes it has not credited yet; a ring never made waits for none.
   if (pr.dead || pr.ring_out.empty() || pr.ring_head == pr.ring_tail) return false;
-  timespec t{};
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  const std::uint64_t now = std::uint64_t(t.tv_sec) * 1000000 + std::uint64_t(t.tv_nsec) / 1000;
+  const std::uint64_t now = monotonic_us();
   if (pr.credit_wait_from_us == 0) pr.credit_wait_from_us = now;
   // Once over, the sends behind it take the rendezvous at once, until a reserve succeeds.
   return now - pr.credit_wait_from_us < credit_wait_us;

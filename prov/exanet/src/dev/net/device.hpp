@@ -401,7 +401,7 @@ class device {
   bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
   void sleep_end() noexcept {}
   sleep_descriptor sleep_fd() const noexcept {
-    return napping_ ? sleep_descriptor{-1, false, -1, nap_ms_} : sleep_descriptor{wait_fd_, false};
+    return stuck_ ? sleep_descriptor{-1, false, -1, nap_ms_} : sleep_descriptor{wait_fd_, false};
   }
   /// Every arrival readies the lower CQ's fd already (sleep_prepare asked fi_trywait).
   bool arm_poll_wake() noexcept { return wait_fd_ >= 0 && cq_ != nullptr; }
@@ -669,24 +669,24 @@ class device {
   int wait_fd_ = -1;  // the lower CQ's wait fd (FI_GETWAIT); -1: it has none, never sleep
   std::atomic<std::uint32_t> no_word_{0};  // sleep_prepare's word: never changes
   // A wait fd that stays readable with nothing to read (libfabric 1.17's `net`: fi_trywait says
-  // 0, and poll(2) returns at once, every time) would make every sleep a spin. wait_fd_stuck()
+  // 0, and poll(2) returns at once, every time) would make every sleep a spin. judge_wait_fd()
   // tells it from arrivals racing the arm: readable at the arm in stuck_after_arms sleeps in a
-  // row while the lower CQ gave nothing for stuck_after_ms. From then on a sleep naps instead
+  // row while the lower CQ gave nothing for stuck_after_us. From then on a sleep naps instead
   // of polling the fd (sleep_descriptor::look_again_ms): 1 ms after the lower CQ gave
   // something, twice as long after each nap that found nothing, at most stuck_nap_max_ms; the
   // first sleep that finds the fd quiet at the arm trusts it again.
   static constexpr std::uint32_t stuck_after_arms = 32;
-  static constexpr std::uint64_t stuck_after_ms = 50;
+  static constexpr std::uint64_t stuck_after_us = 50'000;
   static constexpr std::uint32_t stuck_nap_max_ms = 16;
-  bool wait_fd_stuck() noexcept;
+  /// Updates stuck_ at a sleep's arm (after fi_trywait said 0).
+  void judge_wait_fd() noexcept;
   std::uint64_t lower_entries_ = 0;       // lower CQ entries read, ever
-  std::uint64_t entries_at_arm_ = 0;      // lower_entries_ when wait_fd_stuck last looked
-  std::uint64_t entries_moved_ms_ = 0;    // when it last saw them move
+  std::uint64_t entries_at_arm_ = 0;      // lower_entries_ when judge_wait_fd last looked
+  std::uint64_t entries_moved_us_ = 0;    // when it last saw them move
   std::uint32_t readable_at_arm_ = 0;     // sleeps in a row whose fd was readable at the arm
   std::uint32_t nap_ms_ = 1;              // the next nap's length, while stuck_
   bool stuck_ = false;                    // the fd is not to be trusted (it was readable at
-                                          // every arm since it was found stuck)
-  bool napping_ = false;                  // this sleep naps (sleep_fd)
+                                          // every arm since it was found stuck): sleeps nap
   bool stuck_logged_ = false;
   fid_av* av_ = nullptr;
   address self_{};
