@@ -19,16 +19,22 @@
 //   write_tc      write_notify with FI_TRANSMIT_COMPLETE (what the delivery verdict costs);
 //   write_data    one RMA write with remote CQ data (FI_REMOTE_CQ_DATA) and no message: the peer
 //                 waits for the write's own completion (what a notification carried by the
-//                 write would cost).
+//                 write would cost);
+//   stream_msg    streaming, as net_compare.sh's bandwidth mode: a window of 64 tagged messages
+//                 one way, all 64 receives posted first, then a 64-byte message back;
+//   stream_write  the same window as 64 RMA writes (FI_DELIVERY_COMPLETE) each followed at once
+//                 by its 64-byte notification message (exanet's receiver-initiated stream); the
+//                 peer waits for the 64 notifications.
 // One way = half a round trip; the value is the median of 5 blocks. If write_notify alone is
-// not below 0.9 x msg, exanet cannot be either over this lower provider. A benchmark tool, not a
-// test: it judges nothing.
+// not below 0.9 x msg, exanet cannot be either over this lower provider. The stream modes print
+// MB/s (10^6 B/s) instead: a window's bytes over its time, as net_compare.sh's bandwidth.
+// A benchmark tool, not a test: it judges nothing.
 //
 //   lower_floor serve FILE NODE      one end, bound to NODE; writes what the other needs to FILE
 //   lower_floor client FILE NODE     the other end; prints one line per size and mode
 // Environment: FLOOR_SIZES (bytes, default "65536 1048576 4194304"), FLOOR_PROV (default tcp),
 // FLOOR_MODES (default "msg write_notify write_dc"; "inject", "bundle", "bundle1", "write_tc",
-// "write_data" on request).
+// "write_data", "stream_msg", "stream_write" on request).
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -56,6 +62,7 @@ namespace {
 constexpr int blocks = 5;
 constexpr std::uint64_t tag_data = 1, tag_notify = 2, tag_hello = 3;
 constexpr std::size_t max_size = std::size_t{4} << 20;
+constexpr int stream_window = 64;
 
 [[noreturn]] void die(const char* what, long rc) {
   std::fprintf(stderr, "lower_floor: %s: %ld (%s)\n", what, rc, fi_strerror(int(-rc)));
@@ -267,12 +274,50 @@ int iterations(std::size_t size) {
   return size >= (std::size_t{1} << 20) ? int(std::max<std::size_t>(6, (32u << 20) / size)) : 100;
 }
 
+bool streaming(const std::string& mode) { return mode == "stream_msg" || mode == "stream_write"; }
+
+// One window of a stream, from the leader to the follower, and the follower's 64-byte answer.
+// Every message of a window lands in the same receive buffer and every write at the same
+// target, as osu-style bandwidth programs reuse theirs.
+void stream_window_trip(end& e, bool leader, const std::string& mode, std::size_t size, bool last) {
+  if (leader) {
+    for (int i = 0; i < stream_window; ++i) {
+      if (mode == "stream_msg") {
+        e.send(size);
+        ++e.posted_sends;
+      } else {
+        e.write(size);
+        ++e.posted_writes;
+        e.notify();
+        ++e.posted_sends;
+      }
+    }
+    e.wait(op_recv_notify, e.done[op_recv_notify] + 1);  // the answer
+    e.post_recv(op_recv_notify, 64);
+    return;
+  }
+  if (mode == "stream_msg") {
+    e.wait(op_recv_data, e.done[op_recv_data] + stream_window);
+    if (!last)
+      for (int i = 0; i < stream_window; ++i) e.post_recv(op_recv_data, size);
+  } else {
+    for (int i = 0; i < stream_window; ++i) {
+      e.wait(op_recv_notify, e.done[op_recv_notify] + 1);
+      e.post_recv(op_recv_notify, 64);
+    }
+  }
+  e.notify();  // the answer
+  ++e.posted_sends;
+}
+
 void run(end& e, bool leader, const std::vector<std::size_t>& sizes,
          const std::vector<std::string>& modes) {
   e.post_recv(op_recv_notify, 64);
   for (const std::size_t size : sizes) {
     for (const std::string& mode : modes) {
       if (mode == "msg" || mode == "inject") e.post_recv(op_recv_data, size);
+      if (mode == "stream_msg" && !leader)
+        for (int i = 0; i < stream_window; ++i) e.post_recv(op_recv_data, size);
       if (mode == "bundle" || mode == "bundle1") e.post_bundle_recv(size);
       // Both ends have their receives posted before the first trip: a notification each way.
       for (int turn = 0; turn < 2; ++turn) {
@@ -284,13 +329,17 @@ void run(end& e, bool leader, const std::vector<std::size_t>& sizes,
           e.post_recv(op_recv_notify, 64);
         }
       }
-      const int n = iterations(size);
+      const bool stream = streaming(mode);
+      // A window moves 64 messages: as many bytes per block as about 64 trips of the others.
+      const int n = stream ? std::max(2, iterations(size) / stream_window * 2) : iterations(size);
       std::vector<double> one_way;
       for (int b = 0; b <= blocks; ++b) {  // block 0 warms up
         const double t0 = now_us();
         for (int i = 0; i < n; ++i) {
           const bool last = b == blocks && i == n - 1;
-          if (leader) {
+          if (stream) {
+            stream_window_trip(e, leader, mode, size, last);
+          } else if (leader) {
             give(e, mode, size);
             take(e, mode, size, last);
           } else {
@@ -298,12 +347,19 @@ void run(end& e, bool leader, const std::vector<std::size_t>& sizes,
             give(e, mode, size);
           }
         }
-        if (b > 0) one_way.push_back((now_us() - t0) / n / 2);
+        // Streams: MB/s of the window's bytes (larger is better), the others: us one way.
+        if (b > 0)
+          one_way.push_back(stream ? double(size) * stream_window * n / (now_us() - t0)
+                                   : (now_us() - t0) / n / 2);
       }
       e.wait(op_write, e.posted_writes);  // every write and send done before the next cell
       e.wait(op_send, e.posted_sends);
       std::sort(one_way.begin(), one_way.end());
-      if (leader)
+      if (leader && stream)
+        std::printf("%-12s %8zu B  %9.1f MB/s (worst %.1f, best %.1f; %d windows of %d x %d)\n",
+                    mode.c_str(), size, one_way[blocks / 2], one_way.front(), one_way.back(), n,
+                    stream_window, blocks);
+      else if (leader)
         std::printf("%-12s %8zu B  %9.2f us one way (best %.2f, worst %.2f; %d trips x %d)\n",
                     mode.c_str(), size, one_way[blocks / 2], one_way.front(), one_way.back(), n,
                     blocks);
@@ -352,7 +408,7 @@ int main(int argc, char** argv) {
   const std::vector<std::string> modes = words("FLOOR_MODES", "msg write_notify write_dc");
   for (const std::string& m : modes)
     if (m != "msg" && m != "inject" && m != "bundle" && m != "bundle1" && m != "write_notify" &&
-        m != "write_dc" && m != "write_tc" && m != "write_data") {
+        m != "write_dc" && m != "write_tc" && m != "write_data" && !streaming(m)) {
       std::fprintf(stderr, "lower_floor: unknown mode %s\n", m.c_str());
       return 2;
     }
