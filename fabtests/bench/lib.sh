@@ -22,6 +22,7 @@
 #     exanet_cma           the same with FI_EXANET_DMA_ENGINE=cma (exanet_staged: =staged;
 #                          plain exanet: auto, each write the engine measured cheaper)
 #     exanet_write|_read|_optimistic   the same with FI_EXANET_PROTOCOL=write|read|optimistic
+#     exanet_train         the same with FI_EXANET_EAGER_MAX=276 (trains up to their limit)
 #     tcp                  FI_PROVIDER=tcp (libfabric 1.17 serves RDM as "tcp;ofi_rxm")
 #     anything else        FI_PROVIDER=SERIES (shm, "tcp;ofi_rxm", sockets, ...)
 #   Run with: env "${benv[@]}" timeout ... program
@@ -122,6 +123,8 @@ bench_env() {
     exanet_staged) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_DMA_ENGINE=staged) ;;
     # Another build of exanet, for an A/B in the same run: BEFORE_LIB is its provider directory.
     exanet_before) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="${BEFORE_LIB:?exanet_before needs BEFORE_LIB}") ;;
+    # Every message an eager train can carry (276 B) goes as one, not through the bounce ring.
+    exanet_train) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_EAGER_MAX=276) ;;
     exanet_write | exanet_read | exanet_optimistic)
       benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_PROTOCOL="${series#exanet_}") ;;
     *) benv=(FI_PROVIDER="$series") ;;
