@@ -34,10 +34,12 @@
  * bytes of one message fill the lower message of the one before, so at most one lower message
  * per 16000 bytes (default buffers) and two more (before: one per 8 KiB message, two per 16 KiB one).
  *
- * Lower message size. A 16 KiB medium message to a receive posted first is two lower messages
- * with tcp;ofi_rxm's default 16 KiB buffers (its bytes, then the rest with its packet: 16384 B
- * and our header do not fit 16384), and ONE with FI_OFI_RXM_BUFFER_SIZE=17408
- * (net.net_messages_rxm_17k): dev/net follows rxm's buffer size rather than assuming 16 KiB.
+ * Lower message size. A 16 KiB medium message to a receive posted first is ONE lower message
+ * with the buffer size exanet chooses for tcp;ofi_rxm when the process sets none (17408, set
+ * when the provider loads, before rxm reads it; checked here after the open), and two with
+ * rxm's 16 KiB when the user asks for it (net.net_messages_rxm_16k: its bytes, then the rest
+ * with its packet, as 16384 B and our header do not fit 16384): dev/net follows rxm's buffer
+ * size rather than assuming one.
  * Over libfabric's `net` provider (net_native.net_messages), whose RDM endpoints send every
  * message whole, lower messages carry up to 64 KiB.
  *
@@ -82,12 +84,15 @@ static const size_t atomic_counts[] = {1, 8, 32};
 #define NATOMIC (sizeof atomic_counts / sizeof atomic_counts[0])
 #define ATOMIC_ELEMS 32
 
+static void learn_lower_bytes(void);
+
 static void open_atomic_ep(struct xt_ep *x)
 {
 	struct fi_info *h = xt_hints();
 	h->caps |= FI_ATOMIC | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 	xt_open(x, h, 0);
 	fi_freeinfo(h);
+	learn_lower_bytes(); /* exanet is loaded now */
 }
 
 /* eager, train, medium; then medium messages of 8 and 16 KiB, whose bytes fill lower messages
@@ -102,6 +107,24 @@ enum { BURST_TSEND, BURST_TINJECT, BURST_WAYS };
  * carries beside its header and a few packets. */
 static size_t g_lower_bytes = 16384;
 #define LOWER_CARRY (g_lower_bytes - 384)
+static int g_rxm_buffer_given; /* FI_OFI_RXM_BUFFER_SIZE was set before exanet loaded */
+
+/* Once exanet is loaded: with the network on over tcp;ofi_rxm and no buffer size of the
+ * user's, exanet must have chosen 17408 for rxm (fi_exanet(7), OTHER HOSTS). */
+static void learn_lower_bytes(void)
+{
+	const char *rxm_buffer = getenv("FI_OFI_RXM_BUFFER_SIZE"),
+		   *lower = getenv("FI_EXANET_NETWORK_PROVIDER"), *net = getenv("FI_EXANET_NETWORK");
+	if (lower && !strcmp(lower, "net")) {
+		g_lower_bytes = 65536; /* RDM of its own over a stream: every message whole */
+		return;
+	}
+	if (net && strcmp(net, "off") && !g_rxm_buffer_given)
+		XT_CHECK(rxm_buffer && !strcmp(rxm_buffer, "17408"),
+			 "FI_OFI_RXM_BUFFER_SIZE is %s once exanet loaded with the network on (want 17408, "
+			 "chosen at load)", rxm_buffer ? rxm_buffer : "unset");
+	g_lower_bytes = rxm_buffer && atol(rxm_buffer) >= 4096 ? (size_t)atol(rxm_buffer) : 16384;
+}
 
 /* Messages per burst: N, or 96 KiB of medium bytes (with the previous burst's, less than the
  * default 256 KiB ring even if its credit is late, so none falls back to rendezvous). */
@@ -634,12 +657,7 @@ int main(void)
 	}
 	const char *ring = getenv("FI_EXANET_BOUNCE_RING_BYTES");
 	g_small_ring = ring && !strcmp(ring, "8192");
-	const char *rxm_buffer = getenv("FI_OFI_RXM_BUFFER_SIZE"),
-		   *lower = getenv("FI_EXANET_NETWORK_PROVIDER");
-	if (lower && !strcmp(lower, "net"))
-		g_lower_bytes = 65536; /* RDM of its own over a stream: every message whole */
-	else if (rxm_buffer && atol(rxm_buffer) >= 4096)
-		g_lower_bytes = (size_t)atol(rxm_buffer);
+	g_rxm_buffer_given = getenv("FI_OFI_RXM_BUFFER_SIZE") != NULL;
 	int sock;
 	pid_t pid;
 	xt_spawn(1, sender, &sock, &pid);

@@ -5,6 +5,8 @@
 // virtual call, no table, no extra indirection. A second backend adds its own library beside
 // exanet_dev_emu (prov/exanet/CMakeLists.txt) and its choice here; nothing in proto/ changes.
 #pragma once
+#include <string_view>
+
 #include "dev/device.hpp"
 #include "dev/hybrid/device.hpp"
 
@@ -15,6 +17,14 @@ namespace exanet::dev {
 /// (dev/hybrid; off by default, and then every operation goes straight to the emulation).
 using backend_device = hybrid::device;
 static_assert(device<backend_device>, "the backend must offer every operation of dev::device");
+
+/// Called once when the provider loads, if the network may be used: settings the backend's
+/// transport must find in the process before libfabric initialises its own providers
+/// (over ofi_rxm, its buffer size: dev/net/device.hpp, choose_lower_settings). True if it
+/// set any.
+inline bool prepare_network_process(std::string_view lower_provider) noexcept {
+  return backend_device::prepare_process(lower_provider);
+}
 
 /// What an endpoint's protocols hold: the backend, seen through the concept's operations only.
 using selected_device = interface_of<backend_device>;

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/log.hpp"
+#include "dev/backend.hpp"
 #include "fi/attr.hpp"
 #include "fi/param_table.hpp"
 #include "fi/provider.hpp"
@@ -574,6 +575,13 @@ void read_network(proto::config& c) noexcept {
   };
   text(param_id::network_provider, c.network_provider);
   text(param_id::network_node, c.network_node);
+}
+
+void params_prepare_network() noexcept {
+  proto::config c;
+  read_network(c);
+  if (c.network == dev::open_params::network::use::off) return;
+  dev::prepare_network_process(c.network_provider.data());
 }
 
 proto::config params_read() noexcept {

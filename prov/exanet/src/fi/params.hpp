@@ -27,5 +27,9 @@ bool params_live_stats() noexcept;
 /// The link model of the emulated device (FI_EXANET_LINK_*), and where this process sits in it;
 /// false (after a warning) when the placement file cannot be used (the rank order is then).
 bool params_link(dev::link_params& p, dev::link_placement& where) noexcept;
+/// At load (fi_prov_ini), with FI_EXANET_NETWORK on: lets the network backend prepare the
+/// process for its lower provider (FI_EXANET_NETWORK_PROVIDER) before libfabric initialises it
+/// (dev::prepare_network_process).
+void params_prepare_network() noexcept;
 
 }  // namespace exanet::fi

@@ -72,6 +72,9 @@ extern "C" {
 FI_EXT_INI {
   exanet::core::set_log_sink({&exanet::fi::log_enabled, &exanet::fi::log_write});
   exanet::fi::params_define(&exanet::fi::g_provider);
+  // Before libfabric initialises its own providers (it loads external ones first): the network
+  // backend's lower provider reads some settings only then.
+  exanet::fi::params_prepare_network();
   return &exanet::fi::g_provider;
 }
 }

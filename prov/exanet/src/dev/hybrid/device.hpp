@@ -17,6 +17,7 @@
 // a peer is reached over one side only, and each end picks the side by the same rule (the host
 // in its name), so the two ends agree.
 #pragma once
+#include <string_view>
 #include <vector>
 
 #include "core/status.hpp"
@@ -33,6 +34,11 @@ class device {
   device& operator=(const device&) = delete;
   ~device() { close(); }
 
+  /// Once per process, at provider load, when the network side may open later: what its lower
+  /// provider must be told before libfabric initialises it (net::choose_lower_settings).
+  static bool prepare_process(std::string_view lower_provider) noexcept {
+    return net::choose_lower_settings(lower_provider);
+  }
   /// Opens the emulation, and the network side unless p.net.reach is off. With the network on,
   /// our name is version 2: the emulation's, with this host and the network side's lower name.
   core::status open(const open_params& p) noexcept;

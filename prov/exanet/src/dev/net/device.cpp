@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <bit>
 #include <utility>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 
@@ -69,6 +70,19 @@ std::size_t byte_count(const char* text) noexcept {
   return *end == '\0' ? static_cast<std::size_t>(v) : 0;
 }
 }  // namespace
+
+bool choose_lower_settings(std::string_view lower_provider) noexcept {
+  const std::string_view core_name = lower_provider.substr(0, lower_provider.find(';'));
+  const bool under_rxm = lower_provider.find(";ofi_rxm") != std::string_view::npos ||
+                         core_name == "tcp" || core_name == "verbs";
+  if (!under_rxm || std::getenv("FI_OFI_RXM_BUFFER_SIZE")) return false;
+  char value[24];
+  std::snprintf(value, sizeof value, "%zu", rxm_buffer_choice);
+  if (setenv("FI_OFI_RXM_BUFFER_SIZE", value, 0) != 0) return false;
+  EXANET_LOG(info, core, "network backend: FI_OFI_RXM_BUFFER_SIZE=%s chosen for ofi_rxm (a 16 KiB "
+             "message as one lower message); set it to keep another value", value);
+  return true;
+}
 
 std::size_t lower_whole_message_bytes(std::string_view prov_name, const char* rxm_buffer_size,
                                       const char* rxm_eager_limit, std::size_t most) noexcept {

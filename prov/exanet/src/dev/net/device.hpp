@@ -108,8 +108,9 @@ struct net_drops : drop_counts {
 
 /// What a lower message may be long and still leave whole when posted, for the lower provider
 /// prov_name (fi_info's, e.g. "tcp;ofi_rxm"), given the values of FI_OFI_RXM_BUFFER_SIZE and
-/// FI_OFI_RXM_EAGER_LIMIT in this process (nullptr: unset). ofi_rxm reads those itself when
-/// libfabric loads it, before exanet runs, so exanet cannot set them; it can only follow them.
+/// FI_OFI_RXM_EAGER_LIMIT in this process (nullptr: unset). ofi_rxm reads those itself once,
+/// when libfabric initialises it; exanet follows what it read (and may have chosen the buffer
+/// size before that: choose_lower_settings).
 ///  - Over ofi_rxm: its eager size, the buffer size (16384 by default); over tcp an eager limit
 ///    above the buffer size counts too (rxm then sends such messages whole, measured with
 ///    fi_pingpong: 20000 bytes at FI_OFI_RXM_EAGER_LIMIT=32768 as fast as 16384).
@@ -125,6 +126,23 @@ inline constexpr std::size_t native_whole_bytes = 65536;
 /// The shortest whole message the bundles assume: a medium piece beside an eager train.
 inline constexpr std::size_t whole_message_min = 4096;
 static_assert(whole_message_min > wire::bundle_bytes(0, wire::max_bundle_packets));
+
+/// The ofi_rxm buffer size exanet chooses where the process set none: a 16 KiB medium message,
+/// its header and an eager train's packets then leave as one lower message. With rxm's default
+/// 16384 they take two, or rxm's own segmentation (BENCHMARKS.md: 16 KiB streams at 0.72-0.93 x
+/// tcp;ofi_rxm with the default, 1.06 x with this).
+inline constexpr std::size_t rxm_buffer_choice = 17408;
+static_assert(rxm_buffer_choice >= wire::bundle_bytes(16384, wire::train_room));
+
+/// Called once, when the provider loads (fi_prov_ini), if the network backend is on: when the
+/// lower provider is one libfabric layers under ofi_rxm (tcp, verbs, or a name with ";ofi_rxm")
+/// and FI_OFI_RXM_BUFFER_SIZE is unset, sets it to rxm_buffer_choice in this process's
+/// environment, and logs it. libfabric loads external providers such as exanet before it
+/// initialises its own, ofi_rxm among them, so rxm reads the value afterwards (test
+/// net.rxm_buffer_choice reads rxm's own log). Every process of a job that turns the network on
+/// makes the same choice, as rxm requires (it refuses a peer of another eager size); a value
+/// the user set is kept. Returns whether it set the variable.
+bool choose_lower_settings(std::string_view lower_provider) noexcept;
 
 class device {
  public:
