@@ -128,9 +128,9 @@ inline constexpr std::size_t whole_message_min = 4096;
 static_assert(whole_message_min > wire::bundle_bytes(0, wire::max_bundle_packets));
 
 /// The ofi_rxm buffer size exanet chooses where the process set none: a 16 KiB medium message,
-/// its header and an eager train's packets then leave as one lower message. With rxm's default
-/// 16384 they take two, or rxm's own segmentation (BENCHMARKS.md: 16 KiB streams at 0.72-0.93 x
-/// tcp;ofi_rxm with the default, 1.06 x with this).
+/// its header and an eager train's packets then leave as one lower message; with rxm's default
+/// 16384 they take two (BENCHMARKS.md, 2026-12-04 20:31: 16 KiB latency across two namespaces
+/// 27.4-28.4 us with two, 17.6-20.6 with one).
 inline constexpr std::size_t rxm_buffer_choice = 17408;
 static_assert(rxm_buffer_choice >= wire::bundle_bytes(16384, wire::train_room));
 
