@@ -78,11 +78,19 @@ core::status endpoint::send_one_now(dev::peer_id to, const void* buf, std::size_
   a.inject = how.inject;
   a.completion = how.completion;
   a.kind = kind;
-  // The size an eager train carries (MPI's 64-byte sends): the same checks, then the train,
-  // without send_now's general walk.
-  if (len < train_below_[static_cast<int>(kind)] && dma_backlog_.empty()) {
+  // The sizes an eager train carries (MPI's 64-byte sends), then those the bounce ring carries:
+  // the same checks, then the protocol, without send_now's general walk and table lookup.
+  if (len < direct_below_[static_cast<int>(kind)] && dma_backlog_.empty()) {
     if (dev_.peer_intake_held(to)) [[unlikely]] return core::status::again;
-    const core::status s = train_send(a, len);
+    core::status s;
+    if (len < train_below_[static_cast<int>(kind)]) {
+      s = train_send(a, len);
+    } else {
+      s = medium_send(a, len);
+      // No bounce ring or no credit at this receiver: the rendezvous needs neither.
+      if (s == core::status::not_supported) [[unlikely]]
+        s = rendezvous_send(a, len, medium_fallback_[static_cast<int>(kind)]);
+    }
     if (s == core::status::peer_dead) [[unlikely]] settle_found_dead();
     return s;
   }

@@ -113,6 +113,17 @@ void endpoint::use_protocols(const protocol_table& t) noexcept {
                 row.classes[1].proto == protocol::eager_train
             ? std::min(row.classes[1].max_len, wire::eager_train_limit) + 1
             : 0;
+    // The medium class only where it starts at the size the two paths above stop at, so the
+    // three together take exactly the sizes the table gives them.
+    const std::size_t eager = eager_below_[static_cast<int>(k)];
+    const std::size_t train = train_below_[static_cast<int>(k)];
+    const std::size_t next = train > 0 ? 2 : 1;
+    direct_below_[static_cast<int>(k)] = train;
+    if (eager > 0 && row.count > next && row.classes[next].proto == protocol::medium &&
+        row.classes[next - 1].max_len + 1 == std::max(eager, train)) {
+      direct_below_[static_cast<int>(k)] = row.classes[next].max_len + 1;
+      medium_fallback_[static_cast<int>(k)] = row.classes[next].fallback;
+    }
   }
 }
 

@@ -942,6 +942,12 @@ class endpoint {
   /// Likewise for eager trains: messages from eager_below_ and shorter than this (the second
   /// class, when it is eager/train; else 0).
   std::array<std::size_t, 2> train_below_{};
+  /// Messages shorter than this that eager does not take go by send_one_now's direct paths: a
+  /// train below train_below_, medium from there when the table's next class is medium (then
+  /// this is its end; otherwise it equals train_below_). medium_fallback_: the rendezvous a
+  /// medium send without ring credit takes instead (the class's fallback).
+  std::array<std::size_t, 2> direct_below_{};
+  std::array<protocol, 2> medium_fallback_{};
   /// reported(), by whether the send asks for a completion: set with the sinks, so a send on
   /// the shared-memory path (which ignores it) pays one load (mpi_instructions.sh: computed per
   /// send from the sinks it cost 10 instructions).
