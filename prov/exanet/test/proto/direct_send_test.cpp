@@ -18,11 +18,7 @@
 namespace exanet::proto {
 namespace {
 
-std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte(static_cast<unsigned char>(i * 37 + seed));
-  return v;
-}
+using testing_pair::pattern;
 
 /// The sender counters that name the protocol a send took.
 struct taken {
@@ -56,13 +52,8 @@ class direct_send_test : public ::testing::TestWithParam<table_case>,
     cfg.protocol = GetParam().family;
   }
   void post(std::vector<std::byte>& out, std::uint64_t tag, queue_kind kind) {
-    iovec v{out.data(), out.size()};
-    recv_args r;
-    r.iov = {&v, 1};
-    r.tag = tag;
-    r.peer = b_to_a;
-    r.kind = kind;
-    ASSERT_EQ(b.recv(r), core::status::ok);
+    const iovec v{out.data(), out.size()};
+    ASSERT_EQ(b.recv(testing_pair::recv_into(v, tag, b_to_a, kind)), core::status::ok);
   }
   /// One message of n bytes, by send() (general) or send_one() (direct), its receive posted
   /// first or after the message was taken in; returns the counters it moved at the sender.
@@ -79,13 +70,9 @@ class direct_send_test : public ::testing::TestWithParam<table_case>,
                         {.context = nullptr, .inject = false, .completion = true});
       } else {
         const iovec v{const_cast<std::byte*>(data.data()), n};
-        send_args s;
-        s.iov = {&v, 1};
-        s.tag = tag;
+        send_args s = testing_pair::send_from(v, tag, a_to_b, kind);
         s.cq_data = seed;
         s.has_cq_data = true;
-        s.peer = a_to_b;
-        s.kind = kind;
         st = a.send(s);
       }
       if (st != core::status::again) break;
@@ -172,12 +159,8 @@ TEST(direct_send_credit, a_full_ring_sends_by_rendezvous_and_keeps_order) {
   EXPECT_EQ(s.medium_sent + s.rndv_sent, static_cast<std::uint64_t>(messages));
   std::vector<std::vector<std::byte>> got(messages, std::vector<std::byte>(n));
   for (int i = 0; i < messages; ++i) {
-    iovec v{got[i].data(), n};
-    recv_args r;
-    r.iov = {&v, 1};
-    r.tag = 7;
-    r.peer = p.b_to_a;
-    ASSERT_EQ(p.b.recv(r), core::status::ok);
+    const iovec v{got[i].data(), n};
+    ASSERT_EQ(p.b.recv(testing_pair::recv_into(v, 7, p.b_to_a)), core::status::ok);
   }
   p.pump_until([&] { return p.b_rx.entries.size() == messages; });
   for (int i = 0; i < messages; ++i) {

@@ -22,11 +22,7 @@ namespace {
 
 using testing_pair::forger;
 
-std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte(static_cast<unsigned char>(i * 29 + seed));
-  return v;
-}
+using testing_pair::pattern;
 
 constexpr std::size_t train_bytes = wire::eager_train_limit;  // 276
 
@@ -57,11 +53,8 @@ class train_pair_test : public ::testing::Test, protected testing_pair::endpoint
     return st;
   }
   void recv(std::byte* buf, std::size_t len, std::uint64_t tag, void* ctx) {
-    iovec v{buf, len};
-    recv_args r;
-    r.iov = {&v, 1};
-    r.tag = tag;
-    r.peer = b_to_a;
+    const iovec v{buf, len};
+    recv_args r = testing_pair::recv_into(v, tag, b_to_a);
     r.context = ctx;
     ASSERT_EQ(b.recv(r), core::status::ok);
   }

@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <functional>
+#include <vector>
 
 #include "proto/endpoint.hpp"
 
@@ -27,6 +28,35 @@ struct collected {
   }
   completion_sink sink() { return {&ring}; }
 };
+
+/// n bytes that differ with seed: a message whose bytes show if they were moved, cut or mixed.
+inline std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte(static_cast<unsigned char>(i * 131 + seed));
+  return v;
+}
+
+/// A receive into the one buffer v (which must outlive the post).
+inline recv_args recv_into(const iovec& v, std::uint64_t tag, dev::peer_id from,
+                           queue_kind kind = queue_kind::tagged) {
+  recv_args r;
+  r.iov = {&v, 1};
+  r.tag = tag;
+  r.peer = from;
+  r.kind = kind;
+  return r;
+}
+
+/// A send of the one buffer v (which must outlive the post), through the general path.
+inline send_args send_from(const iovec& v, std::uint64_t tag, dev::peer_id to,
+                           queue_kind kind = queue_kind::tagged) {
+  send_args s;
+  s.iov = {&v, 1};
+  s.tag = tag;
+  s.peer = to;
+  s.kind = kind;
+  return s;
+}
 
 struct endpoint_pair {
   config cfg;

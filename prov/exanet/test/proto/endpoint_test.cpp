@@ -20,11 +20,7 @@ namespace {
 
 using testing_pair::collected;
 
-std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte(static_cast<unsigned char>(i * 131 + seed));
-  return v;
-}
+using testing_pair::pattern;
 
 class pair_test : public ::testing::TestWithParam<dev::dma_engine_mode>, protected testing_pair::endpoint_pair {
  protected:
@@ -35,13 +31,9 @@ class pair_test : public ::testing::TestWithParam<dev::dma_engine_mode>, protect
   }
   core::status send(std::span<const std::byte> data, std::uint64_t tag, void* ctx,
                     queue_kind kind = queue_kind::tagged) {
-    iovec v{const_cast<std::byte*>(data.data()), data.size()};
-    send_args s;
-    s.iov = {&v, 1};
-    s.tag = tag;
-    s.peer = a_to_b;
+    const iovec v{const_cast<std::byte*>(data.data()), data.size()};
+    send_args s = testing_pair::send_from(v, tag, a_to_b, kind);
     s.context = ctx;
-    s.kind = kind;
     core::status st;
     while ((st = a.send(s)) == core::status::again) {
       a.progress();

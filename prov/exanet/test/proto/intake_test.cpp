@@ -17,11 +17,7 @@
 namespace exanet::proto {
 namespace {
 
-std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
-  std::vector<std::byte> v(n);
-  for (std::size_t i = 0; i < n; ++i) v[i] = std::byte(static_cast<unsigned char>(i * 131 + seed));
-  return v;
-}
+using testing_pair::pattern;
 
 class intake_test : public ::testing::Test, protected testing_pair::endpoint_pair {
  protected:
