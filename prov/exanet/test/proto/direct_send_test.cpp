@@ -92,7 +92,8 @@ class direct_send_test : public ::testing::TestWithParam<table_case>,
     EXPECT_EQ(c.err, 0);
     EXPECT_EQ(c.len, n);
     EXPECT_EQ(c.data, seed);
-    EXPECT_EQ(std::memcmp(out.data(), data.data(), n), 0) << n << " bytes arrived wrong";
+    EXPECT_TRUE(n == 0 || std::memcmp(out.data(), data.data(), n) == 0)  // no null to memcmp
+        << n << " bytes arrived wrong";
     return moved;
   }
 };
