@@ -82,15 +82,10 @@ core::status endpoint::send_one_now(dev::peer_id to, const void* buf, std::size_
   // the same checks, then the protocol, without send_now's general walk and table lookup.
   if (len < direct_below_[static_cast<int>(kind)] && dma_backlog_.empty()) {
     if (dev_.peer_intake_held(to)) [[unlikely]] return core::status::again;
-    core::status s;
-    if (len < train_below_[static_cast<int>(kind)]) {
-      s = train_send(a, len);
-    } else {
-      s = medium_send(a, len);
-      // No bounce ring or no credit at this receiver: the rendezvous needs neither.
-      if (s == core::status::not_supported) [[unlikely]]
-        s = rendezvous_send(a, len, medium_fallback_[static_cast<int>(kind)]);
-    }
+    const int k = static_cast<int>(kind);
+    const core::status s = len < train_below_[k]
+                               ? train_send(a, len)
+                               : medium_or_rendezvous(a, len, medium_fallback_[k]);
     if (s == core::status::peer_dead) [[unlikely]] settle_found_dead();
     return s;
   }

@@ -201,12 +201,8 @@ core::status endpoint::send_now(const send_args& a) noexcept {
       return eager_send(a, len);
     case protocol::eager_train:
       return train_send(a, len);
-    case protocol::medium: {
-      const core::status s = medium_send(a, len);
-      if (s != core::status::not_supported) return s;
-      // No bounce ring or no credit at this receiver: the rendezvous needs neither.
-      return rendezvous_send(a, len, c.fallback);
-    }
+    case protocol::medium:
+      return medium_or_rendezvous(a, len, c.fallback);
     default:
       return rendezvous_send(a, len, c.proto);
   }

@@ -546,6 +546,15 @@ class endpoint {
   void forget_train(dev::peer_id p) noexcept;
   // medium.cpp
   core::status medium_send(const send_args& a, std::size_t len) noexcept;
+  /// medium_send, or, when the receiver has no ring or no credit in it (not_supported), the
+  /// rendezvous `fallback` (the table's for the size), which needs neither: what every medium
+  /// send does. Inline: the direct path (send_one_now) pays no extra frame for it.
+  core::status medium_or_rendezvous(const send_args& a, std::size_t len,
+                                    protocol fallback) noexcept {
+    const core::status s = medium_send(a, len);
+    if (s != core::status::not_supported) [[likely]] return s;
+    return rendezvous_send(a, len, fallback);
+  }
   void on_medium(dev::peer_id from, const dev::packet& pkt) noexcept;
   // rendezvous sends (endpoint.cpp): p is the table's rendezvous protocol for this send
   core::status send_now(const send_args& a) noexcept;

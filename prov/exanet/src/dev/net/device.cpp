@@ -12,10 +12,10 @@
 
 #include <algorithm>
 #include <bit>
-#include <utility>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <utility>
 
 #include "core/copy.hpp"
 #include "core/iov.hpp"
