@@ -160,10 +160,14 @@ void endpoint::on_env_train(dev::peer_id from, const wire::env_data& p) noexcept
     deliver_recv(*r, from, p.tag, p.cq_data, has_data, data, len);
     return;
   }
-  // Unexpected: the bytes leave the train buffer now (the next train of this sender reuses it),
-  // counted in the unexpected payload bound like a medium message's (intake.cpp admitted it).
+  // Unexpected: the bytes leave the train buffer now (the next train of this sender reuses it):
+  // into the record itself up to unexpected_inline_max, as an eager message's; a longer train
+  // into a buffer counted in the unexpected payload bound like a medium message's (intake.cpp
+  // admitted it).
   unexpected_msg* u = unexpected_.acquire();
-  if (!u || !keep_unexpected_payload(*u, data, len)) {
+  if (u && len <= unexpected_inline_max) {
+    std::memcpy(u->inline_payload, data, len);
+  } else if (!u || !keep_unexpected_payload(*u, data, len)) {
     if (u) unexpected_.release(u);
     EXANET_LOG(warn, ep_data, "out of memory: unexpected eager train message dropped");
     return;

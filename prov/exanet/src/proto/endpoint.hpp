@@ -275,6 +275,15 @@ struct recv_request {
   static constexpr std::uint32_t no_slot = ~0u;
 };
 
+/// The payload an unexpected record holds in itself: an eager message, and an eager train of
+/// the default eager_max (84 B: one eager_data and its env_data, MPI's 64-byte sends). Those need
+/// no buffer from the payload cache and are bounded by the record count alone; longer trains
+/// (FI_EXANET_EAGER_MAX up to wire::eager_train_limit) take a buffer like a medium message.
+inline constexpr std::size_t unexpected_inline_max =
+    wire::eager_payload_max + wire::eager_data_bytes;
+static_assert(unexpected_inline_max >= wire::eager_payload_max &&
+              unexpected_inline_max <= wire::eager_train_limit);
+
 struct unexpected_msg {
   match::unexpected_entry entry;
   wire::pkt_type type = wire::pkt_type::env_data;
@@ -282,9 +291,10 @@ struct unexpected_msg {
   std::uint64_t tag = 0, cq_data = 0, len = 0, send_id = 0;
   bool has_cq_data = false;
   bool ack_wanted = false;  // an RTS of the read variant
-  std::byte* payload = nullptr;  // medium: malloc'ed copy out of the bounce ring, counted in
-                                 // the endpoint's unexpected_bytes_ (intake.cpp)
-  std::byte inline_payload[wire::eager_payload_max];
+  std::byte* payload = nullptr;  // medium, or a train longer than inline_payload: a copy out of
+                                 // the bounce ring or the train buffer from the endpoint's
+                                 // payload cache, counted in unexpected_bytes_ (intake.cpp)
+  std::byte inline_payload[unexpected_inline_max];
 };
 
 /// The record a matcher entry belongs to.
@@ -781,7 +791,8 @@ class endpoint {
   std::uint32_t* held_count_of(dev::peer_id p) noexcept;
   /// A dead peer's held packets are dropped, like its parked ones.
   void forget_held(dev::peer_id p) noexcept;
-  /// Copies an unexpected medium payload out of the bounce ring into u; false without memory.
+  /// Copies an unexpected medium payload out of the bounce ring (or a train's longer than
+  /// unexpected_inline_max out of its train buffer) into u; false without memory.
   [[nodiscard]] bool keep_unexpected_payload(unexpected_msg& u, const std::byte* data,
                                              std::size_t len) noexcept;
   /// Frees an unexpected record (already out of the matcher) and its payload.

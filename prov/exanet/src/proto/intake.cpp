@@ -97,8 +97,9 @@ bool endpoint::needs_room(dev::peer_id from, const dev::packet& pkt) noexcept {
     const auto m = wire::read<wire::env_data>(pkt);
     tag = m.tag;
     flags = m.hdr.flags;
-    // The end of an eager train: unexpected, its bytes need a buffer, as a medium message's do.
-    if (m.hdr.len > wire::eager_payload_max)
+    // The end of an eager train longer than a record holds: unexpected, its bytes need a
+    // buffer, as a medium message's do.
+    if (m.hdr.len > unexpected_inline_max)
       bytes_full = unexpected_bytes_ > 0 && unexpected_bytes_ + m.hdr.len > cfg_.unexpected_bytes;
   } else {
     const auto m = wire::read<wire::rts>(pkt);

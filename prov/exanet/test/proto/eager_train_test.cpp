@@ -81,6 +81,10 @@ TEST_F(train_pair_test, every_size_around_the_packet_boundaries_arrives_whole) {
       ASSERT_EQ(send(data, 9, rng), core::status::ok);
       if (!pre_post) {
         for (int i = 0; i < 50; ++i) b.progress();  // it arrives unexpected
+        ASSERT_EQ(b.unexpected_in_use(), 1u);
+        // Up to unexpected_inline_max the record holds the bytes; longer trains (and medium
+        // messages) take a buffer counted in the unexpected payload budget.
+        EXPECT_EQ(b.unexpected_bytes(), n <= unexpected_inline_max ? 0u : n);
         recv(out.data() + off, n, 9, &ctx);
       }
       pump_until([&] { return !b_rx.entries.empty(); });
@@ -88,6 +92,7 @@ TEST_F(train_pair_test, every_size_around_the_packet_boundaries_arrives_whole) {
       b_rx.entries.pop_front();
       EXPECT_EQ(c.err, 0);
       EXPECT_EQ(c.len, n);
+      EXPECT_EQ(b.unexpected_bytes(), 0u);
       EXPECT_EQ(std::memcmp(out.data() + off, data.data(), n), 0);
       for (std::size_t i = 0; i < out.size(); ++i) {
         if (i < off || i >= off + n) {
