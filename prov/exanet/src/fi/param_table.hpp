@@ -141,7 +141,8 @@ inline constexpr param_spec g_params[] = {
      ""},
     {param_id::unexpected_bytes, "unexpected_bytes", param_type::size, 0,
      "rx_attr->size x FI_EXANET_MEDIUM_MAX, at most 64 MiB", 0, std::int64_t{1} << 34, "",
-     "Bytes of unexpected medium payload one endpoint holds at once; at the bound, as "
+     "Bytes of unexpected medium payload (of messages above 276 bytes) one endpoint holds at "
+     "once; at the bound, as "
      "FI_EXANET_UNEXPECTED_MAX. 0: the default.",
      ""},
     {param_id::stored_rtr_max, "stored_rtr_max", param_type::size, 0, "4 x tx_attr->size", 0,

@@ -160,18 +160,15 @@ void endpoint::on_env_train(dev::peer_id from, const wire::env_data& p) noexcept
     deliver_recv(*r, from, p.tag, p.cq_data, has_data, data, len);
     return;
   }
-  // Unexpected: the bytes leave the train buffer now (the next train of this sender reuses it):
-  // into the record itself up to unexpected_inline_max, as an eager message's; a longer train
-  // into a buffer counted in the unexpected payload bound like a medium message's (intake.cpp
-  // admitted it).
+  // Unexpected: the bytes leave the train buffer now (the next train of this sender reuses it),
+  // into the record itself, as an eager message's (no train is longer than the record holds).
+  static_assert(wire::eager_train_limit <= unexpected_inline_max);
   unexpected_msg* u = unexpected_.acquire();
-  if (u && len <= unexpected_inline_max) {
-    std::memcpy(u->inline_payload, data, len);
-  } else if (!u || !keep_unexpected_payload(*u, data, len)) {
-    if (u) unexpected_.release(u);
+  if (!u) {
     EXANET_LOG(warn, ep_data, "out of memory: unexpected eager train message dropped");
     return;
   }
+  std::memcpy(u->inline_payload, data, len);
   u->type = wire::pkt_type::env_data;
   u->peer = from;
   u->tag = p.tag;

@@ -275,25 +275,27 @@ struct recv_request {
   static constexpr std::uint32_t no_slot = ~0u;
 };
 
-/// The payload an unexpected record holds in itself: an eager message, and an eager train of
-/// the default eager_max (84 B: one eager_data and its env_data, MPI's 64-byte sends). Those need
-/// no buffer from the payload cache and are bounded by the record count alone; longer trains
-/// (FI_EXANET_EAGER_MAX up to wire::eager_train_limit) take a buffer like a medium message.
-inline constexpr std::size_t unexpected_inline_max =
-    wire::eager_payload_max + wire::eager_data_bytes;
-static_assert(unexpected_inline_max >= wire::eager_payload_max &&
-              unexpected_inline_max <= wire::eager_train_limit);
+/// The payload an unexpected record holds in itself: every eager message and train, and medium
+/// messages as short as the longest train. Those take no buffer from the payload cache (its
+/// acquire and release cost more than such a copy) and are bounded by the record count alone;
+/// longer medium messages take a buffer counted in the payload budget (intake.cpp).
+inline constexpr std::size_t unexpected_inline_max = wire::eager_train_limit;
+static_assert(unexpected_inline_max >= wire::eager_payload_max);
 
 struct unexpected_msg {
+  // Not value-initialized (as recv_request): zeroing inline_payload's 276 bytes cost each
+  // unexpected message about 50 instructions. It is written before it is read (len bytes);
+  // every other member has its initializer.
+  unexpected_msg() noexcept {}
   match::unexpected_entry entry;
   wire::pkt_type type = wire::pkt_type::env_data;
   dev::peer_id peer = dev::no_peer;
   std::uint64_t tag = 0, cq_data = 0, len = 0, send_id = 0;
   bool has_cq_data = false;
   bool ack_wanted = false;  // an RTS of the read variant
-  std::byte* payload = nullptr;  // medium, or a train longer than inline_payload: a copy out of
-                                 // the bounce ring or the train buffer from the endpoint's
-                                 // payload cache, counted in unexpected_bytes_ (intake.cpp)
+  std::byte* payload = nullptr;  // a medium message longer than inline_payload: a copy out of
+                                 // the bounce ring in a buffer of the endpoint's payload cache,
+                                 // counted in unexpected_bytes_ (intake.cpp)
   std::byte inline_payload[unexpected_inline_max];
 };
 
@@ -791,8 +793,9 @@ class endpoint {
   std::uint32_t* held_count_of(dev::peer_id p) noexcept;
   /// A dead peer's held packets are dropped, like its parked ones.
   void forget_held(dev::peer_id p) noexcept;
-  /// Copies an unexpected medium payload out of the bounce ring (or a train's longer than
-  /// unexpected_inline_max out of its train buffer) into u; false without memory.
+  /// Copies an unexpected message's payload (out of the bounce ring or a train buffer) into u:
+  /// into the record up to unexpected_inline_max, else into a payload buffer; false without
+  /// memory.
   [[nodiscard]] bool keep_unexpected_payload(unexpected_msg& u, const std::byte* data,
                                              std::size_t len) noexcept;
   /// Frees an unexpected record (already out of the matcher) and its payload.

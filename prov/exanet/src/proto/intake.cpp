@@ -3,8 +3,9 @@
 // it keep (issue 12 part 5; fi_exanet(7), RESOURCE MANAGEMENT). Owns: the unexpected budget and
 // the held queue. Counters: unexpected_max.
 //
-// The bounds. Unexpected messages take a record each (at most cfg.unexpected_max) and medium ones
-// a copy of their payload (at most cfg.unexpected_bytes in all); stored RTRs are capped in their
+// The bounds. Unexpected messages take a record each (at most cfg.unexpected_max), which holds
+// a payload up to unexpected_inline_max, and longer medium ones a copy of their payload (at most
+// cfg.unexpected_bytes in all); stored RTRs are capped in their
 // pool (cfg.stored_rtr_max) and refused beyond it (rndv_rtr.cpp). All three come from the
 // endpoint's attributes (config.hpp, resolve_queue_bounds).
 //
@@ -39,6 +40,7 @@
 // while it waits for a message held behind them, which MPI calls an unsafe program (it relies on
 // buffering); fi_exanet(7) says so and names the parameters that raise the bounds.
 #include <cstdlib>
+#include <cstring>
 
 #include "core/log.hpp"
 #include "proto/endpoint.hpp"
@@ -91,16 +93,14 @@ bool endpoint::needs_room(dev::peer_id from, const dev::packet& pkt) noexcept {
     tag = m.tag;
     flags = m.hdr.flags;
     // One message is always admitted when nothing is held, so a budget set below medium_max
-    // slows the sender down but never stalls it.
-    bytes_full = unexpected_bytes_ > 0 && unexpected_bytes_ + m.hdr.len > cfg_.unexpected_bytes;
+    // slows the sender down but never stalls it. A short one fits in its record (no bytes).
+    bytes_full = m.hdr.len > unexpected_inline_max && unexpected_bytes_ > 0 &&
+                 unexpected_bytes_ + m.hdr.len > cfg_.unexpected_bytes;
   } else if (static_cast<wire::pkt_type>(type) == wire::pkt_type::env_data) {
+    // Eager, or the end of a train: its bytes fit in the record (unexpected_inline_max).
     const auto m = wire::read<wire::env_data>(pkt);
     tag = m.tag;
     flags = m.hdr.flags;
-    // The end of an eager train longer than a record holds: unexpected, its bytes need a
-    // buffer, as a medium message's do.
-    if (m.hdr.len > unexpected_inline_max)
-      bytes_full = unexpected_bytes_ > 0 && unexpected_bytes_ + m.hdr.len > cfg_.unexpected_bytes;
   } else {
     const auto m = wire::read<wire::rts>(pkt);
     tag = m.tag;
@@ -196,6 +196,10 @@ void endpoint::forget_held(dev::peer_id p) noexcept {
 
 bool endpoint::keep_unexpected_payload(unexpected_msg& u, const std::byte* data,
                                        std::size_t len) noexcept {
+  if (len <= unexpected_inline_max) {
+    std::memcpy(u.inline_payload, data, len);  // the record holds it: no buffer, no bytes counted
+    return true;
+  }
   // The intake admitted this message within the byte budget (or it came from a parked queue,
   // which the pool limit bounds). A kept buffer of its size class when there is one: a program
   // whose messages keep arriving before their receives pays no allocation per message.
