@@ -793,9 +793,9 @@ class endpoint {
   std::uint32_t* held_count_of(dev::peer_id p) noexcept;
   /// A dead peer's held packets are dropped, like its parked ones.
   void forget_held(dev::peer_id p) noexcept;
-  /// Copies an unexpected message's payload (out of the bounce ring or a train buffer) into u:
-  /// into the record up to unexpected_inline_max, else into a payload buffer; false without
-  /// memory.
+  /// Copies an unexpected medium payload out of the bounce ring into u: into the record up to
+  /// unexpected_inline_max, else into a payload buffer; false without memory. (Eager messages
+  /// and trains always fit the record: on_env_data and on_env_train copy straight into it.)
   [[nodiscard]] bool keep_unexpected_payload(unexpected_msg& u, const std::byte* data,
                                              std::size_t len) noexcept;
   /// Frees an unexpected record (already out of the matcher) and its payload.
