@@ -147,6 +147,14 @@ void endpoint::close() noexcept {
 
 core::status endpoint::connect(const dev::address& a, dev::peer_id& out) noexcept {
   core::status s = dev_.connect(a, out);
+  if (s == core::status::unreachable) [[unlikely]] {
+    // A peer that sent to us and then closed its endpoint cannot be mapped any more, but its
+    // messages may still wait in our mailbox: taking them makes the device remember it as a
+    // departed sender, and a receive naming it then matches them. Whatever it sent was
+    // published before its name went, so one full drain after the failed look finds it.
+    settle_arrivals();
+    s = dev_.connect(a, out);
+  }
   if (!core::ok(s)) return s;
   if (!matchers_[0].ensure_source(out) || !matchers_[1].ensure_source(out) || !sequence_of(out))
     return core::status::no_memory;

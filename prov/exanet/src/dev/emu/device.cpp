@@ -212,6 +212,7 @@ void device::close() noexcept {
   }
   peers_.clear();
   peer_index_.clear();
+  departed_ = 0;
   last_sender_key_ = ~0ull;
   last_sender_ = no_peer;
   if (wake_fd_ >= 0) {
@@ -391,11 +392,47 @@ peer_id device::sender_lookup(std::uint64_t key, const mailbox_slot& s) noexcept
   a.pdid = s.pdid;
   a.port = s.src_port;
   peer_id p = no_peer;
-  if (!core::ok(connect(a, p))) {
-    EXANET_LOG_ONCE(warn, core, "cannot map the segment of sender port %u", s.src_port);
+  const core::status st = connect(a, p);
+  if (core::ok(st)) return p;
+  // The sender existed (its packet is here) but its segment cannot be mapped any more: it
+  // closed its endpoint (the name is gone, or the header says closed) or it died since it
+  // published. Its messages are complete in our memory (the payload in the packet or in our
+  // bounce ring), so they are delivered as any dead peer's are (proto's settle_arrivals); an
+  // RTS of it fails when proto hears of the death. Dropping them lost completed sends of a
+  // peer that sent, then closed before we first looked (MPICH's bsend5 under ch4:ofi).
+  if (st == core::status::unreachable || st == core::status::peer_dead) {
+    p = add_departed(a);
+    if (p != no_peer) return p;
+  }
+  EXANET_LOG_ONCE(warn, core, "cannot map the segment of sender port %u", s.src_port);
+  return no_peer;
+}
+
+peer_id device::add_departed(const address& a) noexcept {
+  // Bounded: each entry is one forged source port away for a process of our user, and the
+  // table lives until close.
+  if (departed_ >= max_departed) {
+    EXANET_LOG_ONCE(warn, core, "more than %u departed senders: packets of further ones dropped",
+                    max_departed);
     return no_peer;
   }
-  return p;
+  peer pr;
+  pr.addr = a;
+  pr.cma = false;
+  pr.bounce_none = true;
+  pr.event_none = true;
+  // No mapping (view.header stays null): every use of a peer's segment checks dead first.
+  try {
+    peers_.push_back(std::move(pr));
+    peer_index_.emplace(peer_key(a.node, a.port), static_cast<peer_id>(peers_.size() - 1));
+  } catch (...) {
+    if (peers_.size() > peer_index_.size()) peers_.pop_back();
+    return no_peer;
+  }
+  ++departed_;
+  mark_dead(peers_.back());
+  EXANET_LOG(info, core, "sender port %u is gone; its published messages are delivered", a.port);
+  return static_cast<peer_id>(peers_.size() - 1);
 }
 
 core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept {

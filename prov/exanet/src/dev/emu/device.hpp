@@ -360,7 +360,9 @@ class device {
   }
   /// Sender: p asks for no new message packets now.
   bool peer_intake_held(peer_id p) const noexcept {
-    return peers_[p].view.header->intake_held.load(std::memory_order_relaxed) != 0;
+    // A departed sender (add_departed) has no mapping; sending to it fails as to any dead peer.
+    const segment_header* h = peers_[p].view.header;
+    return h && h->intake_held.load(std::memory_order_relaxed) != 0;
   }
   std::uint64_t foreign_pdid_drops() const noexcept { return drops_.foreign_pdid; }
   /// After a peer died (issue 12): a producer killed between claiming a slot of this mailbox
@@ -467,6 +469,10 @@ class device {
     return sender_lookup(key, s);
   }
   peer_id sender_lookup(std::uint64_t key, const mailbox_slot& s) noexcept;
+  /// A peer for a sender whose segment is gone: dead from the start, never mapped.
+  peer_id add_departed(const address& a) noexcept;
+  static constexpr std::uint32_t max_departed = 16384;
+  std::uint32_t departed_ = 0;
   bool local_write_admitted(const staging_packet& sp) const noexcept;
   static bool remote_write_admitted(const segment_view& v, const geometry& g,
                                     const dma_write& w) noexcept;
