@@ -15,6 +15,8 @@
 #   MPICH_CACHE  the cache directory (default ${XDG_CACHE_HOME:-$HOME/.cache}/exanet/mpich-4.0.2);
 #                the installation is $MPICH_CACHE/install (bin/mpicc, bin/mpiexec)
 #   MPICH_JOBS   make's parallelism (default 2)
+#   MPICH_FETCH_ONLY=1  only download and check the source tarball, then print its path (for
+#                fabtests/mpi/mpi_testsuite.sh, which needs MPICH's test suite, not MPICH)
 # Idempotent: once $MPICH_CACHE/install/.built holds the same configure options, it does nothing.
 # configure and make run under `nice -n 19`, so a build does not disturb measurements of others on
 # the machine (it then takes longer when they are busy).
@@ -41,6 +43,23 @@ options=(--prefix="$prefix" --with-device=ch4:ofi --with-libfabric=/usr --withou
   --with-hwloc=/usr --with-datatype-engine=dataloop
   --disable-fortran --disable-cxx --disable-romio)
 
+fetch() {
+  mkdir -p "$cache"
+  if ! (cd "$cache" && echo "$sha256  $tarball" | sha256sum -c --status 2>/dev/null); then
+    echo "downloading $url" >&2
+    curl -sSfL -o "$cache/$tarball.part" "$url"
+    (cd "$cache" && echo "$sha256  $tarball.part" | sha256sum -c --status) ||
+      { echo "checksum mismatch for $url (expected $sha256)" >&2; rm -f "$cache/$tarball.part"; exit 1; }
+    mv "$cache/$tarball.part" "$cache/$tarball"
+  fi
+}
+if [[ ${MPICH_FETCH_ONLY:-0} == 1 ]]; then
+  command -v curl >/dev/null || { echo "curl missing (apt-get install curl)" >&2; exit 1; }
+  fetch
+  echo "$cache/$tarball"
+  exit 0
+fi
+
 if [[ -x $prefix/bin/mpicc && -x $prefix/bin/mpiexec && -f $prefix/.built &&
   "$(cat "$prefix/.built")" == "${options[*]}" ]]; then
   echo "$prefix"
@@ -60,15 +79,8 @@ if ((${#missing[@]})); then
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-mkdir -p "$cache"
+fetch
 cd "$cache"
-if ! echo "$sha256  $tarball" | sha256sum -c --status 2>/dev/null; then
-  echo "downloading $url" >&2
-  curl -sSfL -o "$tarball.part" "$url"
-  echo "$sha256  $tarball.part" | sha256sum -c --status ||
-    { echo "checksum mismatch for $url (expected $sha256)" >&2; rm -f "$tarball.part"; exit 1; }
-  mv "$tarball.part" "$tarball"
-fi
 
 src=$cache/mpich-$version
 rm -rf "$src" "$prefix"
