@@ -25,7 +25,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 /* Per sender: inserted into the receiver's AV before it leaves; one message received while both
@@ -56,10 +55,13 @@ static size_t size_of(size_t i) { return i < NSHARED ? shared_sizes[i] : exanet_
 static uint64_t tag_of(int sender, size_t i) { return ((uint64_t)sender << 16) | i; }
 static unsigned seed_of(int sender, size_t i) { return (unsigned)(sender * 1000 + i + 1); }
 
-/* Sender s: learns the receiver's name, sends every message (each send completed), then,
- * with half of them sent by fi_tinject, closes its endpoint and exits. */
-static int sender(int s, int sock)
+/* Sender `current` (xt_spawn's index is always 0 here: one child at a time): learns the
+ * receiver's name, sends every message (each send completed, half of them by fi_tinject), then
+ * closes its endpoint and exits. */
+static int sender(int index, int sock)
 {
+	(void)index;
+	const int s = current;
 	struct xt_ep x;
 	xt_open_default(&x, 0);
 	char name[64];
@@ -67,7 +69,7 @@ static int sender(int s, int sock)
 	xt_send_name(sock, &x);
 	fi_addr_t to = xt_insert(&x, name);
 	if (senders[current].warmup) {
-		xt_send_one(x.ep, x.txcq, "warm", 4, to, WARMUP_TAG);
+		xt_send_one(x.ep, x.txcq, "warm", 4, to, tag_of(s, WARMUP_TAG));
 		xt_sync(sock); /* the receiver has it; from here on it does not progress */
 	}
 	size_t n = message_count();
@@ -123,13 +125,13 @@ int main(void)
 			continue;
 		int sock;
 		pid_t pid;
-		xt_spawn(1, sender, &sock, &pid); /* one at a time: its index, and so its tags, is 0 */
+		xt_spawn(1, sender, &sock, &pid);
 		char name[64];
 		xt_send_name(sock, &x);
 		xt_recv_name(sock, name);
 		fi_addr_t from = senders[current].insert_early ? xt_insert(&x, name) : FI_ADDR_UNSPEC;
 		if (senders[current].warmup) {
-			receive(&x, from, 0, WARMUP_TAG);
+			receive(&x, from, current, WARMUP_TAG);
 			xt_sync(sock);
 		}
 		/* Nothing here progresses the endpoint until the sender has closed and exited. */
@@ -139,7 +141,7 @@ int main(void)
 			from = xt_insert(&x, name);
 		/* Highest index first, so each match searches what is queued. */
 		for (size_t k = 0; k < n; k++)
-			receive(&x, senders[current].directed ? from : FI_ADDR_UNSPEC, 0, n - 1 - k);
+			receive(&x, senders[current].directed ? from : FI_ADDR_UNSPEC, current, n - 1 - k);
 		ran++;
 	}
 	XT_CHECK(ran > 0, "no sender ran");
