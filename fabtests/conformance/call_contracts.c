@@ -10,7 +10,8 @@
  *   - FI_INJECT among the flags of fi_sendmsg, fi_tsendmsg and fi_writemsg still writes a
  *     completion (the flag only returns the buffer at once); fi_inject, fi_tinject,
  *     fi_injectdata, fi_tinjectdata, fi_inject_write and fi_inject_writedata never do;
- *   - fi_mr_reg(NULL, len > 0) is refused with -FI_EINVAL;
+ *   - fi_mr_reg(NULL, len > 0) is accepted: exanet does not ask for FI_MR_ALLOCATED (fi_mr(3)),
+ *     so memory no page backs may be registered (what RMA into it does: rma_unbacked.c);
  *   - a receive in several iovecs that is shorter than the message ends in FI_ETRUNC with olen,
  *     holds the message's first bytes and writes nothing into the gaps between its buffers, for
  *     a buffered (medium) message and a rendezvous one.
@@ -130,13 +131,15 @@ static void rma_calls(void)
 	XT_CHECK(fi_writemsg(x.ep, &m, 0) == -FI_EINVAL, "fi_writemsg, 3 local bytes for 2 remote");
 	XT_CHECK(fi_readmsg(x.ep, &m, 0) == -FI_EINVAL, "fi_readmsg, 3 local bytes for 2 remote");
 	nothing_pending("RMA ranges");
-	/* a registration must name memory: NULL with a length is refused, NULL and 0 is fine */
-	struct fid_mr *bad = NULL;
-	XT_CHECK(fi_mr_reg(x.domain, NULL, 4096, FI_REMOTE_WRITE, 0, 0, 0, &bad, NULL) == -FI_EINVAL,
-		 "fi_mr_reg(NULL, 4096) accepted");
-	XT_RC(fi_mr_reg(x.domain, NULL, 0, FI_REMOTE_WRITE, 0, 77, 0, &bad, NULL));
-	XT_RC(fi_close(&bad->fid));
-	xt_pass("RMA calls refuse bad iovec and range arrays and post nothing; fi_mr_reg(NULL, len) refused");
+	/* FI_MR_ALLOCATED is not required, so unbacked memory may be registered: NULL with a length
+	 * (the whole address space, as MPICH's dynamic windows), and NULL with none */
+	XT_CHECK(!(x.info->domain_attr->mr_mode & FI_MR_ALLOCATED), "FI_MR_ALLOCATED required");
+	struct fid_mr *unbacked = NULL;
+	XT_RC(fi_mr_reg(x.domain, NULL, SIZE_MAX, FI_REMOTE_WRITE, 0, 76, 0, &unbacked, NULL));
+	XT_RC(fi_close(&unbacked->fid));
+	XT_RC(fi_mr_reg(x.domain, NULL, 0, FI_REMOTE_WRITE, 0, 77, 0, &unbacked, NULL));
+	XT_RC(fi_close(&unbacked->fid));
+	xt_pass("RMA calls refuse bad iovec and range arrays and post nothing; fi_mr_reg(NULL, len) accepted");
 }
 
 /* One completion for every call but the inject ones, whose buffer is reused at once. */

@@ -139,6 +139,11 @@ struct fi_exanet_counters {
 	 * on the endpoint (a CQ with a wait object, any counter, FI_PROGRESS_AUTO's thread): an
 	 * fd costs the lower tcp provider work on every arrival (fi_exanet(7), NETWORK BACKEND). */
 	uint64_t network_sleepable;
+	/* RMA writes, reads and atomics aimed at a registration not known to be backed (registered
+	 * without FI_MR_ALLOCATED over memory not all mapped, such as MPICH's whole-address-space
+	 * window) that found an unmapped or protected page here: refused, and the initiator gets
+	 * an FI_EACCES error completion (fi_exanet(7), RMA). */
+	uint64_t rma_target_faults;
 };
 
 struct fid_ep;

@@ -105,6 +105,9 @@ struct key_grant {
                                 // addressing; otherwise the base offsets count from)
   std::uint32_t access = 0;     // rma_access bits
   bool events = false;          // the owner counts accesses: initiators post an event each time
+  bool may_fault = false;       // not known to be backed (fi_mr(3), FI_MR_ALLOCATED unset): the
+                                // owner touches it only by checked copies (core/checked_memory),
+                                // and initiators only by paths that report a fault to them
 };
 
 /// The part of grant g that [addr, addr + len) names, checked for range and rights: the check
@@ -124,6 +127,7 @@ struct rma_target {
   std::uint64_t va = 0;
   std::uint32_t key_slot = 0;  // names the grant in events sent back to the owner
   bool events = false;
+  bool may_fault = false;      // key_grant::may_fault
 };
 
 /// Packets and writes a device refused, by reason (the target's checks).
@@ -414,6 +418,10 @@ concept device =
       // target refused the range; peer_dead. state.landed_at_post says whether the write had
       // landed when post returned ok (else only when the peer polls).
       { d.dma_post(w, st) } noexcept -> std::same_as<core::status>;
+      // take_write_fault(peer): whether a write of that peer that landed since the last call
+      // found its range (in a may_fault grant) unmapped and was dropped; asked when the peer's
+      // acknowledgement request arrives behind it, so the fault reaches the writer (proto/rma.cpp).
+      { d.take_write_fault(p) } noexcept -> std::same_as<bool>;
       // Reads, where the backend can (ExaNeST cannot): can_read(peer), read(peer, va, dst iovecs,
       // dst offset, len); permission: refused, and the peer counts as unreadable from then on.
       { cd.can_read(p) } noexcept -> std::same_as<bool>;
@@ -525,6 +533,7 @@ class interface_of : private D {
   using D::notify_record_put;
   // DMA engine
   using D::dma_post;
+  using D::take_write_fault;
   using D::can_read;
   using D::dma_read;
   // RMA

@@ -88,6 +88,7 @@ constexpr named_counter g_counters[] = {
     EXANET_COUNTER(dma_writes_direct),
     EXANET_COUNTER(dma_writes_staged),
     EXANET_COUNTER(network_sleepable),
+    EXANET_COUNTER(rma_target_faults),
 };
 #undef EXANET_COUNTER
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),

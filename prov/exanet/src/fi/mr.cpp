@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <new>
 
+#include "core/checked_memory.hpp"
 #include "fi/cntr.hpp"
 #include "fi/attr.hpp"
 #include "fi/common.hpp"
@@ -26,6 +27,7 @@ int mr_registry::expose(registered_region& r, endpoint& ep) noexcept {
   g.access = ((r.access & FI_REMOTE_READ) ? dev::rma_access::remote_read : 0) |
              ((r.access & FI_REMOTE_WRITE) ? dev::rma_access::remote_write : 0);
   g.events = ep.caps & FI_RMA_EVENT;
+  g.may_fault = r.may_fault;
   std::uint32_t slot = 0;
   // The protection table lives in shared memory and is written only here, under the registry
   // lock; the endpoint's own lock is not needed (its progress only reads the table).
@@ -205,15 +207,17 @@ int mr_regattr(fid* f, const fi_mr_attr* attr, uint64_t flags, fid_mr** out) noe
   if (flags) return -FI_EBADFLAGS;
   if (attr->access & ~access_known) return -FI_EINVAL;
   if (attr->iov_count > mr_iov_limit || (attr->iov_count && !attr->mr_iov)) return -FI_EINVAL;
-  // A NULL base with a length names no memory of this process: a peer's access would land at
-  // address 0 onwards (issue 12). A zero-length region at NULL is harmless and allowed.
-  if (attr->iov_count && !attr->mr_iov[0].iov_base && attr->mr_iov[0].iov_len) return -FI_EINVAL;
   if (attr->iface != FI_HMEM_SYSTEM) return -FI_ENOSYS;
   auto* dom = reinterpret_cast<fid_domain*>(f);
   auto* r = new (std::nothrow) registered_region;
   if (!r) return -FI_ENOMEM;
   r->domain = dom;
   if (attr->iov_count) r->iov = attr->mr_iov[0];
+  // We do not ask for FI_MR_ALLOCATED, so memory no page backs yet may be registered (fi_mr(3)):
+  // MPICH registers the whole address space (NULL, UINTPTR_MAX) for dynamic windows. Accesses to
+  // such a region are checked at the target, and a missing page is an access error at the
+  // initiator, never a fault here (core/checked_memory.hpp).
+  r->may_fault = !core::range_mapped(r->iov.iov_base, r->iov.iov_len);
   r->access = attr->access;
   r->offset = attr->offset;
   mr_registry& reg = domain_mr_registry(dom);

@@ -31,6 +31,7 @@ struct registered_region {
   iovec iov{};
   std::uint64_t access = 0;
   std::uint64_t offset = 0;  // FI_MR_VIRT_ADDR off: remote addresses count from this
+  bool may_fault = false;    // some page was unmapped at registration (dev::key_grant::may_fault)
   endpoint* bound_ep = nullptr;  // FI_MR_ENDPOINT
   bool enabled = true;
   // fi_mr_bind(counter): counts remote accesses. The counter progresses every endpoint the region

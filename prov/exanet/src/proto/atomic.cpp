@@ -36,6 +36,7 @@
 
 #include <cstring>
 
+#include "core/checked_memory.hpp"
 #include "core/iov.hpp"
 #include "core/log.hpp"
 #include "proto/atomic_ops.hpp"
@@ -402,11 +403,40 @@ void endpoint::on_atomic_req(dev::peer_id from, const dev::packet& pkt) noexcept
     else if (t.va % atomics::datatype_align(dt) != 0)
       err = FI_EINVAL;
   }
-  if (err == 0) {
-    const std::size_t bytes = q.count * size;
-    atomics::perform(dt, op, reinterpret_cast<std::byte*>(t.va), op == FI_ATOMIC_READ ? nullptr : operands,
+  const std::size_t bytes = q.count * size;
+  auto perform_on = [&](std::byte* target) {
+    atomics::perform(dt, op, target, op == FI_ATOMIC_READ ? nullptr : operands,
                      fam == atomics::family::compare ? operands + bytes : nullptr,
                      fetch ? r->data.data() : nullptr, q.count);
+  };
+  auto* at = reinterpret_cast<std::byte*>(t.va);
+  if (err == 0 && !t.may_fault) [[likely]] {
+    perform_on(at);
+  } else if (err == 0) {
+    // Not known to be backed: ask the kernel whether the pages are there (and writable, if the
+    // op writes) before touching them, so a missing page is refused rather than fault here.
+    const core::writable w = atomics::modifies(op) ? core::range_writable(at, bytes)
+                             : core::range_readable(at, bytes) ? core::writable::yes
+                                                               : core::writable::no;
+    if (w == core::writable::yes) {
+      perform_on(at);
+    } else if (w == core::writable::unknown) {
+      // A kernel without MADV_POPULATE_WRITE: work on a copy read and written back through the
+      // kernel. Atomic with respect to this endpoint's other atomics (it performs them one at
+      // a time), not to other endpoints' on the same memory.
+      alignas(16) std::byte target_copy[atomics::max_bytes];  // count * size <= max_bytes
+      if (!core::copy_or_fault(target_copy, at, bytes)) {
+        err = FI_EACCES;
+      } else {
+        perform_on(target_copy);
+        if (!core::copy_or_fault(at, target_copy, bytes)) err = FI_EACCES;
+      }
+    } else {
+      err = FI_EACCES;
+    }
+    if (err) ++stats_.rma_target_faults;
+  }
+  if (err == 0) {
     r->reply_bytes = fetch ? bytes : 0;
     const bool has_cq_data = (q.hdr.flags & wire::flag_cq_data) && !in_packet;
     dev::key_grant g;

@@ -118,6 +118,7 @@ struct rma_request {
   std::size_t checked = 0;     // stage check: ranges the engine's protection check passed
   dev::dma_state dma{};
   bool staged_any = false;  // a write of this request had not landed when dma_post returned
+  bool may_fault = false;   // a range is in a grant not known to be backed (key_grant::may_fault)
   // Reads: ranges [0, direct_ranges) are read by the engine (rma/read-direct), the others by
   // request (rma/read-request). Chosen once, as the ranges pass the check (read_direct: the peer
   // and the placement); lowered to the current range only when the kernel refuses CMA midway.
@@ -746,6 +747,12 @@ class endpoint {
   /// are in place by then (the target counts a range read by request as it answers).
   bool landed_late(const rma_request& r) const noexcept {
     return r.what == rma_request::role::write && r.staged_any;
+  }
+  /// Whether write r waits for the target's acknowledgement behind its staged data: asked for
+  /// (delivery complete), or the only way a fault in a may_fault grant comes back to us (a
+  /// direct write sees it at once, as EFAULT).
+  bool write_wants_ack(const rma_request& r) const noexcept {
+    return landed_late(r) && (r.delivery_complete || r.may_fault);
   }
   /// Whether range seg of read r goes by request (rma_request::direct_ranges).
   static bool read_by_request(const rma_request& r, std::size_t seg) noexcept {

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/checked_memory.hpp"
 #include "core/iov.hpp"
 #include "core/log.hpp"
 #include "proto/endpoint.hpp"
@@ -101,7 +102,9 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
       const situation where = a.delivery_complete     ? situation::delivery_complete
                               : a.remote.size() == 1 ? situation::transmit_complete
                                                      : situation::several_ranges;
-      if (protocols_.choose(op_kind::rma_write, where, local_len) == protocol::rma_inline &&
+      // A grant not known to be backed takes the DMA path, whose fault comes back to us.
+      if (!r->may_fault &&
+          protocols_.choose(op_kind::rma_write, where, local_len) == protocol::rma_inline &&
           core::ok(rma_write_inline(a, r->target[0], local_len))) {
         rma_finish(*r, 0);  // copied out of the caller's buffer: complete, inject or not
         return core::status::ok;
@@ -171,6 +174,7 @@ endpoint::rma_step endpoint::rma_check_ranges(rma_request& r) noexcept {
       rma_finish(r, -core::to_int(s));
       return rma_step::released;
     }
+    r.may_fault = r.may_fault || r.target[r.checked].may_fault;
   }
   if (r.what == rma_request::role::read) {
     ++stats_.rma_reads;
@@ -288,9 +292,7 @@ endpoint::rma_step endpoint::rma_read_data(rma_request& r) noexcept {
 // Events after the data: one per range the target counts, the CQ data with the last, and for a
 // delivery-complete write whose data is staged, an ack request that also proves it landed.
 endpoint::rma_step endpoint::rma_post_events(rma_request& r) noexcept {
-  const bool staged = landed_late(r);
-  const bool want_ack =
-      r.what == rma_request::role::write && r.delivery_complete && staged;
+  const bool want_ack = write_wants_ack(r);
   while (r.seg < r.remote_count) {
     const bool last = r.seg + 1 == r.remote_count;
     const bool wanted = r.target[r.seg].events || (last && (r.has_cq_data || want_ack));
@@ -312,7 +314,7 @@ endpoint::rma_step endpoint::rma_post_events(rma_request& r) noexcept {
 core::status endpoint::rma_post_event(rma_request& r, std::size_t seg, bool last) noexcept {
   const bool with_data = last && r.has_cq_data;
   const bool late = landed_late(r);
-  const bool ack = last && r.what == rma_request::role::write && r.delivery_complete && late;
+  const bool ack = last && write_wants_ack(r);
   if (!ack && !late) {
     const wire::rma_event e = pack_event(r, seg, with_data);
     dev::notification n;
@@ -425,9 +427,14 @@ void endpoint::on_rma_done(dev::peer_id from, const dev::packet& pkt) noexcept {
                     ends_from_flags(d.hdr.flags), d.len,
                     d.hdr.flags & wire::flag_cq_data, d.cq_data);
   if (!(d.hdr.flags & wire::flag_ack) || from == dev::no_peer) return;
-  // An empty write carrying only the notification: the ack.
-  if (rma_request* r = rma_reply_to(from, d.ack_slot, d.ack_gen))
+  // An empty write carrying only the notification: the ack. It reports a write of this peer
+  // that found no memory in a grant not known to be backed (the writer asks for an ack then).
+  const bool faulted = dev_.take_write_fault(from);
+  if (faulted) ++stats_.rma_target_faults;
+  if (rma_request* r = rma_reply_to(from, d.ack_slot, d.ack_gen)) {
+    if (faulted) r->reply_status = core::to_int(core::status::access);
     if (!rma_answer_read(*r)) rma_active_.push_back(*r);
+  }
 }
 
 rma_request* endpoint::rma_reply_to(dev::peer_id from, std::uint32_t slot,
@@ -466,7 +473,12 @@ void endpoint::on_rma_read_req(dev::peer_id from, const dev::packet& pkt) noexce
   dev::rma_target t;
   const core::status s =
       dev_.grant_check(q.key, q.remote_addr, q.len, dev::rma_access::remote_read, t);
-  if (core::ok(s)) {
+  if (core::ok(s) && t.may_fault &&
+      !core::range_readable(reinterpret_cast<const void*>(t.va), q.len)) [[unlikely]] {
+    ++stats_.rma_target_faults;  // a grant not known to be backed: nothing there to read
+    r->reply_status = core::to_int(core::status::access);
+    r->total = 0;
+  } else if (core::ok(s)) {
     r->iov[0] = {reinterpret_cast<void*>(t.va), q.len};
     r->iov_count = 1;
     r->total = q.len;

@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "core/checked_memory.hpp"
 #include "core/iov.hpp"
 #include "core/log.hpp"
 #include "proto/endpoint.hpp"
@@ -51,11 +52,18 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
   // The initiator checked the key; the grant may have been revoked since. Copying is this
   // process writing its own memory, so it checks again rather than trust the address.
   dev::key_grant g;
-  const bool granted = dev_.key_at(p.key_slot, g) &&
+  bool granted = dev_.key_at(p.key_slot, g) &&
                        (g.access & dev::rma_access::remote_write) && p.dst_va >= g.va &&
                        p.dst_va - g.va <= g.len && len <= g.len - (p.dst_va - g.va);
-  if (granted) {
+  if (granted && !g.may_fault) [[likely]] {
     core::copy_bytes(reinterpret_cast<void*>(p.dst_va), data, len);
+  } else if (granted) {
+    // Not known to be backed. Our initiators send no inline write to such a grant (rma.cpp), so
+    // nobody waits for an answer; a fault is counted and the write dropped.
+    if (!core::copy_or_fault(reinterpret_cast<void*>(p.dst_va), data, len)) {
+      ++stats_.rma_target_faults;
+      granted = false;
+    }
   } else {
     ++stats_.drop_dma_refused;
     EXANET_LOG_ONCE(warn, ep_data, "inline RMA write from port %u outside its registration; dropped",

@@ -7,9 +7,12 @@
 #include <thread>
 #include <vector>
 
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "core/buffer_cache.hpp"
+#include "core/checked_memory.hpp"
 #include "core/copy.hpp"
 #include "core/intrusive_list.hpp"
 #include "core/iov.hpp"
@@ -275,6 +278,67 @@ TEST(buffer_cache, reuses_by_size_class_within_its_bounds) {
   EXPECT_EQ(d.kept_bytes(), before);
   d.trim();
   EXPECT_EQ(d.kept_bytes(), 0u);
+}
+
+TEST(checked_memory, maps_holes_and_protections_are_reported_not_faulted) {
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  auto* a = static_cast<std::byte*>(
+      mmap(nullptr, 4 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(a, MAP_FAILED);
+  // [0 rw][1 none][2 hole][3 read-only]
+  std::memset(a, 7, 4 * page);
+  ASSERT_EQ(mprotect(a + page, page, PROT_NONE), 0);
+  ASSERT_EQ(munmap(a + 2 * page, page), 0);
+  ASSERT_EQ(mprotect(a + 3 * page, page, PROT_READ), 0);
+
+  EXPECT_TRUE(range_mapped(a, page));
+  EXPECT_TRUE(range_mapped(a + 5, page - 5));
+  EXPECT_TRUE(range_mapped(a + page, page)) << "PROT_NONE is mapped (protections not checked)";
+  EXPECT_FALSE(range_mapped(a + page, page + 1)) << "reaches the hole";
+  EXPECT_FALSE(range_mapped(a + 2 * page + 100, 1));
+  EXPECT_TRUE(range_mapped(nullptr, 0));
+  // The whole address space (MPICH's dynamic window): msync alone would call it mapped, its
+  // length rounding to 0 pages.
+  EXPECT_FALSE(range_mapped(nullptr, SIZE_MAX));
+  EXPECT_FALSE(range_mapped(a, SIZE_MAX)) << "wraps";
+
+  std::byte src[64];
+  std::memset(src, 9, sizeof src);
+  EXPECT_TRUE(copy_or_fault(a + page - 32, src, 32));
+  EXPECT_EQ(a[page - 1], std::byte{9});
+  EXPECT_FALSE(copy_or_fault(a + page - 32, src, 64)) << "runs into PROT_NONE";
+  EXPECT_FALSE(copy_or_fault(a + 2 * page, src, 1)) << "the hole";
+  EXPECT_FALSE(copy_or_fault(a + 3 * page, src, 1)) << "read-only";
+  EXPECT_EQ(a[3 * page], std::byte{7});
+  std::byte dst[64];
+  EXPECT_TRUE(copy_or_fault(dst, a + 3 * page, 64)) << "read-only memory may be read";
+  EXPECT_FALSE(copy_or_fault(dst, a + page, 1)) << "PROT_NONE may not";
+
+  if (range_writable(a, 1) != writable::unknown) {  // Linux 5.14 and later
+    EXPECT_EQ(range_writable(a + 5, page - 5), writable::yes);
+    EXPECT_EQ(range_writable(a + page - 8, 16), writable::no) << "runs into PROT_NONE";
+    EXPECT_EQ(range_writable(a + 2 * page, 8), writable::no) << "the hole";
+    EXPECT_EQ(range_writable(a + 3 * page, 8), writable::no) << "read-only";
+    EXPECT_EQ(range_writable(nullptr, SIZE_MAX), writable::no);
+    EXPECT_EQ(a[3 * page], std::byte{7}) << "nothing written";
+  }
+  EXPECT_TRUE(range_readable(a, page));
+  EXPECT_TRUE(range_readable(a + 3 * page, page));
+  EXPECT_FALSE(range_readable(a + page - 1, 2));
+  EXPECT_FALSE(range_readable(a + 2 * page + 8, 8));
+  EXPECT_FALSE(range_readable(nullptr, SIZE_MAX));
+  EXPECT_TRUE(range_readable(nullptr, 0));
+  // More pages than one system call probes (64): the last one decides.
+  auto* big = static_cast<std::byte*>(
+      mmap(nullptr, 130 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0));
+  ASSERT_NE(big, MAP_FAILED);
+  EXPECT_TRUE(range_readable(big + 1, 130 * page - 1));
+  ASSERT_EQ(mprotect(big + 129 * page, page, PROT_NONE), 0);
+  EXPECT_FALSE(range_readable(big + 1, 130 * page - 1));
+  EXPECT_TRUE(range_readable(big + 1, 129 * page - 1));
+  munmap(big, 130 * page);
+  munmap(a, 2 * page);
+  munmap(a + 3 * page, page);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 #include <cstring>
 
 #include "core/copy.hpp"
+#include "core/checked_memory.hpp"
 #include "core/iov.hpp"
 #include "core/log.hpp"
 #include "core/unlink_at_exit.hpp"
@@ -670,10 +671,11 @@ bool device::remote_write_admitted(const segment_view& v, const geometry& g,
   return true;
 }
 
-bool device::local_write_admitted(const staging_packet& sp) const noexcept {
+bool device::local_write_admitted(const staging_packet& sp, bool& may_fault) const noexcept {
   if (sp.key_slot != no_key_slot) {
     if (sp.key_slot >= grants_.size()) return false;
     const grant& gr = grants_[sp.key_slot];
+    may_fault = gr.g.may_fault;
     return grant_live(gr) && (gr.g.access & rma_access::remote_write) &&
            range_within(sp.dst_addr, sp.len, gr.g.va, gr.g.len);
   }
@@ -1054,10 +1056,21 @@ void device::on_device_packet(const mailbox_slot& s) noexcept {
   if (sp.chunk != ~0u) {
     // The emulated engine writes into this process's memory on the sender's behalf, so this
     // process decides where: only into what it armed for the transfer (issue 12).
-    if (local_write_admitted(sp)) [[likely]] {
-      // Mutually aligned by construction (staging_payload_offset): memcpy's fast case.
-      std::memcpy(reinterpret_cast<void*>(sp.dst_addr),
-                  local_.staging_data + staging_payload_offset(geo_, sp.chunk, sp.dst_addr), sp.len);
+    const std::byte* from = local_.staging_data + staging_payload_offset(geo_, sp.chunk, sp.dst_addr);
+    bool may_fault = false;
+    if (local_write_admitted(sp, may_fault)) [[likely]] {
+      if (!may_fault) [[likely]] {
+        // Mutually aligned by construction (staging_payload_offset): memcpy's fast case.
+        std::memcpy(reinterpret_cast<void*>(sp.dst_addr), from, sp.len);
+      } else if (!core::copy_or_fault(reinterpret_cast<void*>(sp.dst_addr), from, sp.len)) {
+        // A registration not known to be backed, at an address nothing maps: the writer asked
+        // for an acknowledgement behind this piece (proto/rma.cpp), which reports it.
+        const peer_id p = sender_of(s);
+        if (p != no_peer) peers_[p].write_faulted = true;
+        EXANET_LOG_ONCE(info, core, "staged write of %llu bytes to 0x%llx found no memory there",
+                        static_cast<unsigned long long>(sp.len),
+                        static_cast<unsigned long long>(sp.dst_addr));
+      }
     } else {
       ++drops_.dma_refused;
       EXANET_LOG_ONCE(warn, core, "staged write of %llu bytes to 0x%llx dropped: outside every "

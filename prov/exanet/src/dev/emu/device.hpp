@@ -288,6 +288,8 @@ class device {
   /// (the peer now counts as unreadable).
   core::status dma_read(peer_id p, std::uint64_t va, std::span<const iovec> dst,
                         std::size_t dst_offset, std::size_t len) noexcept;
+  /// Whether a staged write of p dropped since the last call found its range unmapped.
+  bool take_write_fault(peer_id p) noexcept;
   /// Appends one event to the ring this endpoint holds at p, claiming one on first use.
   /// status::again: the ring is full; status::not_supported: p has no ring left for us.
   core::status event_post(peer_id p, const notification& n) noexcept;
@@ -439,6 +441,7 @@ class device {
     bool cma = true;  // cross-memory attach may be used (the mode allows it, the kernel did)
     bool dead = false;
     bool exited = false;  // the kernel said its process is gone (ESRCH), not only a lock or flag
+    bool write_faulted = false;  // a staged write of it met an unmapped page (take_write_fault)
     bool forgotten = false;
     bool lost_reported = false;  // take_lost_peers handed it up
     link_timing link{};          // link model: the path to this peer and when it is free
@@ -473,7 +476,7 @@ class device {
   peer_id add_departed(const address& a) noexcept;
   static constexpr std::uint32_t max_departed = 16384;
   std::uint32_t departed_ = 0;
-  bool local_write_admitted(const staging_packet& sp) const noexcept;
+  bool local_write_admitted(const staging_packet& sp, bool& may_fault) const noexcept;
   static bool remote_write_admitted(const segment_view& v, const geometry& g,
                                     const dma_write& w) noexcept;
   void publish_window(std::uint32_t slot) noexcept;

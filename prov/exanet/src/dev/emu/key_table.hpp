@@ -33,7 +33,9 @@ inline bool read_entry(const key_entry& e, key_grant& out) noexcept {
     out.len = e.len.load(std::memory_order_relaxed);
     out.addr_base = e.addr_base.load(std::memory_order_relaxed);
     out.access = e.access.load(std::memory_order_relaxed);
-    out.events = e.events.load(std::memory_order_relaxed) != 0;
+    const std::uint32_t flags = e.flags.load(std::memory_order_relaxed);
+    out.events = flags & key_flag::events;
+    out.may_fault = flags & key_flag::may_fault;
     std::atomic_thread_fence(std::memory_order_acquire);
     if (e.seq.load(std::memory_order_relaxed) == s1) return state == key_state::live;
   }
@@ -61,7 +63,8 @@ inline void write_entry(key_entry& e, key_state state, const key_grant& g) noexc
   e.len.store(g.len, std::memory_order_relaxed);
   e.addr_base.store(g.addr_base, std::memory_order_relaxed);
   e.access.store(g.access, std::memory_order_relaxed);
-  e.events.store(g.events ? 1 : 0, std::memory_order_relaxed);
+  e.flags.store((g.events ? key_flag::events : 0) | (g.may_fault ? key_flag::may_fault : 0),
+                std::memory_order_relaxed);
   e.state.store(static_cast<std::uint32_t>(state), std::memory_order_relaxed);
   e.seq.store(s + 2, std::memory_order_release);
 }

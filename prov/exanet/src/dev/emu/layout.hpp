@@ -33,7 +33,8 @@
 namespace exanet::dev::emu {
 
 inline constexpr std::uint32_t segment_magic = 0x45584e54;  // "EXNT"
-inline constexpr std::uint32_t layout_version = 12;  // 12: wake_socket (the owner's sleepers
+inline constexpr std::uint32_t layout_version = 13;  // 13: key_entry flags (may_fault)
+                                                     // 12: wake_socket (the owner's sleepers
                                                      //     poll a socket too)
                                                      // 11: a slot's packet starts in seq's line
                                                      // 10: link model (arrival times, position),
@@ -189,9 +190,16 @@ struct alignas(cache_line) key_entry {
   std::atomic<std::uint64_t> len;
   std::atomic<std::uint64_t> addr_base;  // the remote address that names va
   std::atomic<std::uint32_t> access;     // rma_access bits
-  std::atomic<std::uint32_t> events;     // 1: the owner counts accesses (FI_RMA_EVENT)
+  std::atomic<std::uint32_t> flags;      // key_flag bits
 };
 static_assert(sizeof(key_entry) == cache_line);
+
+/// key_entry::flags.
+namespace key_flag {
+inline constexpr std::uint32_t events = 1;     // the owner counts accesses (FI_RMA_EVENT)
+inline constexpr std::uint32_t may_fault = 2;  // key_grant::may_fault: initiators use only paths
+                                               // that report a fault back (DESIGN.md §5)
+}  // namespace key_flag
 
 /// Never-used entries end a probe; revoked ones do not (open addressing).
 enum class key_state : std::uint32_t { empty = 0, live = 1, revoked = 2 };

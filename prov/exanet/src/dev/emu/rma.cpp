@@ -5,6 +5,7 @@
 #include <sys/uio.h>
 
 #include <cerrno>
+#include <utility>
 
 #include "core/iov.hpp"
 #include "core/log.hpp"
@@ -55,6 +56,7 @@ core::status check_in(const key_entry* table, std::uint32_t slots, std::uint64_t
   if (!grant_admits(g, addr, len, need, out.va)) return core::status::access;
   out.key_slot = slot;
   out.events = g.events;
+  out.may_fault = g.may_fault;
   return core::status::ok;
 }
 
@@ -76,7 +78,13 @@ core::status device::grant_check(std::uint64_t key, std::uint64_t addr, std::uin
     return core::status::access;
   out.key_slot = slot;
   out.events = g.events;
+  out.may_fault = g.may_fault;
   return core::status::ok;
+}
+
+bool device::take_write_fault(peer_id p) noexcept {
+  if (p >= peers_.size()) return false;
+  return std::exchange(peers_[p].write_faulted, false);
 }
 
 core::status device::dma_read(peer_id p, std::uint64_t va, std::span<const iovec> dst,

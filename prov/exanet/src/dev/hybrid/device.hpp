@@ -185,6 +185,11 @@ class device {
     inner.peer = rt.inner;
     return rt.remote ? remote_.dma_post(inner, st) : local_.dma_post(inner, st);
   }
+  bool take_write_fault(peer_id p) noexcept {
+    if (!net_on_) [[likely]] return local_.take_write_fault(p);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.take_write_fault(rt.inner) : local_.take_write_fault(rt.inner);
+  }
   bool can_read(peer_id p) const noexcept {
     if (!net_on_) [[likely]] return local_.can_read(p);
     const route& rt = routes_[p];

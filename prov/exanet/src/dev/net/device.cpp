@@ -1397,7 +1397,7 @@ core::status device::key_publish_at(const key_grant& g, std::uint32_t free_slot)
   const std::uint64_t access = ((g.access & rma_access::remote_write) ? FI_REMOTE_WRITE : 0) |
                                ((g.access & rma_access::remote_read) ? FI_REMOTE_READ : 0);
   fid_mr* mr = nullptr;
-  if (g.len > 0 && access != 0) {
+  if (g.len > 0 && access != 0 && !g.may_fault) {  // nothing the lower provider may write (rma_check)
     mr = register_lower(g.va, g.len, access, grant_key(free_slot, gen));
     if (!mr) return core::status::io;
   }
@@ -1430,6 +1430,7 @@ core::status device::grant_check(std::uint64_t key, std::uint64_t addr, std::uin
     if (!grant_admits(gs.g, addr, len, need, out.va)) return core::status::access;
     out.key_slot = i;
     out.events = gs.g.events;
+    out.may_fault = gs.g.may_fault;
     return core::status::ok;
   }
   return core::status::access;
@@ -1450,8 +1451,13 @@ core::status device::rma_check(peer_id p, std::uint64_t key, std::uint64_t addr,
         return core::status::access;
       case remote_grant::state::known:
         if (!grant_admits(it->g, addr, len, need, out.va)) return core::status::access;
+        // Not known to be backed: the lower provider would land the data itself (tcp copies
+        // it from its own buffer into ours), and a page missing there kills the target. Reads
+        // (answered by the target) and atomics (performed by it) check every page instead.
+        if (it->g.may_fault && (need & rma_access::remote_write)) return core::status::refused;
         out.key_slot = it->slot;
         out.events = it->g.events;
+        out.may_fault = it->g.may_fault;
         return core::status::ok;
     }
   }
@@ -1495,6 +1501,7 @@ void device::on_key_query(peer_id from, const packet& pk) noexcept {
     if (gen == 0 || gs.g.key != q.key) continue;
     a.found = 1;
     a.events = gs.g.events;
+    a.may_fault = gs.g.may_fault;
     a.access = gs.g.access;
     a.va = gs.g.va;
     a.len = gs.g.len;
@@ -1537,7 +1544,7 @@ void device::on_key_answer(peer_id from, const packet& pk) noexcept {
     rg.st = remote_grant::state::known;
     rg.slot = a.slot;
     rg.gen = a.gen;
-    rg.g = {a.key, a.va, a.len, a.addr_base, a.access, a.events != 0};
+    rg.g = {a.key, a.va, a.len, a.addr_base, a.access, a.events != 0, a.may_fault != 0};
     return;
   }
   ++drops_.bad_field;  // an answer nobody asked for, or a malformed one

@@ -398,6 +398,8 @@ class device {
   std::size_t lower_whole_bytes() const noexcept { return lower_whole_; }
 
   // ---- what ExaNeST has and this backend does not (yet) --------------------------------------
+  /// Writes land through the lower provider, which reports its own faults to the writer.
+  bool take_write_fault(peer_id) noexcept { return false; }
   /// No reads: a read is a request the target answers with a write, as on ExaNeST.
   bool can_read(peer_id) const noexcept { return false; }
   core::status dma_read(peer_id, std::uint64_t, std::span<const iovec>, std::size_t,

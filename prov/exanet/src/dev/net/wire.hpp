@@ -92,7 +92,7 @@ struct key_answer_packet {
   std::uint8_t type;
   std::uint8_t found;   // 0: no live registration under this key
   std::uint8_t events;
-  std::uint8_t pad;
+  std::uint8_t may_fault;  // key_grant::may_fault
   std::uint32_t access;
   std::uint64_t key;
   std::uint64_t va;
