@@ -198,7 +198,7 @@ static_assert(sizeof(key_entry) == cache_line);
 namespace key_flag {
 inline constexpr std::uint32_t events = 1;     // the owner counts accesses (FI_RMA_EVENT)
 inline constexpr std::uint32_t may_fault = 2;  // key_grant::may_fault: initiators use only paths
-                                               // that report a fault back (DESIGN.md §5)
+                                               // that report a fault back (protocol.md §3.6)
 }  // namespace key_flag
 
 /// Never-used entries end a probe; revoked ones do not (open addressing).
