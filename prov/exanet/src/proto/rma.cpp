@@ -422,14 +422,17 @@ void endpoint::on_rma_event(dev::peer_id from, const dev::notification& n) noexc
 
 void endpoint::on_rma_done(dev::peer_id from, const dev::packet& pkt) noexcept {
   const auto d = wire::read<wire::rma_done>(pkt);
+  const bool ack = (d.hdr.flags & wire::flag_ack) && from != dev::no_peer;
+  // The ack reports a write of this peer that found no memory in a grant not known to be
+  // backed (the writer asks for an ack then); such a write counts as no access here.
+  const bool faulted = ack && dev_.take_write_fault(from);
   // FIFO: the staged data before this packet has already been copied into place.
-  rma_access_landed(from, d.key_slot, d.hdr.flags & wire::flag_remote_read,
-                    ends_from_flags(d.hdr.flags), d.len,
-                    d.hdr.flags & wire::flag_cq_data, d.cq_data);
-  if (!(d.hdr.flags & wire::flag_ack) || from == dev::no_peer) return;
-  // An empty write carrying only the notification: the ack. It reports a write of this peer
-  // that found no memory in a grant not known to be backed (the writer asks for an ack then).
-  const bool faulted = dev_.take_write_fault(from);
+  if (!faulted)
+    rma_access_landed(from, d.key_slot, d.hdr.flags & wire::flag_remote_read,
+                      ends_from_flags(d.hdr.flags), d.len,
+                      d.hdr.flags & wire::flag_cq_data, d.cq_data);
+  if (!ack) return;
+  // An empty write carrying only the notification: the ack.
   if (faulted) ++stats_.rma_target_faults;
   if (rma_request* r = rma_reply_to(from, d.ack_slot, d.ack_gen)) {
     if (faulted) r->reply_status = core::to_int(core::status::access);
