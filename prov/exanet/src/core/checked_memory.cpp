@@ -17,17 +17,23 @@ std::uintptr_t page_bytes() noexcept {
   return bytes;
 }
 
+// The whole pages [from, end) that hold [p, p + len), len > 0; false if the range wraps or
+// reaches the top page (never ours, and a length reaching it rounds to 0 pages in the kernel).
+bool page_span(const void* p, std::size_t len, std::uintptr_t& from, std::uintptr_t& end) noexcept {
+  const auto first = reinterpret_cast<std::uintptr_t>(p);
+  if (len - 1 > UINTPTR_MAX - first) return false;
+  const std::uintptr_t page = page_bytes();
+  from = first & ~(page - 1);
+  end = ((first + (len - 1)) & ~(page - 1)) + page;
+  return end != 0;
+}
+
 }  // namespace
 
 bool range_mapped(const void* p, std::size_t len) noexcept {
   if (len == 0) return true;
-  const auto first = reinterpret_cast<std::uintptr_t>(p);
-  if (len - 1 > UINTPTR_MAX - first) return false;  // wraps
-  const std::uintptr_t page = page_bytes();
-  const std::uintptr_t from = first & ~(page - 1);
-  const std::uintptr_t end = ((first + (len - 1)) & ~(page - 1)) + page;  // past the last page
-  // The top page is never ours; and msync would round a length that reaches it to 0 (success).
-  if (end == 0) return false;
+  std::uintptr_t from, end;
+  if (!page_span(p, len, from, end)) return false;
   // msync fails with ENOMEM on any unmapped page of the range and touches nothing (MS_ASYNC is a
   // no-op for the data since Linux 2.6.19); it needs no buffer, whatever the length.
   return msync(reinterpret_cast<void*>(from), end - from, MS_ASYNC) == 0;
@@ -80,12 +86,8 @@ bool range_readable(const void* p, std::size_t len) noexcept {
 writable range_writable(void* p, std::size_t len) noexcept {
 #ifdef MADV_POPULATE_WRITE
   if (len == 0) return writable::yes;
-  const auto first = reinterpret_cast<std::uintptr_t>(p);
-  if (len - 1 > UINTPTR_MAX - first) return writable::no;
-  const std::uintptr_t page = page_bytes();
-  const std::uintptr_t from = first & ~(page - 1);
-  const std::uintptr_t end = ((first + (len - 1)) & ~(page - 1)) + page;
-  if (end == 0) return writable::no;
+  std::uintptr_t from, end;
+  if (!page_span(p, len, from, end)) return writable::no;
   // EINVAL is also the answer of a kernel that lacks the advice: asked once of a page that is
   // certainly writable.
   static const bool supported = [] {
