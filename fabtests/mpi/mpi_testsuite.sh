@@ -12,7 +12,10 @@
 #              libfabric's shm and over tcp.
 #   fabtests/mpi/mpi_testsuite.sh [build-dir] [out-dir]
 # Environment: MPI (ompi), DIRS (the suite's directories, default "pt2pt coll comm rma"),
-# TIMEOUT (seconds per test, default 120). Not run in CI: building the suite and running a few
+# TIMEOUT (seconds per test, default 120), EXANET_ENV ("NAME=value ..." given to the exanet runs
+# only, e.g. "FI_EXANET_PROTOCOL=read"; with FI_EXANET_NETWORK, FI_PROVIDER=exanet would hide
+# the network side's lower provider: Open MPI selects exanet by mtl_ofi_provider_include, MPICH
+# by an FI_PROVIDER list that names the lower provider too; FI_TCP_NODELAY=1 is added). Not run in CI: building the suite and running a few
 # hundred jobs of up to 10 ranks takes 30-60 minutes on two cores. Prints, per directory, the
 # tests that failed over exanet, each with the references' verdicts (passes, fails too, did not
 # run it); exit status 1 if a test failed over exanet and passed over every reference. Output: out-dir/<dir>_<path>.tap
@@ -32,12 +35,30 @@ lib=$build/lib
 tarball=$(MPICH_FETCH_ONLY=1 bash "$here/../bench/mpich_build.sh")
 src=$out/src-$mpi
 declare -A paths  # name -> launcher arguments; "exanet" first, then the references
+read -r -a exanet_env <<<"${EXANET_ENV:-}"
+network=0
+for kv in "${exanet_env[@]}"; do
+  [[ $kv == *=* ]] || { echo "EXANET_ENV: $kv is not NAME=value" >&2; exit 2; }
+  [[ $kv == FI_EXANET_NETWORK=* && $kv != FI_EXANET_NETWORK=off ]] && network=1
+done
+((network)) && exanet_env+=(FI_TCP_NODELAY=1)
+# env_args <flag>: EXANET_ENV as the launcher's environment arguments (-x NAME=value for Open
+# MPI's mpirun, -genv NAME value for MPICH's mpiexec).
+env_args() {
+  local kv out=""
+  for kv in "${exanet_env[@]}"; do
+    if [[ $1 == -x ]]; then out+=" -x $kv"; else out+=" -genv ${kv%%=*} ${kv#*=}"; fi
+  done
+  echo "$out"
+}
 case $mpi in
   ompi)
     mpicc=mpicc mpiexec=mpirun
     common="--allow-run-as-root --oversubscribe"
     cm="$common --mca pml cm --mca mtl ofi"
-    paths[exanet]="$cm --mca mtl_ofi_provider_include exanet --mca btl self -x FI_PROVIDER=exanet -x FI_PROVIDER_PATH=$lib"
+    select=" -x FI_PROVIDER=exanet"
+    ((network)) && select=""  # mtl_ofi_provider_include selects exanet
+    paths[exanet]="$cm --mca mtl_ofi_provider_include exanet --mca btl self$select -x FI_PROVIDER_PATH=$lib$(env_args -x)"
     paths[vader]="$common --mca pml ob1 --mca btl self,vader"
     paths[tcp]="$cm --mca mtl_ofi_provider_include tcp --mca btl self -x FI_PROVIDER=tcp"
     refs="vader tcp"
@@ -48,7 +69,13 @@ case $mpi in
   mpich)
     prefix=$(bash "$here/../bench/mpich_build.sh")
     mpicc=$prefix/bin/mpicc mpiexec=$prefix/bin/mpiexec
-    paths[exanet]="-genv FI_PROVIDER exanet -genv FI_PROVIDER_PATH $lib -genv MPIR_CVAR_NOLOCAL 1"
+    select="-genv FI_PROVIDER exanet"
+    # MPICH 4.0 has no provider hint of its own (MPIR_CVAR_OFI_USE_PROVIDER is gone): the list
+    # names exanet and what its network side opens, and MPICH ranks exanet first.
+    lower=tcp
+    for kv in "${exanet_env[@]}"; do [[ $kv == FI_EXANET_NETWORK_PROVIDER=* ]] && lower=${kv#*=}; done
+    ((network)) && select="-genv FI_PROVIDER exanet,$lower,ofi_rxm"
+    paths[exanet]="$select -genv FI_PROVIDER_PATH $lib -genv MPIR_CVAR_NOLOCAL 1$(env_args -genv)"
     paths[shm]="-genv FI_PROVIDER shm -genv MPIR_CVAR_NOLOCAL 1"
     paths[tcp]="-genv FI_PROVIDER tcp -genv MPIR_CVAR_NOLOCAL 1"
     refs="shm tcp"

@@ -520,6 +520,10 @@ core::status device::send_or_queue(peer_id p, const packet& pk, bool more, bool 
     if (core::status s = send_hello(p); !core::ok(s)) return s;
   }
   --pr.credits;
+  // (Never ahead of our hello: the receiver knows our credit packets only after it.)
+  if (pr.consumed >= params_.net.credits / 8 && pr.consumed > 0 &&
+      static_cast<std::uint8_t>(pk[0]) != static_cast<std::uint8_t>(device_packet::hello))
+    credit_along(p);
   // A burst: a lower message to p left since the last poll, and the application will read
   // before it can know this packet went (reported), so the packet may wait for that poll.
   const bool wait = reported && burst_to_ == p && pr.queued == 0 && !pushing_;
@@ -640,6 +644,23 @@ void device::give_credit(peer_id p) noexcept {
     if (pr.credits == 0 || !core::ok(send_hello(p))) return;
   }
   if (inject(p, to_packet(c)) == core::status::ok) pr.consumed = 0;
+}
+
+void device::credit_along(peer_id p) noexcept {
+  // give_credit waits for half of p's window, which costs a lower message of its own. Our own
+  // traffic to p carries the credit sooner, in the bundle the packet leaves in: a receiver that
+  // answers and then goes quiet (computes, sleeps) keeps no more than an eighth of p's window
+  // from it, where up to half stayed here before (MPICH's sendrecv3 over the network: a
+  // window of 100 isends stalled for the whole second the receiver slept).
+  if (!bundling_) return;  // then only give_credit's own packets carry credit
+  peer& pr = peers_[p];
+  credit_packet c{};
+  c.type = static_cast<std::uint8_t>(device_packet::credit);
+  c.count = pr.consumed;
+  if (op_context* b = bundle_for(p)) {  // the packet that follows joins it (send_or_queue)
+    b->packets[b->count++] = to_packet(c);
+    pr.consumed = 0;
+  }
 }
 
 bool device::take_received(std::uint64_t incarnation, const packet& pk, peer_id& from) noexcept {
@@ -1441,8 +1462,9 @@ core::status device::rma_check(peer_id p, std::uint64_t key, std::uint64_t addr,
   if (p >= peers_.size()) return core::status::invalid;
   peer& pr = peers_[p];
   if (pr.dead) return core::status::peer_dead;  // before anything that could say again for ever
-  for (auto it = pr.grants.begin(); it != pr.grants.end(); ++it) {
-    if (it->g.key != key) continue;
+  const auto it = std::find_if(pr.grants.begin(), pr.grants.end(),
+                               [key](const remote_grant& rg) { return rg.g.key == key; });
+  if (it != pr.grants.end()) {
     switch (it->st) {
       case remote_grant::state::asked:
         return core::status::again;
@@ -1450,7 +1472,18 @@ core::status device::rma_check(peer_id p, std::uint64_t key, std::uint64_t addr,
         pr.grants.erase(it);  // said once; the key may be registered later
         return core::status::access;
       case remote_grant::state::known:
-        if (!grant_admits(it->g, addr, len, need, out.va)) return core::status::access;
+        if (!grant_admits(it->g, addr, len, need, out.va)) {
+          // The answer may be stale: the owner can have closed the registration and made a
+          // new one under the same key (MPICH's large messages reuse keys). Only a fresh
+          // answer refuses; an old one is asked again.
+          if (it->fresh) {
+            it->fresh = false;
+            return core::status::access;
+          }
+          pr.grants.erase(it);
+          break;
+        }
+        it->fresh = false;
         // Not known to be backed: the lower provider would land the data itself (tcp copies
         // it from its own buffer into ours), and a page missing there kills the target. Reads
         // (answered by the target) and atomics (performed by it) check every page instead.
@@ -1542,6 +1575,7 @@ void device::on_key_answer(peer_id from, const packet& pk) noexcept {
       return;
     }
     rg.st = remote_grant::state::known;
+    rg.fresh = true;
     rg.slot = a.slot;
     rg.gen = a.gen;
     rg.g = {a.key, a.va, a.len, a.addr_base, a.access, a.events != 0, a.may_fault != 0};

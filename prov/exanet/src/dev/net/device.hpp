@@ -323,7 +323,9 @@ class device {
                            std::uint32_t need, rma_target& out) const noexcept;
   /// Initiator: the check of an access at p's table. The table is p's, so the first use of a
   /// key asks p (a key_query packet) and says again until p answered; the answer is kept, and
-  /// later accesses are checked against it here. The target still has the last word: its lower
+  /// later accesses are checked against it here. An access the kept answer refuses asks again
+  /// (the owner may have registered the key anew since, as MPICH does with the keys of its
+  /// large-message registrations); only a fresh answer refuses. The target still has the last word: its lower
   /// provider refuses what it no longer grants (a write through a key revoked since fails
   /// with access, and the kept answer is dropped). A "no such key" answer is given once and
   /// not kept: the key may be registered later.
@@ -477,6 +479,7 @@ class device {
     std::uint32_t slot = 0;  // the owner's slot and generation: its lower provider's key
     std::uint32_t gen = 0;
     key_grant g{};
+    bool fresh = false;  // known from an answer no access has been checked against yet
   };
   struct peer {
     address addr{};
@@ -641,6 +644,8 @@ class device {
   core::status ready_to_send(peer_id p) noexcept;
   static constexpr unsigned push_limit_ms = 50;
   void give_credit(peer_id p) noexcept;
+  /// p's consumed packets' credit, into the bundle the packet we are sending p leaves in.
+  void credit_along(peer_id p) noexcept;
   /// A packet of p's was delivered or handled: its credit may go back.
   void consumed(peer_id p) noexcept {
     ++peers_[p].consumed;
