@@ -15,8 +15,9 @@
 # TIMEOUT (seconds per test, default 120), EXANET_ENV ("NAME=value ..." given to the exanet runs
 # only, e.g. "FI_EXANET_PROTOCOL=read"; with FI_EXANET_NETWORK, FI_PROVIDER=exanet would hide
 # the network side's lower provider: Open MPI selects exanet by mtl_ofi_provider_include, MPICH
-# by an FI_PROVIDER list that names the lower provider too; FI_TCP_NODELAY=1 is added). Not run in CI: building the suite and running a few
-# hundred jobs of up to 10 ranks takes 30-60 minutes on two cores. Prints, per directory, the
+# by an FI_PROVIDER list that names the lower provider too; FI_TCP_NODELAY=1 is added).
+# Not run in CI: building the suite and running a few hundred jobs of up to 10 ranks takes
+# 30-60 minutes on two cores. Prints, per directory, the
 # tests that failed over exanet, each with the references' verdicts (passes, fails too, did not
 # run it); exit status 1 if a test failed over exanet and passed over every reference. Output: out-dir/<dir>_<path>.tap
 # (TAP, with each failing test's output).
@@ -73,7 +74,9 @@ case $mpi in
     # MPICH 4.0 has no provider hint of its own (MPIR_CVAR_OFI_USE_PROVIDER is gone): the list
     # names exanet and what its network side opens, and MPICH ranks exanet first.
     lower=tcp
-    for kv in "${exanet_env[@]}"; do [[ $kv == FI_EXANET_NETWORK_PROVIDER=* ]] && lower=${kv#*=}; done
+    for kv in "${exanet_env[@]}"; do
+      [[ $kv == FI_EXANET_NETWORK_PROVIDER=* ]] && lower=${kv#*=}
+    done
     ((network)) && select="-genv FI_PROVIDER exanet,$lower,ofi_rxm"
     paths[exanet]="$select -genv FI_PROVIDER_PATH $lib -genv MPIR_CVAR_NOLOCAL 1$(env_args -genv)"
     paths[shm]="-genv FI_PROVIDER shm -genv MPIR_CVAR_NOLOCAL 1"

@@ -632,18 +632,23 @@ void device::mailbox_publish(const mailbox_reservation& r) noexcept {
   (void)send_or_queue(reserved_for_, reserved_, r.more, r.reported);
 }
 
-void device::give_credit(peer_id p) noexcept {
-  peer& pr = peers_[p];
-  if (pr.consumed < params_.net.credits / 2) return;
+// The credit for every packet of pr's we consumed and have not given credit for.
+packet device::credit_for(const peer& pr) noexcept {
   credit_packet c{};
   c.type = static_cast<std::uint8_t>(device_packet::credit);
   c.count = pr.consumed;
+  return to_packet(c);
+}
+
+void device::give_credit(peer_id p) noexcept {
+  peer& pr = peers_[p];
+  if (pr.consumed < params_.net.credits / 2) return;
   // Credit packets take no credit (the receiver handles them at once); one that cannot go now
   // goes with the next consumed packet.
   if (pr.hello_due) {  // the hello takes a credit like any packet; without one, wait
     if (pr.credits == 0 || !core::ok(send_hello(p))) return;
   }
-  if (inject(p, to_packet(c)) == core::status::ok) pr.consumed = 0;
+  if (inject(p, credit_for(pr)) == core::status::ok) pr.consumed = 0;
 }
 
 void device::credit_along(peer_id p) noexcept {
@@ -654,11 +659,8 @@ void device::credit_along(peer_id p) noexcept {
   // window of 100 isends stalled for the whole second the receiver slept).
   if (!bundling_) return;  // then only give_credit's own packets carry credit
   peer& pr = peers_[p];
-  credit_packet c{};
-  c.type = static_cast<std::uint8_t>(device_packet::credit);
-  c.count = pr.consumed;
   if (op_context* b = bundle_for(p)) {  // the packet that follows joins it (send_or_queue)
-    b->packets[b->count++] = to_packet(c);
+    b->packets[b->count++] = credit_for(pr);
     pr.consumed = 0;
   }
 }

@@ -325,8 +325,8 @@ class device {
   /// key asks p (a key_query packet) and says again until p answered; the answer is kept, and
   /// later accesses are checked against it here. An access the kept answer refuses asks again
   /// (the owner may have registered the key anew since, as MPICH does with the keys of its
-  /// large-message registrations); only a fresh answer refuses. The target still has the last word: its lower
-  /// provider refuses what it no longer grants (a write through a key revoked since fails
+  /// large-message registrations); only a fresh answer refuses. The target still has the last
+  /// word: its lower provider refuses what it no longer grants (a write through a key revoked since fails
   /// with access, and the kept answer is dropped). A "no such key" answer is given once and
   /// not kept: the key may be registered later.
   core::status rma_check(peer_id p, std::uint64_t key, std::uint64_t addr, std::uint64_t len,
@@ -644,6 +644,7 @@ class device {
   core::status ready_to_send(peer_id p) noexcept;
   static constexpr unsigned push_limit_ms = 50;
   void give_credit(peer_id p) noexcept;
+  static packet credit_for(const peer& pr) noexcept;
   /// p's consumed packets' credit, into the bundle the packet we are sending p leaves in.
   void credit_along(peer_id p) noexcept;
   /// A packet of p's was delivered or handled: its credit may go back.
