@@ -402,6 +402,15 @@ int xt_verify(const void *buf, size_t len, unsigned seed)
 	return 1;
 }
 
+uint64_t xt_checksum(const void *buf, size_t len)
+{
+	const unsigned char *b = buf;
+	uint64_t h = 1469598103934665603ull;
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
 double xt_now_us(void)
 {
 	struct timespec ts;

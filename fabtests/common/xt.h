@@ -113,6 +113,8 @@ void xt_idle(void);
 /* Deterministic payloads: byte i of message `seed`. */
 void xt_fill(void *buf, size_t len, unsigned seed);
 int xt_verify(const void *buf, size_t len, unsigned seed);
+/* A 64-bit FNV-1a hash of len bytes: "is this memory as it was?" in one number. */
+uint64_t xt_checksum(const void *buf, size_t len);
 
 /* For the benchmarks: a monotonic clock in microseconds, and qsort's comparison of doubles. */
 double xt_now_us(void);

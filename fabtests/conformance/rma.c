@@ -129,15 +129,6 @@ static uint64_t reg(struct rma_ep *r, struct region *g, size_t len, uint64_t acc
 	return (r->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)g->buf : 0;
 }
 
-static uint64_t checksum(const void *p, size_t len)
-{
-	const unsigned char *b = p;
-	uint64_t h = 1469598103934665603ull;
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
 /* ---- target ---------------------------------------------------------------------------- */
 
 static int target(int index, int sock)
@@ -193,9 +184,9 @@ static int target(int index, int sock)
 			answer = 1;
 			break;
 		case 'H':
-			answer = (int64_t)(checksum(rw.buf, SMALL) ^ checksum(ro.buf, SMALL) * 3 ^
-					   checksum(wo.buf, SMALL) * 7 ^
-					   checksum((char *)rw.buf + BIG - SMALL, SMALL) * 11);
+			answer = (int64_t)(xt_checksum(rw.buf, SMALL) ^ xt_checksum(ro.buf, SMALL) * 3 ^
+					   xt_checksum(wo.buf, SMALL) * 7 ^
+					   xt_checksum((char *)rw.buf + BIG - SMALL, SMALL) * 11);
 			break;
 		case 'E':
 			ev.remote_writes = fi_cntr_read(r.rwcntr);

@@ -455,10 +455,15 @@ void attack(target& t, const identity& me, const victim_map& m, std::uint64_t se
     }
     wire::rma_write_inline wi{};
     wi.hdr = wire::make_header(wire::pkt_type::rma_write_inline, wire::flag_cq_data, 64);
-    wi.dst_va = m.global;
     wi.ring = 0;
     wi.ring_offset = 0;
     wi.key_slot = static_cast<std::uint32_t>(rng() % 2048);
+    // An unknown key, then the region's key with an address outside its registration.
+    wi.key = kKey + 1;
+    wi.remote_addr = m.region;
+    publish_as(t, id, wi);
+    wi.key = kKey;
+    wi.remote_addr = m.global;
     publish_as(t, id, wi);
   }
   }

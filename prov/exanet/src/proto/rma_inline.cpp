@@ -28,7 +28,8 @@ core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target
   p.hdr = wire::make_header(wire::pkt_type::rma_write_inline,
                             a.has_cq_data ? wire::flag_cq_data : 0,
                             static_cast<std::uint32_t>(len));
-  p.dst_va = t.va;
+  p.remote_addr = a.remote[0].addr;
+  p.key = a.remote[0].key;
   p.cq_data = a.cq_data;
   p.ring_offset = space.offset;
   p.ring = space.ring;
@@ -49,18 +50,19 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
     EXANET_LOG_ONCE(warn, ep_data, "inline RMA write names bytes outside its sender's ring; dropped");
     return;
   }
-  // The initiator checked the key; the grant may have been revoked since. Copying is this
-  // process writing its own memory, so it checks again rather than trust the address.
-  dev::key_grant g;
-  bool granted = dev_.key_at(p.key_slot, g) &&
-                       (g.access & dev::rma_access::remote_write) && p.dst_va >= g.va &&
-                       p.dst_va - g.va <= g.len && len <= g.len - (p.dst_va - g.va);
-  if (granted && !g.may_fault) [[likely]] {
-    core::copy_bytes(reinterpret_cast<void*>(p.dst_va), data, len);
+  // Resolved here, on arrival, by the key and address the application named: the initiator's
+  // check may have used what it knew of an earlier registration under the key (over the
+  // network it keeps the target's answers), and the owner may have closed that one and
+  // registered other memory under the same key since. The slot the initiator found is tried
+  // first; the key's current registration decides.
+  dev::rma_target t;
+  bool granted = write_granted(p.key, p.remote_addr, len, p.key_slot, t);
+  if (granted && !t.may_fault) [[likely]] {
+    core::copy_bytes(reinterpret_cast<void*>(t.va), data, len);
   } else if (granted) {
     // Not known to be backed. Our initiators send no inline write to such a grant (rma.cpp), so
     // nobody waits for an answer; a fault is counted and the write dropped.
-    if (!core::copy_or_fault(reinterpret_cast<void*>(p.dst_va), data, len)) {
+    if (!core::copy_or_fault(reinterpret_cast<void*>(t.va), data, len)) {
       ++stats_.rma_target_faults;
       granted = false;
     }
@@ -71,9 +73,23 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
   }
   dev_.bounce_consume(from, p.ring, p.ring_offset + len);
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
-  if (granted && (g.events || has_data))
-    rma_access_landed(from, p.key_slot, false, wire::event_last | wire::event_region_end, len,
+  if (granted && (t.events || has_data))
+    rma_access_landed(from, t.key_slot, false, wire::event_last | wire::event_region_end, len,
                       has_data, p.cq_data);
+}
+
+bool endpoint::write_granted(std::uint64_t key, std::uint64_t addr, std::size_t len,
+                             std::uint32_t slot_hint, dev::rma_target& t) const noexcept {
+  dev::key_grant g;
+  if (dev_.key_at(slot_hint, g) && g.key == key) {
+    if (!dev::grant_admits(g, addr, len, dev::rma_access::remote_write, t.va)) return false;
+    t.key_slot = slot_hint;
+    t.events = g.events;
+    t.may_fault = g.may_fault;
+    return true;
+  }
+  // The key was registered anew in another slot (or is gone): the whole table is asked.
+  return core::ok(dev_.grant_check(key, addr, len, dev::rma_access::remote_write, t));
 }
 
 }  // namespace exanet::proto

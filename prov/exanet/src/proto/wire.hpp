@@ -13,9 +13,10 @@
 
 namespace exanet::proto::wire {
 
-inline constexpr std::uint8_t version = 5;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first;
+inline constexpr std::uint8_t version = 6;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first;
                                             // 4: atomic_req; 5: eager trains (eager_data,
-                                            // flag_train)
+                                            // flag_train); 6: rma_write_inline names key and
+                                            // address, resolved at the target
 
 enum class pkt_type : std::uint8_t {
   env_data = 1,  // eager: envelope and payload in one packet          (eager.cpp)
@@ -221,12 +222,14 @@ struct rma_done {
 
 struct rma_write_inline {
   header hdr;               // len: bytes; flag_cq_data
-  std::uint64_t dst_va;     // where they go, already checked against the key by the initiator
+  std::uint64_t remote_addr;  // as the application named it (virtual address or offset), under
+                              // key: the target resolves both against its table on arrival
   std::uint64_t cq_data;
   std::uint64_t ring_offset;
   std::uint32_t ring;
-  std::uint32_t key_slot;   // the target re-checks dst_va against this grant before copying
-  std::uint8_t pad[24];
+  std::uint32_t key_slot;   // where the initiator's check found key: tried first at the target
+  std::uint64_t key;
+  std::uint8_t pad[16];
 };
 
 /// The 16-byte entry an initiator appends to its event ring at the target after a direct

@@ -293,7 +293,6 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   // connection between the pair, so nothing follows them on it. The target's memory stays as it
   // is and the initiator sees an error (its own exit status); a lone notification for a wrong
   // generation, sent before them, is dropped and counted.
-  d.key_revoke(s1);  // the initiator still holds our answer about it: its write must fail
   std::vector<std::byte> guarded(8192, std::byte{0x5A});
   offer r{};
   r.type = refusal_offer;
@@ -302,6 +301,13 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   r.len = 1024;
   CHECK(d.window_open(r.slot, r.va, r.len), "window_open 2");
   CHECK(send_blocking(d, initiator, pack(r)) == core::status::ok, "refusal offer");
+  // Revoked once the offer has left, and then we stay away for a while: the initiator still
+  // holds our answer about the key when it reads the offer (key_gone goes at our next poll),
+  // and the write it sends at once reaches our lower provider after the close, which must
+  // refuse it.
+  for (int i = 0; i < 4; ++i) d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+  d.key_revoke(s1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   const auto refusals = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   bool told = false;
   while (!told && std::chrono::steady_clock::now() < refusals)
@@ -508,8 +514,9 @@ int initiate(const dev::address& target, const std::string& node, const std::str
   bad.notify = true;
   bad.notify_gen = r.gen + 7;
   CHECK(write_blocking(d, bad) == core::status::ok, "a lone notification is sent");
-  // The target revoked the writable key before its offer; our answer about it is stale, and
-  // its lower provider must refuse the write.
+  // The target revokes the writable key right after its offer; our answer about it is stale,
+  // not yet withdrawn (its key_gone follows the offer), and its lower provider must refuse the
+  // write, which leaves before we poll again.
   CHECK(d.rma_check(t, writable_key, rw.dst_addr, rma_len, wr, rt) == core::status::ok,
         "the kept answer still passes here");
   std::fill(rma_src.begin(), rma_src.end(), std::byte{0x11});  // would show if it landed
@@ -999,7 +1006,8 @@ int credit_return(const std::string& prov) {
 // An owner closes a registration and registers other memory under the same key (MPICH does so
 // with the keys of its large-message reads). The initiator's kept answer about the key is then
 // stale: an access to the new memory must ask again and pass, and one that the fresh answer
-// does not cover must still be refused.
+// does not cover must still be refused. Memory registered anew at the same place is announced
+// by the owner (key_gone), so the initiator asks again there too.
 int key_reused(const std::string& prov) {
   device owner, init;
   CHECK(core::ok(open_enabled(owner, params_for("127.0.0.1", prov))) &&
@@ -1041,6 +1049,20 @@ int key_reused(const std::string& prov) {
         "read of memory registered anew under the same key refused (a stale answer)");
   CHECK(check(in_first) == core::status::access, "read of the closed registration admitted");
   CHECK(check(in_second) == core::status::ok, "read of the second after a refusal");
+  // The same memory registered anew: the kept answer would still admit every access, but
+  // names the closed registration (its slot and generation, the lower key of a write). The
+  // owner's next poll tells the initiator (key_gone), which then asks again.
+  owner.key_revoke(slot);
+  CHECK(owner.key_publish(grant(second), slot) == core::status::ok, "publish the second again");
+  for (int i = 0; i < 20; ++i) {
+    owner.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+    init.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+  }
+  dev::rma_target t;
+  CHECK(init.rma_check(to_owner, 0x4B1D, in_second, 8, dev::rma_access::remote_read, t) ==
+            core::status::again,
+        "an answer about a closed registration was still used (no key_gone)");
+  CHECK(check(in_second) == core::status::ok, "read of the registration made anew");
   std::printf("key_reused: %s\n", failures == 0 ? "ok" : "FAILED");
   return failures == 0 ? 0 : 1;
 }

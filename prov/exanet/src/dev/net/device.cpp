@@ -28,6 +28,7 @@ using wire::credit_packet;
 using wire::from_packet;
 using wire::hello_packet;
 using wire::key_answer_packet;
+using wire::key_gone_packet;
 using wire::key_query_packet;
 using wire::notify_packet;
 using wire::ring_packet;
@@ -594,6 +595,8 @@ void device::flush_pending() noexcept {
 }
 
 core::status device::ready_to_send(peer_id p) noexcept {
+  // A registration closed before this send: its askers learn of it first (key_revoke).
+  if (gone_due_.load(std::memory_order_relaxed)) [[unlikely]] announce_gone();
   peer& pr = peers_[p];
   if (pr.dead) return core::status::peer_dead;
   // A protocol packet is accepted only when the lower endpoint takes packets to p at once: a
@@ -689,6 +692,7 @@ bool device::take_received(std::uint64_t incarnation, const packet& pk, peer_id&
     case device_packet::pong: return false;
     case device_packet::bye: mark_dead(from); return false;
     case device_packet::intake: pr.intake_held = pk[1] != std::byte{0}; return false;
+    case device_packet::key_gone: on_key_gone(from, pk); return false;
     case device_packet::ring_credit: {
       // Never past what we produced: a forged tail cannot make us overwrite unread bytes.
       const auto c = from_packet<ring_packet>(pk);
@@ -1188,12 +1192,17 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
   if (w.key_slot != no_key_slot) {
     for (remote_grant& rg : pr.grants)
       if (rg.st == remote_grant::state::known && rg.slot == w.key_slot) through = &rg;
-    if (!through) return core::status::access;  // rma_check never passed for this slot
-    lower_key = grant_key(through->slot, through->gen);
-    base = through->g.va;
+    if (through) {
+      lower_key = grant_key(through->slot, through->gen);
+      base = through->g.va;
+    }
   }
   while (st.done < w.len) {
     if (!st.in_flight) {
+      // rma_check never passed for this slot, or the owner has closed the registration since
+      // (key_gone) and the rest of the write must not go: access. A piece in flight is waited
+      // for below first (its source is in use until it completes).
+      if (w.key_slot != no_key_slot && !through) return core::status::access;
       op_context* op = op_acquire();
       if (!op) return core::status::again;
       iovec local[16];
@@ -1435,6 +1444,8 @@ core::status device::key_publish_at(const key_grant& g, std::uint32_t free_slot)
 void device::key_revoke(std::uint32_t slot) noexcept {
   if (slot >= grants_.size()) return;
   std::atomic_ref<std::uint32_t>(grants_[slot].gen).store(0, std::memory_order_release);
+  // Its askers are told at the endpoint's next send or poll, before anything else goes.
+  gone_due_.store(true, std::memory_order_release);
   if (grants_[slot].mr) fi_close(&grants_[slot].mr->fid);
   grants_[slot].mr = nullptr;
 }
@@ -1544,6 +1555,18 @@ void device::on_key_query(peer_id from, const packet& pk) noexcept {
     a.slot = i;
     a.gen = gen;
   }
+  if (a.found) {
+    // Told of this generation: it hears of the close (announce_gone). Once per peer and
+    // generation; an allocation failure leaves it untold, as before key_gone existed.
+    auto& told = grants_[a.slot].told;
+    const std::pair<peer_id, std::uint32_t> entry{from, a.gen};
+    if (std::find(told.begin(), told.end(), entry) == told.end()) {
+      try {
+        told.push_back(entry);
+      } catch (...) {
+      }
+    }
+  }
   answers_due_.push_back({from, to_packet(a)});
   send_due_answers();
 }
@@ -1584,6 +1607,45 @@ void device::on_key_answer(peer_id from, const packet& pk) noexcept {
     return;
   }
   ++drops_.bad_field;  // an answer nobody asked for, or a malformed one
+}
+
+void device::announce_gone() noexcept {
+  // Lowered first, reading the last raise (acquire: the generation it follows is seen below);
+  // a revocation while we look raises it again for the next send or poll.
+  if (!gone_due_.exchange(false, std::memory_order_acquire)) return;
+  for (std::uint32_t slot = 0; slot < grants_.size(); ++slot) {
+    auto& told = grants_[slot].told;
+    if (told.empty()) continue;
+    const std::uint32_t live = live_gen(grants_[slot]);
+    for (const auto& [p, gen] : told) {
+      if (gen == live || p >= peers_.size() || peers_[p].dead) continue;
+      key_gone_packet k{};
+      k.type = static_cast<std::uint8_t>(device_packet::key_gone);
+      k.slot = slot;
+      k.gen = gen;
+      // Takes no credit (the peer handles it at once). FIFO: behind what is queued to p, and
+      // ahead of anything sent later (a busy lower endpoint queues it, and later packets to p
+      // wait behind that queue: ready_to_send).
+      peer& pr = peers_[p];
+      if (pr.queued == 0 && inject(p, to_packet(k)) == core::status::ok) continue;
+      try {
+        pending_.push_back({p, to_packet(k)});
+        ++pr.queued;
+      } catch (...) {
+        // Untold: its answer stays, and our lower provider refuses a write through it.
+      }
+    }
+    std::erase_if(told, [live](const auto& e) { return e.second != live; });
+  }
+}
+
+void device::on_key_gone(peer_id from, const packet& pk) noexcept {
+  // What we were told of that registration is stale now: the next access under the key asks
+  // again. (A forged one only costs a question.)
+  const auto k = from_packet<key_gone_packet>(pk);
+  std::erase_if(peers_[from].grants, [&k](const remote_grant& rg) {
+    return rg.st == remote_grant::state::known && rg.slot == k.slot && rg.gen == k.gen;
+  });
 }
 
 }  // namespace exanet::dev::net

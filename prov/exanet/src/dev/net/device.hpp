@@ -201,6 +201,7 @@ class device {
     // as connect does, so that peers' packets come in.
     if (!started_) [[unlikely]]
       if (!core::ok(start(true))) return 0;
+    if (gone_due_.load(std::memory_order_relaxed)) [[unlikely]] announce_gone();
     if (bundle_) flush_bundle();  // what waited for a later packet goes now
     burst_to_ = no_peer;          // and the next packet to any peer leaves at once
     // A packet handled here may send, and a send the lower endpoint cannot take drives it by
@@ -316,6 +317,10 @@ class device {
   /// dev/hybrid). exists: the slot is taken; io: the lower provider refused.
   core::status key_publish_at(const key_grant& g, std::uint32_t slot) noexcept;
   /// Owner: the lower registration is closed; no access through the slot lands from now on.
+  /// Every peer we answered about it is told (key_gone) before anything else we send it from
+  /// the next send or poll on: it forgets that answer, so its next access under the key asks
+  /// again and finds a registration made since (MPICH reuses its keys). Callable from any
+  /// thread (fi_close of a registration holds no endpoint lock): it only raises a flag.
   void key_revoke(std::uint32_t slot) noexcept;
   bool key_at(std::uint32_t slot, key_grant& out) const noexcept;
   /// Owner: an access a peer asked us to carry out, checked at our own table.
@@ -528,7 +533,15 @@ class device {
     std::uint32_t gen = 0;  // of the current registration; 0: free. Release-stored after g:
                             // the progress thread reads it with live_gen
     fid_mr* mr = nullptr;
+    // Peers we answered about this slot, with the generation they were told: told key_gone
+    // when it is revoked. Only under the endpoint's lock (on_key_query, announce_gone).
+    std::vector<std::pair<peer_id, std::uint32_t>> told;
   };
+  /// Tells every peer told of a generation that is no longer its slot's live one that it is
+  /// gone (key_gone: takes no credit; queued FIFO when the lower endpoint is busy, and later
+  /// packets to that peer wait behind the queue).
+  void announce_gone() noexcept;
+  void on_key_gone(peer_id from, const packet& pk) noexcept;
   static std::uint32_t live_gen(const grant_slot& gs) noexcept {
     return std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(gs.gen))
         .load(std::memory_order_acquire);
@@ -721,12 +734,16 @@ class device {
   // reallocated under them: ASan found it in net.stress_random).
   std::deque<peer> peers_;
   std::unordered_map<std::uint64_t, peer_id> by_incarnation_;
-  std::deque<pending_packet> pending_;  // bounded: each holds one of the receiver's credits
+  std::deque<pending_packet> pending_;  // bounded: each holds one of the receiver's credits,
+                                        // or is a key_gone (one per answer given)
   std::deque<held_packet> held_;        // read, not yet delivered; bounded by the senders' credits
   std::vector<slot> slots_;
   std::uint32_t next_gen_ = 1;
   std::vector<grant_slot> grants_;
   std::uint32_t next_grant_gen_ = 1;
+  // A revocation (key_revoke, any thread) whose askers the endpoint's next send or poll tells;
+  // the only thing the send and poll paths look at while there is none.
+  std::atomic<bool> gone_due_{false};
   std::deque<pending_packet> answers_due_;  // key answers waiting for a credit at their asker;
                                             // an honest asker has max_remote_grants questions out
   std::vector<std::vector<std::byte>> receive_buffers_;

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // What the network backend (dev/net/device.hpp) puts on its lower provider: the layout of every
-// lower message and of its device packets (types 0xF1-0xFD, dev::first_device_packet_type and
+// lower message and of its device packets (types 0xF1-0xFE, dev::first_device_packet_type and
 // above), in one place, each checked against the packet size. docs/protocol.md describes them.
 //
 // A lower message is one of:
@@ -38,6 +38,8 @@ enum class device_packet : std::uint8_t {
   bounce = 0xFC,      // heads a bundle: ring bytes, then packets (the header takes no credit:
                       // the ring's own bytes bound them; each packet takes its own)
   ring_credit = 0xFD,  // the receiver consumed its sender's ring up to here (no credit)
+  key_gone = 0xFE,     // owner -> every peer it answered about a registration: closed; forget
+                       // that answer (before anything the owner sends after the close)
 };
 
 namespace wire {
@@ -102,6 +104,15 @@ struct key_answer_packet {
   std::uint32_t gen;
 };
 static_assert(sizeof(key_answer_packet) <= packet_bytes);
+
+/// key_gone: the registration an answer named (slot and generation) is closed.
+struct key_gone_packet {
+  std::uint8_t type;
+  std::uint8_t pad[3];
+  std::uint32_t slot;
+  std::uint32_t gen;
+};
+static_assert(sizeof(key_gone_packet) <= packet_bytes);
 
 /// A bundle's header (device_packet::bounce), and a ring_credit (offset: the consumed position).
 struct ring_packet {
