@@ -42,7 +42,8 @@ core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target
 }
 
 void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) noexcept {
-  const auto p = wire::read<wire::rma_write_inline>(pkt);
+  // Up to the CQ data: a write without it never loads the packet's second line.
+  auto p = wire::read_head<wire::rma_write_inline, offsetof(wire::rma_write_inline, cq_data)>(pkt);
   const std::size_t len = p.hdr.len;
   const std::byte* data = dev_.bounce_data(from, p.ring, p.ring_offset, len);
   if (!data) {
@@ -73,6 +74,8 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
   }
   dev_.bounce_consume(from, p.ring, p.ring_offset + len);
   const bool has_data = p.hdr.flags & wire::flag_cq_data;
+  if (has_data) std::memcpy(&p.cq_data, pkt.data() + offsetof(wire::rma_write_inline, cq_data),
+                            sizeof p.cq_data);
   if (granted && (t.events || has_data))
     rma_access_landed(from, t.key_slot, false, wire::event_last | wire::event_region_end, len,
                       has_data, p.cq_data);

@@ -224,13 +224,16 @@ struct rma_write_inline {
   header hdr;               // len: bytes; flag_cq_data
   std::uint64_t remote_addr;  // as the application named it (virtual address or offset), under
                               // key: the target resolves both against its table on arrival
-  std::uint64_t cq_data;
   std::uint64_t ring_offset;
+  std::uint64_t key;
   std::uint32_t ring;
   std::uint32_t key_slot;   // where the initiator's check found key: tried first at the target
-  std::uint64_t key;
+  // The first 40 bytes are all a plain write needs: in the emulation they share the line the
+  // receiver polls (dev/emu/layout.hpp, mailbox_slot); the CQ data is read only when flagged.
+  std::uint64_t cq_data;
   std::uint8_t pad[16];
 };
+static_assert(sizeof(rma_write_inline) == 64 && offsetof(rma_write_inline, cq_data) == 40);
 
 /// The 16-byte entry an initiator appends to its event ring at the target after a direct
 /// access the target counts (FI_RMA_EVENT) or that carries CQ data.

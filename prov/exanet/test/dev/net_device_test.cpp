@@ -307,7 +307,7 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   // refuse it.
   for (int i = 0; i < 4; ++i) d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
   d.key_revoke(s1);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::this_thread::sleep_for(std::chrono::seconds(1));  // ample for a peer polling for the offer
   const auto refusals = std::chrono::steady_clock::now() + std::chrono::seconds(3);
   bool told = false;
   while (!told && std::chrono::steady_clock::now() < refusals)

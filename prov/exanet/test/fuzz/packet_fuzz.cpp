@@ -226,7 +226,8 @@ void write_seeds(const char* dir) {
   add(&d);
   wire::rma_write_inline wi{};
   wi.hdr = wire::make_header(wire::pkt_type::rma_write_inline, 0, 64);
-  wi.dst_va = reinterpret_cast<std::uint64_t>(r.region.data());
+  wi.key = 0x77;
+  wi.remote_addr = reinterpret_cast<std::uint64_t>(r.region.data());
   wi.key_slot = r.key_slot;
   add(&wi);
   emu::staging_packet sp{};

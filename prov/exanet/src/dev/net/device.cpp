@@ -317,6 +317,7 @@ void device::close() noexcept {
   for (grant_slot& g : grants_)
     if (g.mr) fi_close(&g.mr->fid);
   grants_.clear();
+  told_slots_.clear();
   answers_due_.clear();
   if (ep_) fi_close(&ep_->fid);
   if (av_) fi_close(&av_->fid);
@@ -1562,8 +1563,10 @@ void device::on_key_query(peer_id from, const packet& pk) noexcept {
     const std::pair<peer_id, std::uint32_t> entry{from, a.gen};
     if (std::find(told.begin(), told.end(), entry) == told.end()) {
       try {
+        if (told.empty()) told_slots_.push_back(a.slot);
         told.push_back(entry);
       } catch (...) {
+        if (told.empty()) std::erase(told_slots_, a.slot);
       }
     }
   }
@@ -1613,9 +1616,8 @@ void device::announce_gone() noexcept {
   // Lowered first, reading the last raise (acquire: the generation it follows is seen below);
   // a revocation while we look raises it again for the next send or poll.
   if (!gone_due_.exchange(false, std::memory_order_acquire)) return;
-  for (std::uint32_t slot = 0; slot < grants_.size(); ++slot) {
+  for (const std::uint32_t slot : told_slots_) {
     auto& told = grants_[slot].told;
-    if (told.empty()) continue;
     const std::uint32_t live = live_gen(grants_[slot]);
     for (const auto& [p, gen] : told) {
       if (gen == live || p >= peers_.size() || peers_[p].dead) continue;
@@ -1637,6 +1639,7 @@ void device::announce_gone() noexcept {
     }
     std::erase_if(told, [live](const auto& e) { return e.second != live; });
   }
+  std::erase_if(told_slots_, [this](std::uint32_t slot) { return grants_[slot].told.empty(); });
 }
 
 void device::on_key_gone(peer_id from, const packet& pk) noexcept {

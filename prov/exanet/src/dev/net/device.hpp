@@ -744,6 +744,8 @@ class device {
   // A revocation (key_revoke, any thread) whose askers the endpoint's next send or poll tells;
   // the only thing the send and poll paths look at while there is none.
   std::atomic<bool> gone_due_{false};
+  std::vector<std::uint32_t> told_slots_;  // slots whose told is not empty (endpoint's lock):
+                                           // what announce_gone looks at
   std::deque<pending_packet> answers_due_;  // key answers waiting for a credit at their asker;
                                             // an honest asker has max_remote_grants questions out
   std::vector<std::vector<std::byte>> receive_buffers_;
