@@ -130,6 +130,16 @@ struct rma_target {
   bool may_fault = false;      // key_grant::may_fault
 };
 
+/// grant_admits for g, held in slot, and where it admits, the rest of what the access needs.
+inline bool grant_target(const key_grant& g, std::uint32_t slot, std::uint64_t addr,
+                         std::uint64_t len, std::uint32_t need, rma_target& out) noexcept {
+  if (!grant_admits(g, addr, len, need, out.va)) return false;
+  out.key_slot = slot;
+  out.events = g.events;
+  out.may_fault = g.may_fault;
+  return true;
+}
+
 /// Packets and writes a device refused, by reason (the target's checks).
 struct drop_counts {
   std::uint64_t foreign_pdid = 0;    // a packet of another protection domain

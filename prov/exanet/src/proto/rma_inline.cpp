@@ -84,13 +84,8 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
 bool endpoint::write_granted(std::uint64_t key, std::uint64_t addr, std::size_t len,
                              std::uint32_t slot_hint, dev::rma_target& t) const noexcept {
   dev::key_grant g;
-  if (dev_.key_at(slot_hint, g) && g.key == key) {
-    if (!dev::grant_admits(g, addr, len, dev::rma_access::remote_write, t.va)) return false;
-    t.key_slot = slot_hint;
-    t.events = g.events;
-    t.may_fault = g.may_fault;
-    return true;
-  }
+  if (dev_.key_at(slot_hint, g) && g.key == key)
+    return dev::grant_target(g, slot_hint, addr, len, dev::rma_access::remote_write, t);
   // The key was registered anew in another slot (or is gone): the whole table is asked.
   return core::ok(dev_.grant_check(key, addr, len, dev::rma_access::remote_write, t));
 }

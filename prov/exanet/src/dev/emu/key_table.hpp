@@ -89,5 +89,6 @@ inline void revoke(key_entry* table, std::uint32_t slot) noexcept {
 }
 
 using dev::grant_admits;
+using dev::grant_target;
 
 }  // namespace exanet::dev::emu::key_table

@@ -52,11 +52,8 @@ core::status check_in(const key_entry* table, std::uint32_t slots, std::uint64_t
                       rma_target& out) noexcept {
   key_grant g;
   const std::uint32_t slot = key_table::find(table, slots, key, g);
-  if (slot == key_table::no_slot) return core::status::access;
-  if (!grant_admits(g, addr, len, need, out.va)) return core::status::access;
-  out.key_slot = slot;
-  out.events = g.events;
-  out.may_fault = g.may_fault;
+  if (slot == key_table::no_slot || !grant_target(g, slot, addr, len, need, out))
+    return core::status::access;
   return core::status::ok;
 }
 
@@ -74,11 +71,8 @@ core::status device::grant_check(std::uint64_t key, std::uint64_t addr, std::uin
   // An access this endpoint carries out itself (a read by request): its own copy decides.
   key_grant g;
   const std::uint32_t slot = key_table::find(local_.keys, geo_.key_slots, key, g);
-  if (!key_at(slot, g) || g.key != key || !grant_admits(g, addr, len, need, out.va))
+  if (!key_at(slot, g) || g.key != key || !grant_target(g, slot, addr, len, need, out))
     return core::status::access;
-  out.key_slot = slot;
-  out.events = g.events;
-  out.may_fault = g.may_fault;
   return core::status::ok;
 }
 

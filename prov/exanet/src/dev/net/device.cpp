@@ -1462,11 +1462,7 @@ core::status device::grant_check(std::uint64_t key, std::uint64_t addr, std::uin
   for (std::uint32_t i = 0; i < grants_.size(); ++i) {
     const grant_slot& gs = grants_[i];
     if (live_gen(gs) == 0 || gs.g.key != key) continue;
-    if (!grant_admits(gs.g, addr, len, need, out.va)) return core::status::access;
-    out.key_slot = i;
-    out.events = gs.g.events;
-    out.may_fault = gs.g.may_fault;
-    return core::status::ok;
+    return grant_target(gs.g, i, addr, len, need, out) ? core::status::ok : core::status::access;
   }
   return core::status::access;
 }
