@@ -17,12 +17,12 @@
  *
  * MR_REUSE_OUT_OF_BAND=1 announces registrations over the socket only, so the initiator may
  * still hold what it knew of the last one when it accesses the new one. Then only accesses the
- * new registration covers are made, and only those a target resolves on arrival over exanet's
- * network backend: reads, and writes of up to 4 KiB without FI_DELIVERY_COMPLETE (its inline
- * writes; larger ones go through the lower provider's registration, named when the initiator
- * learned of it, and wait for the in-band announcement: docs/protocol.md).
+ * new registration covers are made, of any length, and each must land where the new one says
+ * (over exanet's network backend, writes past its inline size go through the lower provider
+ * under the user's key and are resolved there: docs/protocol.md).
  *
- * MR_REUSE_ROUNDS (default 120) and MR_REUSE_SEED (default: from the clock; printed) vary it.
+ * MR_REUSE_ROUNDS (default 120), MR_REUSE_SEED (default: from the clock; printed) and
+ * MR_REUSE_KEY vary it.
  */
 #include "xt.h"
 
@@ -34,7 +34,9 @@
 
 #define BUF_LEN (192u << 10) /* past the network backend's inline writes (64 KiB) */
 #define NBUF 3
-#define KEY 0x5e1f
+/* MR_REUSE_KEY: the user key (default 0x5e1f). Over exanet's network backend a key of 2^63 or
+ * more takes a lower key of its own (slot and generation), not the user's: in band only. */
+static uint64_t user_key = 0x5e1f;
 #define ANNOUNCE_TAG 0xa11
 
 struct command {
@@ -101,7 +103,7 @@ static int target(int index, int sock)
 		switch (c.op) {
 		case 'R':
 			XT_CHECK(!mr, "registered twice");
-			XT_RC(fi_mr_reg(x.domain, at, c.len, c.access, 0, KEY, 0, &mr, NULL));
+			XT_RC(fi_mr_reg(x.domain, at, c.len, c.access, 0, user_key, 0, &mr, NULL));
 			answer = (int64_t)fi_mr_key(mr);
 			/* announced in band: the initiator accesses it after this message */
 			if (!out_of_band())
@@ -220,11 +222,15 @@ static int access_once(struct xt_ep *x, fi_addr_t peer, int write, int delivery,
 int main(void)
 {
 	xt_init(240);
+	const char *key_env = getenv("MR_REUSE_KEY");
+	if (key_env && *key_env)
+		user_key = strtoull(key_env, NULL, 0);
 	const unsigned rounds = (unsigned)xt_env_size("MR_REUSE_ROUNDS", 120);
 	uint64_t seed = xt_env_size("MR_REUSE_SEED", 0);
 	if (!seed)
 		seed = (uint64_t)(xt_now_us() * 1000) | 1;
-	printf("mr_reuse: %u rounds, MR_REUSE_SEED=%llu%s\n", rounds, (unsigned long long)seed,
+	printf("mr_reuse: %u rounds, MR_REUSE_SEED=%llu, key 0x%llx%s\n", rounds,
+	       (unsigned long long)seed, (unsigned long long)user_key,
 	       out_of_band() ? ", announced out of band" : "");
 	uint64_t s = seed;
 	const int refusals = exanet_run();
@@ -268,8 +274,8 @@ int main(void)
 			XT_RC(fi_trecv(x.ep, &announced, sizeof announced, NULL, peer, ANNOUNCE_TAG, 0,
 				       NULL));
 		const uint64_t key = (uint64_t)ask_progress(sock, reg, &x);
-		XT_CHECK(key == KEY, "fi_mr_key = 0x%llx", (unsigned long long)key);
-		XT_CHECK(oob || (xt_wait(x.rxcq, NULL, NULL, 20) == 1 && announced == KEY),
+		XT_CHECK(key == user_key, "fi_mr_key = 0x%llx", (unsigned long long)key);
+		XT_CHECK(oob || (xt_wait(x.rxcq, NULL, NULL, 20) == 1 && announced == user_key),
 			 "the registration's announcement");
 
 		for (unsigned k = 0; k < 4; k++) {
@@ -289,7 +295,7 @@ int main(void)
 				off = rnd(&s) % reg.len;
 				const uint64_t room = reg.len - off;
 				/* half short (inline over the network), half anything */
-				len = 1 + rnd(&s) % ((oob || rnd(&s) % 2) && room > 4096 ? 4096 : room);
+				len = 1 + rnd(&s) % (rnd(&s) % 2 && room > 4096 ? 4096 : room);
 			}
 			if (!allowed && !refusals)
 				continue;
@@ -306,8 +312,8 @@ int main(void)
 					 "fill");
 				memset(local, 0, len);
 			}
-			const int delivery = write && !oob && rnd(&s) % 3 == 0;
-			const int done = access_once(&x, peer, write, delivery, local, off, len, KEY);
+			const int delivery = write && rnd(&s) % 3 == 0;
+			const int done = access_once(&x, peer, write, delivery, local, off, len, user_key);
 			if (!expect) {
 				XT_CHECK(!done, "round %u: a %s of %llu bytes at %llu into a registration of "
 					 "%llu bytes with rights 0x%llx was admitted", r,

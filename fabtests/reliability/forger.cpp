@@ -448,6 +448,8 @@ void attack(target& t, const identity& me, const victim_map& m, std::uint64_t se
     d.hdr = wire::make_header(wire::pkt_type::rma_done,
                               wire::flag_remote_read | wire::flag_cq_data | wire::flag_last);
     d.len = 64;
+    d.key = kKey;  // the region's, at its start (offset 0): resolved, then refused as a read
+    d.remote_addr = 0;
     const std::uint32_t home = emu::key_table::home_of(kKey, t.geo->key_slots);
     for (std::uint32_t k = 0; k < 4; ++k) {
       d.key_slot = (home + k) & (t.geo->key_slots - 1);

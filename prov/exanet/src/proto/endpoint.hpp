@@ -725,10 +725,12 @@ class endpoint {
   core::status rma_write_inline(const rma_args& a, const dev::rma_target& t,
                                 std::size_t len) noexcept;
   void on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) noexcept;
-  /// An inline write's target range: key's current registration, tried at slot_hint first.
-  bool write_granted(std::uint64_t key, std::uint64_t addr, std::size_t len,
-                     std::uint32_t slot_hint, dev::rma_target& t) const noexcept;
   // rma.cpp
+  /// Where an access the application named by key and address lands now: the key's current
+  /// registration (tried at slot_hint, where the initiator found it, first), checked for
+  /// range and the rights in need (dev::rma_access).
+  bool access_granted(std::uint64_t key, std::uint64_t addr, std::size_t len, std::uint32_t need,
+                      std::uint32_t slot_hint, dev::rma_target& t) const noexcept;
   void on_rma_read_req(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_rma_done(dev::peer_id from, const dev::packet& pkt) noexcept;
   void on_rma_event(dev::peer_id from, const dev::notification& n) noexcept;

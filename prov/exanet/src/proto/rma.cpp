@@ -336,6 +336,8 @@ core::status endpoint::rma_post_event(rma_request& r, std::size_t seg, bool last
   d.cq_data = with_data ? r.cq_data : 0;
   d.len = r.remote[seg].len;
   d.key_slot = r.target[seg].key_slot;
+  d.key = r.remote[seg].key;
+  d.remote_addr = r.remote[seg].addr;
   dev::packet pkt;
   wire::write(pkt.data(), d);
   const core::status s = dev_.mailbox_send(r.peer, pkt);
@@ -379,6 +381,16 @@ std::size_t endpoint::progress_rma() noexcept {
 }
 
 // ---- target side ------------------------------------------------------------------------------
+
+bool endpoint::access_granted(std::uint64_t key, std::uint64_t addr, std::size_t len,
+                              std::uint32_t need, std::uint32_t slot_hint,
+                              dev::rma_target& t) const noexcept {
+  dev::key_grant g;
+  if (dev_.key_at(slot_hint, g) && g.key == key)
+    return dev::grant_target(g, slot_hint, addr, len, need, t);
+  // The key was registered anew in another slot (or is gone): the whole table is asked.
+  return core::ok(dev_.grant_check(key, addr, len, need, t));
+}
 
 void endpoint::rma_access_landed(dev::peer_id from, std::uint32_t key_slot, bool remote_read,
                                  std::uint8_t ends, std::size_t len, bool has_cq_data,
@@ -426,11 +438,22 @@ void endpoint::on_rma_done(dev::peer_id from, const dev::packet& pkt) noexcept {
   // The ack reports a write of this peer that found no memory in a grant not known to be
   // backed (the writer asks for an ack then); such a write counts as no access here.
   const bool faulted = ack && dev_.take_write_fault(from);
-  // FIFO: the staged data before this packet has already been copied into place.
-  if (!faulted)
-    rma_access_landed(from, d.key_slot, d.hdr.flags & wire::flag_remote_read,
-                      ends_from_flags(d.hdr.flags), d.len,
+  // FIFO: the staged data before this packet has already been copied into place. Counted
+  // against the key's registration of now, as the data landed in it: over the network the
+  // initiator may have checked an answer about an earlier registration under the key, and
+  // the lower provider put the data where the current one says (dev/net, key_is_lower_key).
+  const bool read = d.hdr.flags & wire::flag_remote_read;
+  const std::uint32_t need = read ? dev::rma_access::remote_read : dev::rma_access::remote_write;
+  dev::rma_target t;
+  if (!faulted && access_granted(d.key, d.remote_addr, d.len, need, d.key_slot, t)) {
+    rma_access_landed(from, t.key_slot, read, ends_from_flags(d.hdr.flags), d.len,
                       d.hdr.flags & wire::flag_cq_data, d.cq_data);
+  } else if (!faulted) {
+    ++stats_.drop_rma_event;
+    EXANET_LOG_ONCE(warn, ep_data, "RMA %s event (key 0x%llx, %llu bytes) dropped: no "
+                    "registration here admits it", read ? "read" : "write",
+                    static_cast<unsigned long long>(d.key), static_cast<unsigned long long>(d.len));
+  }
   if (!ack) return;
   // An empty write carrying only the notification: the ack.
   if (faulted) ++stats_.rma_target_faults;

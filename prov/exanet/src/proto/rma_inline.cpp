@@ -57,7 +57,8 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
   // registered other memory under the same key since. The slot the initiator found is tried
   // first; the key's current registration decides.
   dev::rma_target t;
-  bool granted = write_granted(p.key, p.remote_addr, len, p.key_slot, t);
+  bool granted =
+      access_granted(p.key, p.remote_addr, len, dev::rma_access::remote_write, p.key_slot, t);
   if (granted && !t.may_fault) [[likely]] {
     core::copy_bytes(reinterpret_cast<void*>(t.va), data, len);
   } else if (granted) {
@@ -79,15 +80,6 @@ void endpoint::on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) no
   if (granted && (t.events || has_data))
     rma_access_landed(from, t.key_slot, false, wire::event_last | wire::event_region_end, len,
                       has_data, p.cq_data);
-}
-
-bool endpoint::write_granted(std::uint64_t key, std::uint64_t addr, std::size_t len,
-                             std::uint32_t slot_hint, dev::rma_target& t) const noexcept {
-  dev::key_grant g;
-  if (dev_.key_at(slot_hint, g) && g.key == key)
-    return dev::grant_target(g, slot_hint, addr, len, dev::rma_access::remote_write, t);
-  // The key was registered anew in another slot (or is gone): the whole table is asked.
-  return core::ok(dev_.grant_check(key, addr, len, dev::rma_access::remote_write, t));
 }
 
 }  // namespace exanet::proto

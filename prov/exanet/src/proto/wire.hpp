@@ -13,10 +13,11 @@
 
 namespace exanet::proto::wire {
 
-inline constexpr std::uint8_t version = 6;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first;
+inline constexpr std::uint8_t version = 7;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first;
                                             // 4: atomic_req; 5: eager trains (eager_data,
                                             // flag_train); 6: rma_write_inline names key and
-                                            // address, resolved at the target
+                                            // address, resolved at the target; 7: so does
+                                            // rma_done
 
 enum class pkt_type : std::uint8_t {
   env_data = 1,  // eager: envelope and payload in one packet          (eager.cpp)
@@ -213,11 +214,13 @@ struct rma_done {
   header hdr;  // flag_cq_data, flag_remote_read, flag_ack, flag_last, flag_region_end
   std::uint64_t cq_data;
   std::uint64_t len;
-  std::uint32_t key_slot;  // the target's protection-table slot the access went through
+  std::uint32_t key_slot;  // where the initiator's check found key: tried first at the target
   std::uint32_t ack_slot;  // flag_ack: initiator's slot for the rma_reply
   std::uint32_t ack_gen;
   std::uint32_t reserved;
-  std::uint8_t pad[24];
+  std::uint64_t key;          // the range as the application named it: the target counts the
+  std::uint64_t remote_addr;  // access against the key's registration of now (rma_write_inline)
+  std::uint8_t pad[8];
 };
 
 struct rma_write_inline {

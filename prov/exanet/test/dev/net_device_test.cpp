@@ -257,19 +257,6 @@ int serve(int out_fd, const std::string& file, const std::string& node, const st
   CHECK(reg[6] == std::byte{0xC3} && region[region_bytes] == std::byte{0xC3},
         "bytes outside the registration changed");
   const std::vector<std::byte> region_after(region, region + region_bytes);
-  dev::notification ev{};
-  dev::peer_id ev_from = dev::no_peer;
-  const auto ev_end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  std::size_t events = 0;
-  while (events == 0 && std::chrono::steady_clock::now() < ev_end) {
-    d.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
-    events = d.poll_events(4, [&](dev::peer_id f, const dev::notification& e) {
-      ev_from = f;
-      ev = e;
-    });
-  }
-  CHECK(events == 1 && ev_from == initiator && std::memcmp(ev.data(), "an access event", 16) == 0,
-        "the access event (%zu)", events);
   d.set_intake_held(false);
 
   // 3. The sender of another PDID: its hello is refused, nothing of it is delivered. It opens
@@ -461,9 +448,11 @@ int initiate(const dev::address& target, const std::string& node, const std::str
   done[0] = std::byte{rma_written};
   std::memcpy(done.data() + 4, &rma_seed, 4);
   CHECK(send_blocking(d, t, done) == core::status::ok, "rma_written");
+  // No access events over the network: they name the owner's slot only, and an answer can be
+  // stale (proto's rma_done names key and address instead).
   dev::notification ev{};
   std::memcpy(ev.data(), "an access event", 16);
-  CHECK(d.event_post(t, ev) == core::status::ok, "event_post");
+  CHECK(d.event_post(t, ev) == core::status::not_supported, "event_post");
 
   // Another PDID: a second device that claims the target's PDID locally to get its packets out.
   {

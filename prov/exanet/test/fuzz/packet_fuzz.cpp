@@ -223,6 +223,8 @@ void write_seeds(const char* dir) {
   d.hdr = wire::make_header(wire::pkt_type::rma_done, wire::flag_cq_data | wire::flag_last);
   d.len = 64;
   d.key_slot = r.key_slot;
+  d.key = 0x77;
+  d.remote_addr = reinterpret_cast<std::uint64_t>(r.region.data());
   add(&d);
   wire::rma_write_inline wi{};
   wi.hdr = wire::make_header(wire::pkt_type::rma_write_inline, 0, 64);

@@ -708,12 +708,6 @@ bool device::take_received(std::uint64_t incarnation, const packet& pk, peer_id&
     peers_[from].credits = std::min(params_.net.credits, peers_[from].credits + c.count);
     return false;
   }
-  if (type == static_cast<std::uint8_t>(device_packet::event)) {
-    held_event e{from, {}};
-    std::memcpy(e.data.data(), pk.data() + 16, sizeof e.data);
-    events_.push_back(e);  // consumed when poll_events delivers it
-    return false;
-  }
   if (type >= first_device_packet_type) {
     consumed(from);
     on_device_packet(from, pk);
@@ -824,7 +818,7 @@ void device::on_tx_done(void* ctx, int err) noexcept {
 bool device::sleep_prepare(const std::atomic<std::uint32_t>*& word,
                            std::uint32_t& expected) noexcept {
   if (wait_fd_ < 0 || !started_) return false;
-  if (bundle_ || !held_.empty() || !events_.empty() || !bells_.empty() || !pending_.empty() ||
+  if (bundle_ || !held_.empty() || !bells_.empty() || !pending_.empty() ||
       !answers_due_.empty() || intake_due_ || ring_credits_due_)
     return false;  // handed over or sent by the next poll, not by an arrival
   for (const op_context& op : ops_)  // cold: a few hundred entries, once per sleep
@@ -1141,10 +1135,11 @@ bool device::window_open(std::uint32_t s, std::uint64_t va, std::uint64_t len) n
 }
 
 fid_mr* device::register_lower(std::uint64_t va, std::uint64_t len, std::uint64_t access,
-                               std::uint64_t key) noexcept {
+                               std::uint64_t key, bool quiet) noexcept {
   fid_mr* mr = nullptr;
   const int rc = fi_mr_reg(domain_, reinterpret_cast<void*>(va), len, access, 0, key, 0, &mr,
                            nullptr);
+  if (rc != 0 && quiet) return nullptr;
   if (rc != 0) {
     EXANET_LOG_ONCE(warn, core, "network backend: registering %llu bytes with %s failed: %s",
                static_cast<unsigned long long>(len), lower_name_.c_str(), fi_strerror(-rc));
@@ -1194,7 +1189,7 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
     for (remote_grant& rg : pr.grants)
       if (rg.st == remote_grant::state::known && rg.slot == w.key_slot) through = &rg;
     if (through) {
-      lower_key = grant_key(through->slot, through->gen);
+      lower_key = through->lower_key;
       base = through->g.va;
     }
   }
@@ -1310,17 +1305,6 @@ core::status device::notify_record_put(peer_id p, std::uint32_t slot, const noti
   return send_or_queue(p, to_packet(r), true);
 }
 
-core::status device::event_post(peer_id p, const notification& n) noexcept {
-  if (p >= peers_.size()) return core::status::invalid;
-  peer& pr = peers_[p];
-  if (pr.dead) return core::status::peer_dead;
-  if (!can_send(pr)) return core::status::again;
-  packet pk{};
-  pk[0] = static_cast<std::byte>(device_packet::event);
-  std::memcpy(pk.data() + 16, n.data(), sizeof n);
-  return send_or_queue(p, pk);
-}
-
 // ---- lost peers -------------------------------------------------------------------------------
 
 void device::send_signal(peer_id p, device_packet type, std::uint8_t arg) noexcept {
@@ -1431,13 +1415,15 @@ core::status device::key_publish_at(const key_grant& g, std::uint32_t free_slot)
                                ((g.access & rma_access::remote_read) ? FI_REMOTE_READ : 0);
   fid_mr* mr = nullptr;
   if (g.len > 0 && access != 0 && !g.may_fault) {  // nothing the lower provider may write (rma_check)
-    mr = register_lower(g.va, g.len, access, grant_key(free_slot, gen));
+    if (key_is_lower_key(g)) mr = register_lower(g.va, g.len, access, g.key, true);
+    if (!mr) mr = register_lower(g.va, g.len, access, grant_fallback_key(free_slot, gen));
     if (!mr) return core::status::io;
   }
   // Published by gen: the registering thread holds none of the endpoint's locks, and under
   // FI_PROGRESS_AUTO the progress thread reads the table (on_key_query, grant_check).
   grants_[free_slot].g = g;
   grants_[free_slot].mr = mr;
+  grants_[free_slot].lower_key = mr ? fi_mr_key(mr) : 0;
   std::atomic_ref<std::uint32_t>(grants_[free_slot].gen).store(gen, std::memory_order_release);
   return core::status::ok;
 }
@@ -1551,6 +1537,7 @@ void device::on_key_query(peer_id from, const packet& pk) noexcept {
     a.addr_base = gs.g.addr_base;
     a.slot = i;
     a.gen = gen;
+    a.lower_key = gs.lower_key;
   }
   if (a.found) {
     // Told of this generation: it hears of the close (announce_gone). Once per peer and
@@ -1602,6 +1589,7 @@ void device::on_key_answer(peer_id from, const packet& pk) noexcept {
     rg.fresh = true;
     rg.slot = a.slot;
     rg.gen = a.gen;
+    rg.lower_key = a.lower_key;
     rg.g = {a.key, a.va, a.len, a.addr_base, a.access, a.events != 0, a.may_fault != 0};
     return;
   }

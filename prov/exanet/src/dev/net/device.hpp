@@ -452,20 +452,16 @@ class device {
   /// before the notification. It waits in the bundle: with a notify_ahead write it leaves after
   /// the data, with the notification, as one lower message; else before anything else sent.
   core::status notify_record_put(peer_id p, std::uint32_t slot, const notification& rec) noexcept;
-  /// An event packet to the owner, behind the data of the write it reports (FI_ORDER_SAW).
-  /// again: no credit at p.
-  core::status event_post(peer_id p, const notification& n) noexcept;
-  /// Hands up to budget events received to on_event(peer_id, const notification&).
+  /// None over the network: an event names the owner's slot only, and the answer an
+  /// initiator holds may be older than the registration the write landed in (key registered
+  /// anew). The access is reported by a packet that names key and address instead (proto's
+  /// rma_done), resolved at the owner on arrival.
+  core::status event_post(peer_id, const notification&) noexcept {
+    return core::status::not_supported;
+  }
   template <class F>
-  std::size_t poll_events(std::size_t budget, F&& on_event) noexcept {
-    std::size_t n = 0;
-    for (; n < budget && !events_.empty(); ++n) {
-      const held_event e = events_.front();
-      events_.pop_front();
-      consumed(e.from);  // its credit goes back only now: events_ is bounded by credits
-      on_event(e.from, e.data);
-    }
-    return n;
+  std::size_t poll_events(std::size_t, F&&) noexcept {
+    return 0;
   }
   /// Receiver: tells every peer to hold back (or resume) message packets. Sent reliably: a
   /// peer not told yet is told at the next poll.
@@ -481,8 +477,9 @@ class device {
   /// What a peer answered about one of its keys.
   struct remote_grant {
     enum class state : std::uint8_t { asked, known, refused } st = state::asked;
-    std::uint32_t slot = 0;  // the owner's slot and generation: its lower provider's key
+    std::uint32_t slot = 0;  // the owner's slot and generation
     std::uint32_t gen = 0;
+    std::uint64_t lower_key = 0;  // of the owner's lower registration
     key_grant g{};
     bool fresh = false;  // known from an answer no access has been checked against yet
   };
@@ -524,15 +521,12 @@ class device {
     packet pk{};
     op_context* bounce = nullptr;  // a bounce message (pk is its header): sent with its bytes
   };
-  struct held_event {
-    peer_id from = 0;
-    notification data{};
-  };
   struct grant_slot {
     key_grant g{};
     std::uint32_t gen = 0;  // of the current registration; 0: free. Release-stored after g:
                             // the progress thread reads it with live_gen
     fid_mr* mr = nullptr;
+    std::uint64_t lower_key = 0;  // mr's key (answers carry it); written before gen
     // Peers we answered about this slot, with the generation they were told: told key_gone
     // when it is revoked. Only under the endpoint's lock (on_key_query, announce_gone).
     std::vector<std::pair<peer_id, std::uint32_t>> told;
@@ -680,8 +674,10 @@ class device {
   void on_key_query(peer_id from, const packet& pk) noexcept;
   void on_key_answer(peer_id from, const packet& pk) noexcept;
   void send_due_answers() noexcept;
+  /// quiet: a refusal is not logged (a key the lower provider holds already; the caller
+  /// tries another).
   fid_mr* register_lower(std::uint64_t va, std::uint64_t len, std::uint64_t access,
-                         std::uint64_t key) noexcept;
+                         std::uint64_t key, bool quiet = false) noexcept;
   static constexpr std::size_t max_remote_grants = 64;
   op_context* op_acquire() noexcept;
   void free_op(op_context& op) noexcept {
@@ -690,12 +686,29 @@ class device {
   }
   /// Lower operations bounce messages leave to DMA writes (a write needs one to progress).
   static constexpr std::size_t bounce_ops_reserved = 32;
+  // Lower keys. A window's: bit 63 set, bit 62 clear, its slot and generation. An RMA
+  // registration's: the user's own key where what the initiator sends is resolved against
+  // the key's current registration at the target (key_is_lower_key) and the lower provider
+  // takes it (rxm takes keys of its own in the same domain), else bits 63 and 62 set with its
+  // slot and generation (grant_fallback_key). The answer about a key names its lower key.
+  // Generations take 30 bits: two windows (or registrations) of one slot are never open
+  // together, so a key is never live twice.
   static std::uint64_t window_key(std::uint32_t slot, std::uint32_t gen) noexcept {
-    return (std::uint64_t{1} << 63) | (std::uint64_t{gen & 0x7fffffffu} << 32) | slot;
+    return (std::uint64_t{1} << 63) | (std::uint64_t{gen & 0x3fffffffu} << 32) | slot;
   }
-  /// Lower keys of RMA registrations: bit 63 clear, so never a window's.
-  static std::uint64_t grant_key(std::uint32_t slot, std::uint32_t gen) noexcept {
-    return (std::uint64_t{1} << 62) | (std::uint64_t{gen & 0x3fffffffu} << 32) | slot;
+  static std::uint64_t grant_fallback_key(std::uint32_t slot, std::uint32_t gen) noexcept {
+    return (std::uint64_t{3} << 62) | (std::uint64_t{gen & 0x3fffffffu} << 32) | slot;
+  }
+  /// The user's key can name g's lower registration: below 2^63 (never a window's or a
+  /// fallback key), and the address an initiator computes from g is the one any later
+  /// registration under the key gives the same application address. So a write through an
+  /// answer that has gone stale lands where the key's current registration says, or is
+  /// refused by the lower provider; and only registrations for which this holds take the
+  /// user's key. With offsets (tcp): g's offsets count from 0 (fi_mr_attr.offset 0 with
+  /// exanet's offset addressing), and the initiator sends the offset. With virtual addresses:
+  /// g names memory by its address, and the initiator sends it.
+  bool key_is_lower_key(const key_grant& g) const noexcept {
+    return (g.key >> 63) == 0 && (offset_addressing_ ? g.addr_base == 0 : g.addr_base == g.va);
   }
 
   open_params params_{};
@@ -755,7 +768,6 @@ class device {
   peer_id reserved_for_ = no_peer;
   std::vector<std::uint32_t> bells_, rung_;  // slots whose notification landed; at most one entry
                                             // per slot and generation
-  std::deque<held_event> events_;            // bounded by the senders' credits
   bool intake_held_ = false, intake_due_ = false;
   bool dead_found_ = false;
   bool death_since_check_ = false;

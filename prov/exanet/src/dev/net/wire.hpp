@@ -33,7 +33,8 @@ enum class device_packet : std::uint8_t {
   pong = 0xF7,        // yes (takes no credit)
   bye = 0xF8,         // this endpoint closes: count me lost now (takes no credit)
   record = 0xF9,      // a slot's 16-byte landing record, sent before the slot's notification
-  event = 0xFA,       // an RMA access event for the owner, behind the write's data
+  // 0xFA: an RMA access event until the initiator could hold a stale answer (proto's rma_done
+  // names key and address now); refused as unknown.
   intake = 0xFB,      // the receiver holds (1) or resumes (0) message packets (no credit)
   bounce = 0xFC,      // heads a bundle: ring bytes, then packets (the header takes no credit:
                       // the ring's own bytes bound them; each packet takes its own)
@@ -102,6 +103,7 @@ struct key_answer_packet {
   std::uint64_t addr_base;
   std::uint32_t slot;
   std::uint32_t gen;
+  std::uint64_t lower_key;  // of the owner's lower registration (0: none, may_fault or no rights)
 };
 static_assert(sizeof(key_answer_packet) <= packet_bytes);
 
