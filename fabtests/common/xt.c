@@ -365,6 +365,18 @@ void xt_open_default(struct xt_ep *x, uint64_t cq_flags)
 	fi_freeinfo(h);
 }
 
+void xt_open_rma(struct xt_ep *x)
+{
+	struct fi_info *h = xt_hints();
+	h->caps = FI_TAGGED | FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	h->domain_attr->mr_mode = 0;
+	xt_open(x, h, 0);
+	fi_freeinfo(h);
+	XT_CHECK(!(x->info->domain_attr->mr_mode & (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL)),
+		 "mr_mode 0x%x: user keys, offsets and no descriptors were asked for",
+		 x->info->domain_attr->mr_mode);
+}
+
 void xt_sync(int sock)
 {
 	char c = 's';

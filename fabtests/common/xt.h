@@ -97,6 +97,9 @@ void xt_recv_name(int sock, char name[64]);
 fi_addr_t xt_exchange(struct xt_ep *x, int sock, int send_first, char *name);
 /* xt_open with xt_hints() as they are. */
 void xt_open_default(struct xt_ep *x, uint64_t cq_flags);
+/* An endpoint for messages and RMA both ways, with user keys, offsets into a registration and
+ * no local descriptors (mr_mode 0; checked). */
+void xt_open_rma(struct xt_ep *x);
 /* exanet's protocol counters of ep now (FI_EXANET_COUNTERS_OPS); fails the test without them. */
 struct fi_exanet_counters xt_counters(struct fid_ep *ep);
 

@@ -63,24 +63,13 @@ static int exanet_run(void)
 	return !p || !*p || strncmp(p, "exanet", 6) == 0;
 }
 
-static void open_ep(struct xt_ep *x)
-{
-	struct fi_info *h = xt_hints();
-	h->caps = FI_TAGGED | FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-	h->domain_attr->mr_mode = 0; /* user keys, offsets into the region, no local descriptors */
-	xt_open(x, h, 0);
-	fi_freeinfo(h);
-	XT_CHECK(!(x->info->domain_attr->mr_mode & (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL)),
-		 "mr_mode 0x%x: user keys, offsets and no descriptors were asked for", x->info->domain_attr->mr_mode);
-}
-
 /* ---- target ---------------------------------------------------------------------------- */
 
 static int target(int index, int sock)
 {
 	(void)index;
 	struct xt_ep x;
-	open_ep(&x);
+	xt_open_rma(&x);
 	const fi_addr_t peer = xt_exchange(&x, sock, 1, NULL);
 	unsigned char *buf[NBUF];
 	for (int i = 0; i < NBUF; i++) {
@@ -240,7 +229,7 @@ int main(void)
 	pid_t pid;
 	xt_spawn(1, target, &sock, &pid);
 	struct xt_ep x;
-	open_ep(&x);
+	xt_open_rma(&x);
 	fi_addr_t peer = xt_exchange(&x, sock, 0, NULL);
 	unsigned char *local = aligned_alloc(4096, BUF_LEN + 4096);
 	XT_CHECK(local, "out of memory");

@@ -24,6 +24,8 @@ enum class [[nodiscard]] status : int {
   truncated = -265,           // FI_ETRUNC
   no_msg = -ENOMSG,
   canceled = -ECANCELED,
+  stale = -ESTALE,            // what the caller checked is gone since (a registration closed):
+                              // check again (dev/net's dma_post; never reaches the application)
 };
 
 constexpr bool ok(status s) noexcept { return s == status::ok; }

@@ -38,6 +38,9 @@
 namespace exanet::proto {
 
 inline constexpr std::size_t max_iov = 8;
+/// Times an RMA write checks its ranges again when the owner closed a registration under it
+/// (dev/net: core::status::stale); then it fails with FI_EACCES. Each recheck asks the owner.
+inline constexpr std::uint8_t max_rechecks = 4;
 inline constexpr std::size_t atomics_max_bytes = 4096;  // atomics::max_bytes (atomic_ops.hpp)
 inline constexpr std::uint64_t unknown_source = ~0ull;  // FI_ADDR_NOTAVAIL
 
@@ -116,6 +119,7 @@ struct rma_request {
   std::size_t seg_offset = 0;  // local byte offset where that range starts
   std::size_t seg_done = 0;    // read by request: bytes of the range already landed
   std::size_t checked = 0;     // stage check: ranges the engine's protection check passed
+  std::uint8_t rechecks = 0;   // times a range's check went stale under a write (rma_write_data)
   dev::dma_state dma{};
   bool staged_any = false;  // a write of this request had not landed when dma_post returned
   bool may_fault = false;   // a range is in a grant not known to be backed (key_grant::may_fault)

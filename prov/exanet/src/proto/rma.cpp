@@ -179,7 +179,7 @@ endpoint::rma_step endpoint::rma_check_ranges(rma_request& r) noexcept {
   if (r.what == rma_request::role::read) {
     ++stats_.rma_reads;
     r.direct_ranges = read_direct(r) ? static_cast<std::uint8_t>(r.remote_count) : 0;
-  } else {
+  } else if (r.rechecks == 0) {  // counted once, however often its check went stale
     ++stats_.rma_writes;
   }
   r.at = rma_request::stage::data;
@@ -206,8 +206,20 @@ endpoint::rma_step endpoint::rma_write_data(rma_request& r) noexcept {
     w.key_slot = r.target[r.seg].key_slot;  // the registration the target checks it against
     const core::status s = dev_.dma_post(w, r.dma);
     if (s == core::status::again) return rma_step::blocked;
+    // An inject's copy starts where the engine stood at post (rma_now): never before it.
+    const bool range_kept = !r.owned || r.iov[0].iov_len <= r.seg_offset;
+    if (s == core::status::stale && r.rechecks < max_rechecks && range_kept) {
+      // The owner closed the registration this range's check found before the data came
+      // (dev/net: what the initiator knew of a key went stale). This range and the ones after
+      // it are checked again, against what the owner has now, and written anew.
+      ++r.rechecks;
+      r.dma = {};
+      r.checked = r.seg;
+      r.at = rma_request::stage::check;
+      return rma_step::blocked;
+    }
     if (!core::ok(s)) {
-      rma_finish(r, -core::to_int(s));
+      rma_finish(r, s == core::status::stale ? FI_EACCES : -core::to_int(s));
       return rma_step::released;
     }
     r.staged_any = r.staged_any || !r.dma.landed_at_post;

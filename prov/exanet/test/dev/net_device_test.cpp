@@ -997,14 +997,21 @@ int credit_return(const std::string& prov) {
 // stale: an access to the new memory must ask again and pass, and one that the fresh answer
 // does not cover must still be refused. Memory registered anew at the same place is announced
 // by the owner (key_gone), so the initiator asks again there too.
-int key_reused(const std::string& prov) {
-  device owner, init;
+// Two devices of this process on 127.0.0.1, init connected to owner (to_owner); false on failure.
+bool open_owner_and_initiator(device& owner, device& init, dev::peer_id& to_owner,
+                              const std::string& prov) {
   CHECK(core::ok(open_enabled(owner, params_for("127.0.0.1", prov))) &&
             core::ok(open_enabled(init, params_for("127.0.0.1", prov))),
         "open");
+  CHECK(failures == 0 && init.connect(owner.local_address(), to_owner) == core::status::ok,
+        "connect");
+  return failures == 0;
+}
+
+int key_reused(const std::string& prov) {
+  device owner, init;
   dev::peer_id to_owner = dev::no_peer;
-  CHECK(init.connect(owner.local_address(), to_owner) == core::status::ok, "connect");
-  if (failures) return 1;
+  if (!open_owner_and_initiator(owner, init, to_owner, prov)) return 1;
   std::vector<std::byte> first(4096), second(4096);
   const auto grant = [](std::vector<std::byte>& m) {
     dev::key_grant g;
@@ -1056,6 +1063,101 @@ int key_reused(const std::string& prov) {
   return failures == 0 ? 0 : 1;
 }
 
+// ---- a write through an answer that went stale -----------------------------------------------
+
+// The owner closes a writable registration that an initiator holds an answer about, and
+// registers other memory under the key, before the initiator hears of the close. A write
+// through the old answer must not be refused by the owner's lower provider (tcp would close
+// the pair's connection, and the packets on it): the closed registration's lower key leads to a
+// sink until the initiator has answered the key_gone, or to the new registration where that
+// covers every offset the old one did. Either way the write's check says it missed (stale),
+// the initiator's answer is dropped, nothing outside the new registration changes, and the
+// sink goes once the initiator answered.
+int stale_write(const std::string& prov) {
+  device owner, init;
+  dev::peer_id to_owner = dev::no_peer;
+  if (!open_owner_and_initiator(owner, init, to_owner, prov)) return 1;
+  constexpr std::uint64_t key = 0x5A11;
+  constexpr std::size_t len = 16384;
+  std::vector<std::byte> a(len, std::byte{0xA1}), b(len, std::byte{0xB2}), c(len / 2, std::byte{0xC3});
+  const auto grant = [&](std::vector<std::byte>& m) {
+    dev::key_grant g;
+    g.key = key;
+    g.va = reinterpret_cast<std::uintptr_t>(m.data());
+    g.len = m.size();
+    g.addr_base = 0;  // offsets, as exanet's own registrations
+    g.access = dev::rma_access::remote_write;
+    return g;
+  };
+  const auto both = [&] {
+    init.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+    owner.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+  };
+  const auto check = [&](dev::rma_target& t) {
+    const std::uint64_t end = now_ms() + 30000;
+    for (;;) {
+      const core::status s =
+          init.rma_check(to_owner, key, 0, len / 2, dev::rma_access::remote_write, t);
+      if (s != core::status::again || now_ms() > end) return s;
+      both();
+    }
+  };
+  std::vector<std::byte> src(len / 2, std::byte{0x5E});
+  iovec v{src.data(), src.size()};
+  const auto write = [&](const dev::rma_target& t) {
+    dev::dma_write w;
+    w.peer = to_owner;
+    w.src = std::span<const iovec>(&v, 1);
+    w.dst_addr = t.va;
+    w.len = src.size();
+    w.key_slot = t.key_slot;
+    dev::dma_state st;
+    const std::uint64_t end = now_ms() + 30000;
+    for (;;) {
+      const core::status s = init.dma_post(w, st);
+      if (s != core::status::again || now_ms() > end) return s;
+      both();
+    }
+  };
+  const auto all_of = [](const std::vector<std::byte>& m, std::byte v) {
+    return std::all_of(m.begin(), m.end(), [v](std::byte x) { return x == v; });
+  };
+  for (const bool covering : {false, true}) {
+    std::uint32_t slot = 0;
+    std::fill(a.begin(), a.end(), std::byte{0xA1});
+    std::fill(b.begin(), b.end(), std::byte{0xB2});
+    CHECK(owner.key_publish(grant(a), slot) == core::status::ok, "publish");
+    dev::rma_target t;
+    CHECK(check(t) == core::status::ok, "the first check");
+    CHECK(write(t) == core::status::ok, "the first write");
+    CHECK(a[0] == std::byte{0x5E} && a[len / 2] == std::byte{0xA1}, "the first write landed");
+    std::fill(a.begin(), a.end(), std::byte{0xA1});
+    // Closed and registered anew, no poll in between: the initiator has not heard of it.
+    owner.key_revoke(slot);
+    std::vector<std::byte>& next = covering ? b : c;
+    CHECK(owner.key_publish(grant(next), slot) == core::status::ok, "publish anew");
+    CHECK(owner.sinks() == (covering ? 0u : 1u), "%s re-registration: %zu sinks",
+          covering ? "a covering" : "a smaller", owner.sinks());
+    const std::uint64_t stale_before = init.stale_writes();
+    CHECK(write(t) == core::status::stale, "a write through the stale answer (%s) not stale",
+          covering ? "covering" : "smaller");
+    CHECK(init.stale_writes() == stale_before + 1, "stale writes not counted");
+    CHECK(all_of(a, std::byte{0xA1}), "the closed registration's memory changed");
+    if (!covering) CHECK(all_of(c, std::byte{0xC3}), "the smaller registration changed");
+    // Written again after a fresh check, as proto does: it lands in the new registration.
+    CHECK(check(t) == core::status::ok, "the check after the stale write");
+    CHECK(write(t) == core::status::ok, "the write after a fresh check");
+    CHECK(next[0] == std::byte{0x5E}, "the write after a fresh check did not land");
+    // The initiator answers the key_gone: the sink goes.
+    for (int i = 0; i < 200 && owner.sinks() != 0; ++i) both();
+    CHECK(owner.sinks() == 0, "a sink outlived its peer's answer");
+    owner.key_revoke(slot);
+    for (int i = 0; i < 200 && owner.sinks() != 0; ++i) both();
+  }
+  std::printf("stale_write: %s\n", failures == 0 ? "ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   alarm(120);  // a hang is a failure
   const std::string mode = argc > 1 ? argv[1] : "pair";
@@ -1087,6 +1189,7 @@ int main(int argc, char** argv) {
   if (mode == "idle_write") return idle_write(argc > 2 ? argv[2] : "tcp");
   if (mode == "credit") return credit_return(argc > 2 ? argv[2] : "tcp");
   if (mode == "key_reused") return key_reused(argc > 2 ? argv[2] : "tcp");
+  if (mode == "stale_write") return stale_write(argc > 2 ? argv[2] : "tcp");
   if (mode == "lost") {
     const int rc = lost_peers(argc > 2 ? argv[2] : "tcp");
     std::printf("net_device_test lost: %s\n", rc == 0 ? "ok" : "FAILED");

@@ -251,5 +251,46 @@ TEST_F(net_forged, every_field_of_a_hello_and_a_bundle_is_checked) {
   EXPECT_EQ(std::memcmp(landed, sent.data() + packet_bytes, 6000), 0);
 }
 
+// The packets of a write's check and of a registration's close, forged: a verdict for no write
+// of the target's, a write_check naming no registration, and a key_gone answer for no sink.
+// Each is refused or answered without effect, takes no credit, and what follows is delivered.
+TEST_F(net_forged, write_checks_verdicts_and_close_answers_are_checked) {
+  forger_ = std::make_unique<forger>(target_.local_address());
+  forger& f = *forger_;
+  ASSERT_TRUE(f.ok()) << "no tcp;ofi_rxm endpoint for the forger";
+  const net_drops& drops = target_.net_drop_counts();
+  constexpr std::uint64_t me = 0x7777;
+  ASSERT_TRUE(send(bytes_of(f.hello(me, 13)), me));
+  ASSERT_TRUE(send(bytes_of(protocol_packet(1)), me));
+  ASSERT_EQ(poll_for(300).size(), 1u);
+
+  const std::uint64_t before = drops.bad_field;
+  wire::write_check_packet v{};
+  v.type = static_cast<std::uint8_t>(device_packet::write_verdict);
+  v.landed = 1;
+  v.op = 1u << 30;  // no such operation
+  ASSERT_TRUE(send(bytes_of(to_packet(v)), me));
+  v.op = 0;  // an operation of the target's that is no write waiting for this peer
+  v.op_gen = 0;
+  ASSERT_TRUE(send(bytes_of(to_packet(v)), me));
+  wire::write_check_packet c{};
+  c.type = static_cast<std::uint8_t>(device_packet::write_check);
+  c.slot = 0xFFFFu;
+  c.gen = 3;
+  ASSERT_TRUE(send(bytes_of(to_packet(c)), me));  // answered "missed"
+  wire::key_gone_packet k{};
+  k.type = static_cast<std::uint8_t>(device_packet::key_gone);
+  k.ack = 1;
+  k.slot = 5;
+  k.gen = 9;
+  ASSERT_TRUE(send(bytes_of(to_packet(k)), me));  // no sink waits for it
+  ASSERT_TRUE(send(bytes_of(protocol_packet(2)), me));
+  const auto got = poll_for(300);
+  ASSERT_EQ(got.size(), 1u) << "what followed the forged packets was not delivered";
+  EXPECT_EQ(got[0].second, protocol_packet(2));
+  EXPECT_EQ(drops.bad_field, before + 2);
+  EXPECT_EQ(target_.sinks(), 0u);
+}
+
 }  // namespace
 }  // namespace exanet::dev::net

@@ -8,6 +8,7 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_rma.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/random.h>
 
 #include <algorithm>
@@ -317,6 +318,12 @@ void device::close() noexcept {
   for (grant_slot& g : grants_)
     if (g.mr) fi_close(&g.mr->fid);
   grants_.clear();
+  {
+    std::lock_guard lock(sinks_lock_);
+    for (sink& k : sinks_) release(k);
+    sinks_.clear();
+    sinks_count_.store(0, std::memory_order_relaxed);
+  }
   told_slots_.clear();
   answers_due_.clear();
   if (ep_) fi_close(&ep_->fid);
@@ -694,6 +701,8 @@ bool device::take_received(std::uint64_t incarnation, const packet& pk, peer_id&
     case device_packet::bye: mark_dead(from); return false;
     case device_packet::intake: pr.intake_held = pk[1] != std::byte{0}; return false;
     case device_packet::key_gone: on_key_gone(from, pk); return false;
+    case device_packet::write_check: on_write_check(from, pk); return false;
+    case device_packet::write_verdict: on_write_verdict(from, pk); return false;
     case device_packet::ring_credit: {
       // Never past what we produced: a forged tail cannot make us overwrite unread bytes.
       const auto c = from_packet<ring_packet>(pk);
@@ -875,6 +884,8 @@ device::op_context* device::op_acquire() noexcept {
   op->what = op_context::kind::write;
   op->done = false;
   op->err = 0;
+  op->check = op_context::verdict::none;
+  ++op->gen;
   return op;
 }
 
@@ -1177,7 +1188,10 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
     if (st.in_flight) {
       // The lower provider may never complete it (tcp;ofi_rxm retries a dead peer for ever):
       // its context is freed if and when it completes, and the caller's buffers are released.
-      static_cast<op_context*>(st.in_flight)->orphan = true;
+      // One that completed and waited for its verdict is freed now.
+      auto* op = static_cast<op_context*>(st.in_flight);
+      if (op->done) free_op(*op);
+      else op->orphan = true;
       st.in_flight = nullptr;
     }
     return core::status::peer_dead;
@@ -1231,9 +1245,23 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
         return from_fi(static_cast<int>(rc));
       }
       op->done = false;
+      op->to = w.peer;
       st.in_flight = op;
       op->len = len;
       bytes_sent_ += len;
+      if (through) {
+        // Behind the data (FI_ORDER_SAW): did it go into the registration the answer named? A
+        // registration closed since left a sink under its lower key (leave_sink), and the
+        // data went there, or into the key's next registration; only the owner can tell.
+        op->check = op_context::verdict::awaited;
+        wire::write_check_packet c{};
+        c.type = static_cast<std::uint8_t>(device_packet::write_check);
+        c.slot = through->slot;
+        c.gen = through->gen;
+        c.op = op->index;
+        c.op_gen = op->gen;
+        send_uncredited(w.peer, to_packet(c));
+      }
       // The notification of a window's last piece goes now when the caller allows it
       // (notify_ahead), not when the write completes: FI_ORDER_SAW already keeps it behind
       // the data at the target, and waiting for the delivery acknowledgement would add a
@@ -1251,8 +1279,10 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
       return core::status::again;
     }
     auto* op = static_cast<op_context*>(st.in_flight);
-    if (!op->done) return core::status::again;
+    if (!op->done || (op->check == op_context::verdict::awaited && op->err == 0))
+      return core::status::again;
     const int err = op->err;
+    const bool missed = op->check == op_context::verdict::missed;
     const std::size_t len = op->len;
     op->what = op_context::kind::free;
     free_ops_.push_back(op->index);
@@ -1269,6 +1299,16 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
         });
       }
       return from_fi(-err) == core::status::again ? core::status::io : from_fi(-err);
+    }
+    if (missed) {
+      // The owner closed the registration before the data came: it went into the sink or the
+      // key's next registration. Forget the answer; the caller checks again and writes anew.
+      const std::uint32_t slot = w.key_slot;
+      std::erase_if(pr.grants, [slot](const remote_grant& rg) {
+        return rg.st == remote_grant::state::known && rg.slot == slot;
+      });
+      ++stale_writes_;
+      return core::status::stale;
     }
     st.done += len;
   }
@@ -1415,7 +1455,8 @@ core::status device::key_publish_at(const key_grant& g, std::uint32_t free_slot)
                                ((g.access & rma_access::remote_read) ? FI_REMOTE_READ : 0);
   fid_mr* mr = nullptr;
   if (g.len > 0 && access != 0 && !g.may_fault) {  // nothing the lower provider may write (rma_check)
-    if (key_is_lower_key(g)) mr = register_lower(g.va, g.len, access, g.key, true);
+    if (key_is_lower_key(g) && sink_yields(g.key, g))
+      mr = register_lower(g.va, g.len, access, g.key, true);
     if (!mr) mr = register_lower(g.va, g.len, access, grant_fallback_key(free_slot, gen));
     if (!mr) return core::status::io;
   }
@@ -1424,17 +1465,91 @@ core::status device::key_publish_at(const key_grant& g, std::uint32_t free_slot)
   grants_[free_slot].g = g;
   grants_[free_slot].mr = mr;
   grants_[free_slot].lower_key = mr ? fi_mr_key(mr) : 0;
+  grants_[free_slot].told_any = 0;
   std::atomic_ref<std::uint32_t>(grants_[free_slot].gen).store(gen, std::memory_order_release);
   return core::status::ok;
 }
 
 void device::key_revoke(std::uint32_t slot) noexcept {
   if (slot >= grants_.size()) return;
-  std::atomic_ref<std::uint32_t>(grants_[slot].gen).store(0, std::memory_order_release);
+  grant_slot& gs = grants_[slot];
+  const std::uint32_t gen = std::atomic_ref<std::uint32_t>(gs.gen).exchange(0);
   // Its askers are told at the endpoint's next send or poll, before anything else goes.
   gone_due_.store(true, std::memory_order_release);
-  if (grants_[slot].mr) fi_close(&grants_[slot].mr->fid);
-  grants_[slot].mr = nullptr;
+  if (!gs.mr) return;
+  // After gen (seq_cst, as on_key_query): an answer given is seen here, or was not given.
+  const bool told = std::atomic_ref<std::uint8_t>(gs.told_any).load() != 0;
+  if (told && gen != 0 && offset_addressing_ && (gs.g.access & rma_access::remote_write))
+    leave_sink(slot, gen);
+  else
+    fi_close(&gs.mr->fid);
+  gs.mr = nullptr;
+}
+
+void device::leave_sink(std::uint32_t slot, std::uint32_t gen) noexcept {
+  grant_slot& gs = grants_[slot];
+  const std::uint64_t key = gs.lower_key, len = gs.g.len;
+  fi_close(&gs.mr->fid);  // the key is free for the sink
+  std::lock_guard lock(sinks_lock_);
+  const char* failed = nullptr;
+  void* memory = MAP_FAILED;
+  fid_mr* mr = nullptr;
+  if (sinks_.size() >= grants_.size()) {
+    failed = "too many closed registrations still known to peers";
+  } else if ((memory = mmap(nullptr, len, PROT_READ | PROT_WRITE,
+                            MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0)) == MAP_FAILED) {
+    failed = "no address space";
+  } else if (!(mr = register_lower(reinterpret_cast<std::uint64_t>(memory), len, FI_REMOTE_WRITE,
+                                   key, true))) {
+    failed = "the lower provider refused it";
+  } else {
+    try {
+      sinks_.push_back(sink{slot, gen, key, len, mr, memory, false, {}});
+      sinks_count_.store(sinks_.size(), std::memory_order_relaxed);
+      return;
+    } catch (...) {
+      failed = "no memory";
+    }
+  }
+  if (mr) fi_close(&mr->fid);
+  if (memory != MAP_FAILED) munmap(memory, len);
+  EXANET_LOG_ONCE(warn, core, "network backend: no sink for a closed registration (%s): a write "
+                  "a peer makes through it before it hears of the close is refused by %s, "
+                  "which may cost the pair's connection", failed, lower_name_.c_str());
+}
+
+void device::release(sink& k) noexcept {
+  if (k.mr) fi_close(&k.mr->fid);
+  if (k.memory) munmap(k.memory, k.len);
+  k.mr = nullptr;
+  k.memory = nullptr;
+}
+
+bool device::sink_yields(std::uint64_t key, const key_grant& g) noexcept {
+  if (sinks_count_.load(std::memory_order_relaxed) == 0) return true;
+  std::lock_guard lock(sinks_lock_);
+  const auto it = std::find_if(sinks_.begin(), sinks_.end(),
+                               [key](const sink& k) { return k.lower_key == key; });
+  if (it == sinks_.end()) return true;
+  // Every write an old answer admits (offsets below its length) fits g: it may land there, as
+  // the key's current registration says (its writer is told it missed, and writes again).
+  if (g.len < it->len || !(g.access & rma_access::remote_write)) return false;
+  release(*it);
+  sinks_.erase(it);
+  sinks_count_.store(sinks_.size(), std::memory_order_relaxed);
+  return true;
+}
+
+void device::reap_sinks() noexcept {
+  if (sinks_count_.load(std::memory_order_relaxed) == 0) return;
+  std::lock_guard lock(sinks_lock_);
+  std::erase_if(sinks_, [this](sink& k) {
+    std::erase_if(k.waiting, [this](peer_id p) { return p >= peers_.size() || peers_[p].dead; });
+    if (!k.announced || !k.waiting.empty()) return false;
+    release(k);
+    return true;
+  });
+  sinks_count_.store(sinks_.size(), std::memory_order_relaxed);
 }
 
 bool device::key_at(std::uint32_t slot, key_grant& out) const noexcept {
@@ -1525,9 +1640,13 @@ void device::on_key_query(peer_id from, const packet& pk) noexcept {
   a.type = static_cast<std::uint8_t>(device_packet::key_answer);
   a.key = q.key;
   for (std::uint32_t i = 0; i < grants_.size(); ++i) {
-    const grant_slot& gs = grants_[i];
+    grant_slot& gs = grants_[i];
     const std::uint32_t gen = live_gen(gs);
     if (gen == 0 || gs.g.key != q.key) continue;
+    // Marked before gen is looked at again (seq_cst, as key_revoke): a close that did not see
+    // the mark is seen here, and nothing is answered.
+    std::atomic_ref<std::uint8_t>(gs.told_any).store(1);
+    if (std::atomic_ref<std::uint32_t>(gs.gen).load() != gen) continue;
     a.found = 1;
     a.events = gs.g.events;
     a.may_fault = gs.g.may_fault;
@@ -1600,6 +1719,8 @@ void device::announce_gone() noexcept {
   // Lowered first, reading the last raise (acquire: the generation it follows is seen below);
   // a revocation while we look raises it again for the next send or poll.
   if (!gone_due_.exchange(false, std::memory_order_acquire)) return;
+  std::unique_lock lock(sinks_lock_, std::defer_lock);
+  if (sinks_count_.load(std::memory_order_relaxed) != 0) lock.lock();
   for (const std::uint32_t slot : told_slots_) {
     auto& told = grants_[slot].told;
     const std::uint32_t live = live_gen(grants_[slot]);
@@ -1612,27 +1733,85 @@ void device::announce_gone() noexcept {
       // Takes no credit (the peer handles it at once). FIFO: behind what is queued to p, and
       // ahead of anything sent later (a busy lower endpoint queues it, and later packets to p
       // wait behind that queue: ready_to_send).
-      peer& pr = peers_[p];
-      if (pr.queued == 0 && inject(p, to_packet(k)) == core::status::ok) continue;
-      try {
-        pending_.push_back({p, to_packet(k)});
-        ++pr.queued;
-      } catch (...) {
-        // Untold: its answer stays, and our lower provider refuses a write through it.
+      send_uncredited(p, to_packet(k));
+      // Its sink stays until p answers (behind every write p made through the answer).
+      const std::uint32_t told_gen = gen;
+      const auto it = std::find_if(sinks_.begin(), sinks_.end(), [&](const sink& s) {
+        return s.slot == slot && s.gen == told_gen;
+      });
+      if (lock.owns_lock() && it != sinks_.end()) {
+        try {
+          it->waiting.push_back(p);
+        } catch (...) {
+        }
       }
     }
+    if (lock.owns_lock())
+      for (sink& s : sinks_)
+        if (s.slot == slot && s.gen != live) s.announced = true;
     std::erase_if(told, [live](const auto& e) { return e.second != live; });
   }
   std::erase_if(told_slots_, [this](std::uint32_t slot) { return grants_[slot].told.empty(); });
+  if (lock.owns_lock()) lock.unlock();
+  reap_sinks();
+}
+
+void device::send_uncredited(peer_id p, const packet& pk) noexcept {
+  peer& pr = peers_[p];
+  if (pr.queued == 0 && inject(p, pk) == core::status::ok) return;
+  try {
+    pending_.push_back({p, pk});
+    ++pr.queued;
+  } catch (...) {
+    // Lost: a key_gone leaves the peer its answer (its writes through it reach the sink, or
+    // are refused); a write_check or its verdict leaves the writer waiting until the peer is
+    // lost.
+  }
 }
 
 void device::on_key_gone(peer_id from, const packet& pk) noexcept {
   // What we were told of that registration is stale now: the next access under the key asks
   // again. (A forged one only costs a question.)
   const auto k = from_packet<key_gone_packet>(pk);
+  if (k.ack) {
+    // Every write it made through that answer is behind us: the sink may go.
+    {
+      std::lock_guard lock(sinks_lock_);
+      for (sink& s : sinks_)
+        if (s.slot == k.slot && s.gen == k.gen) std::erase(s.waiting, from);
+    }
+    reap_sinks();
+    return;
+  }
   std::erase_if(peers_[from].grants, [&k](const remote_grant& rg) {
     return rg.st == remote_grant::state::known && rg.slot == k.slot && rg.gen == k.gen;
   });
+  key_gone_packet a = k;
+  a.ack = 1;
+  send_uncredited(from, to_packet(a));
+}
+
+void device::on_write_check(peer_id from, const packet& pk) noexcept {
+  auto c = from_packet<wire::write_check_packet>(pk);
+  // The write before it is in: it went into that registration if it is still the live one.
+  c.type = static_cast<std::uint8_t>(device_packet::write_verdict);
+  c.landed = c.slot < grants_.size() && c.gen != 0 && live_gen(grants_[c.slot]) == c.gen;
+  send_uncredited(from, to_packet(c));
+}
+
+void device::on_write_verdict(peer_id from, const packet& pk) noexcept {
+  const auto c = from_packet<wire::write_check_packet>(pk);
+  if (c.op >= ops_.size()) {
+    ++drops_.bad_field;
+    return;
+  }
+  op_context& op = ops_[c.op];
+  if (op.what != op_context::kind::write || op.gen != c.op_gen || op.to != from ||
+      op.check != op_context::verdict::awaited) {
+    ++drops_.bad_field;  // not a write of ours waiting for this peer's verdict
+    return;
+  }
+  op.check = c.landed ? op_context::verdict::landed : op_context::verdict::missed;
 }
 
 }  // namespace exanet::dev::net

@@ -83,6 +83,7 @@
 #include <cstdint>
 #include <cstring>
 #include <deque>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -363,6 +364,10 @@ class device {
             .network_sleepable = sleepable() ? 1u : 0u};
   }
   const net_drops& net_drop_counts() const noexcept { return drops_; }
+  /// Writes through an answer that went stale before they landed (dma_post said stale).
+  std::uint64_t stale_writes() const noexcept { return stale_writes_; }
+  /// Closed registrations whose lower key still leads to a sink (leave_sink).
+  std::size_t sinks() const noexcept { return sinks_count_.load(std::memory_order_relaxed); }
   /// Lower messages (packets and bundles, not RMA writes) the lower provider accepted to send:
   /// with the protocol's counters, how many lower messages an exanet message took.
   std::uint64_t lower_messages_sent() const noexcept { return lower_sends_; }
@@ -527,6 +532,9 @@ class device {
                             // the progress thread reads it with live_gen
     fid_mr* mr = nullptr;
     std::uint64_t lower_key = 0;  // mr's key (answers carry it); written before gen
+    // Someone was answered about the live registration: its close leaves a sink (key_revoke).
+    // Set (seq_cst) before on_key_query looks at gen again; read by key_revoke after gen.
+    std::uint8_t told_any = 0;
     // Peers we answered about this slot, with the generation they were told: told key_gone
     // when it is revoked. Only under the endpoint's lock (on_key_query, announce_gone).
     std::vector<std::pair<peer_id, std::uint32_t>> told;
@@ -536,6 +544,33 @@ class device {
   /// packets to that peer wait behind the queue).
   void announce_gone() noexcept;
   void on_key_gone(peer_id from, const packet& pk) noexcept;
+  /// A closed registration's lower key, kept registered over memory of our own until every
+  /// peer told of it has answered its key_gone. A write through an answer that went stale
+  /// meanwhile lands there, not in memory the application may have freed, and is not refused:
+  /// a refused write costs the pair its lower connection (tcp closes it), and the packets in
+  /// flight on it. The writer learns where its write went from the write_check behind it.
+  /// Only with offset addressing (the sink answers the same offsets); under sinks_lock_.
+  struct sink {
+    std::uint32_t slot = 0, gen = 0;  // the closed registration's
+    std::uint64_t lower_key = 0;
+    std::uint64_t len = 0;
+    fid_mr* mr = nullptr;
+    void* memory = nullptr;  // len bytes, reserved, not backed until written
+    bool announced = false;  // its key_gone went to every peer in waiting
+    std::vector<peer_id> waiting;
+  };
+  /// key_revoke: closes slot's lower registration (gen, now closed) and leaves a sink in its place.
+  void leave_sink(std::uint32_t slot, std::uint32_t gen) noexcept;
+  /// Drops the sinks no peer can write through any more (every peer answered, or lost).
+  void reap_sinks() noexcept;
+  static void release(sink& k) noexcept;
+  /// key_publish_at: a sink under key: released if g covers every write an old answer admits
+  /// (true: g may take the key), else kept (false: g takes a key of its own).
+  bool sink_yields(std::uint64_t key, const key_grant& g) noexcept;
+  void on_write_check(peer_id from, const packet& pk) noexcept;
+  void on_write_verdict(peer_id from, const packet& pk) noexcept;
+  /// A device packet that takes no credit, now or FIFO behind what is queued to p.
+  void send_uncredited(peer_id p, const packet& pk) noexcept;
   static std::uint32_t live_gen(const grant_slot& gs) noexcept {
     return std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(gs.gen))
         .load(std::memory_order_acquire);
@@ -553,8 +588,11 @@ class device {
     enum class kind : std::uint8_t { free, receive, write, bounce } what = kind::free;
     bool done = false;
     bool orphan = false;  // its peer was lost while it was in flight: freed when it completes
+    // A write through an answer (dma_post): its write_check's verdict, 0 while awaited.
+    enum class verdict : std::uint8_t { none, awaited, landed, missed } check = verdict::none;
     int err = 0;
     std::uint32_t index = 0;
+    std::uint32_t gen = 0;  // counts its uses: a verdict for an earlier one is ignored
     std::size_t len = 0;  // a write's bytes
     // A bundle (kind bounce): its header, where its ring bytes sit in the peer's mirror (len,
     // offset), and its packets, which must stay put until the lower send completes.
@@ -757,6 +795,9 @@ class device {
   // A revocation (key_revoke, any thread) whose askers the endpoint's next send or poll tells;
   // the only thing the send and poll paths look at while there is none.
   std::atomic<bool> gone_due_{false};
+  std::mutex sinks_lock_;     // key_revoke and key_publish run on the application's threads
+  std::vector<sink> sinks_;   // at most grants_.size()
+  std::atomic<std::size_t> sinks_count_{0};  // sinks_.size(), read without the lock
   std::vector<std::uint32_t> told_slots_;  // slots whose told is not empty (endpoint's lock):
                                            // what announce_gone looks at
   std::deque<pending_packet> answers_due_;  // key answers waiting for a credit at their asker;
@@ -786,6 +827,7 @@ class device {
   unsigned depth_ = 0;  // poll_mailbox calls under way (a nested one: see poll_depth)
   std::array<void*, 4> reposts_{};  // receive buffers to post again when the outer poll ends
   std::size_t reposts_due_ = 0;
+  std::uint64_t stale_writes_ = 0;
   std::uint64_t bytes_sent_ = 0;  // routes(): what the lower provider accepted to send
   std::uint64_t lower_sends_ = 0;  // lower_messages_sent(): messages it accepted (writes apart)
 };

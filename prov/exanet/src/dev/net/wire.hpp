@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 // What the network backend (dev/net/device.hpp) puts on its lower provider: the layout of every
-// lower message and of its device packets (types 0xF1-0xFE, dev::first_device_packet_type and
+// lower message and of its device packets (types 0xF1-0xFF, dev::first_device_packet_type and
 // above), in one place, each checked against the packet size. docs/protocol.md describes them.
 //
 // A lower message is one of:
@@ -33,14 +33,16 @@ enum class device_packet : std::uint8_t {
   pong = 0xF7,        // yes (takes no credit)
   bye = 0xF8,         // this endpoint closes: count me lost now (takes no credit)
   record = 0xF9,      // a slot's 16-byte landing record, sent before the slot's notification
-  // 0xFA: an RMA access event until the initiator could hold a stale answer (proto's rma_done
-  // names key and address now); refused as unknown.
+  write_check = 0xFA,  // initiator -> owner, behind a write through an answer: did it land in
+                       // the registration the answer named? (no credit)
   intake = 0xFB,      // the receiver holds (1) or resumes (0) message packets (no credit)
   bounce = 0xFC,      // heads a bundle: ring bytes, then packets (the header takes no credit:
                       // the ring's own bytes bound them; each packet takes its own)
   ring_credit = 0xFD,  // the receiver consumed its sender's ring up to here (no credit)
   key_gone = 0xFE,     // owner -> every peer it answered about a registration: closed; forget
-                       // that answer (before anything the owner sends after the close)
+                       // that answer (before anything the owner sends after the close). The
+                       // peer sends it back (ack 1) behind every write it made through the answer
+  write_verdict = 0xFF,  // owner -> initiator: the answer to a write_check (no credit)
 };
 
 namespace wire {
@@ -107,14 +109,31 @@ struct key_answer_packet {
 };
 static_assert(sizeof(key_answer_packet) <= packet_bytes);
 
-/// key_gone: the registration an answer named (slot and generation) is closed.
+/// key_gone: the registration an answer named (slot and generation) is closed. ack 1: the
+/// peer's reply, once it forgot the answer; FIFO puts every write it made through it before.
 struct key_gone_packet {
   std::uint8_t type;
-  std::uint8_t pad[3];
+  std::uint8_t ack;
+  std::uint8_t pad[2];
   std::uint32_t slot;
   std::uint32_t gen;
 };
 static_assert(sizeof(key_gone_packet) <= packet_bytes);
+
+/// write_check: did the write before this packet, made through the answer naming (slot, gen),
+/// land in that registration? op and op_gen name the initiator's write (echoed back).
+/// write_verdict: landed 1 if that registration is still the live one (the write went into
+/// it), 0 if it was closed (the write went into its sink, or the key's next registration).
+struct write_check_packet {
+  std::uint8_t type;
+  std::uint8_t landed;  // write_verdict
+  std::uint8_t pad[2];
+  std::uint32_t slot;
+  std::uint32_t gen;
+  std::uint32_t op;
+  std::uint32_t op_gen;
+};
+static_assert(sizeof(write_check_packet) <= packet_bytes);
 
 /// A bundle's header (device_packet::bounce), and a ring_credit (offset: the consumed position).
 struct ring_packet {
