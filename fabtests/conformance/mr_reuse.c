@@ -18,8 +18,9 @@
  * MR_REUSE_OUT_OF_BAND=1 announces registrations over the socket only, so the initiator may
  * still hold what it knew of the last one when it accesses the new one. Then only accesses the
  * new registration covers are made, of any length, and each must land where the new one says
- * (over exanet's network backend, writes past its inline size go through the lower provider
- * under the user's key and are resolved there: docs/protocol.md).
+ * (over exanet's network backend, a write past its inline size through the old answer reaches
+ * the key's new registration or the closed one's sink, and is written anew when its check says
+ * it missed: docs/protocol.md).
  *
  * MR_REUSE_ROUNDS (default 120), MR_REUSE_SEED (default: from the clock; printed) and
  * MR_REUSE_KEY vary it.
@@ -35,7 +36,8 @@
 #define BUF_LEN (192u << 10) /* past the network backend's inline writes (64 KiB) */
 #define NBUF 3
 /* MR_REUSE_KEY: the user key (default 0x5e1f). Over exanet's network backend a key of 2^63 or
- * more takes a lower key of its own (slot and generation), not the user's: in band only. */
+ * more takes a lower key of its own (slot and generation), not the user's, so a write through a
+ * stale answer always reaches the closed registration's sink and is written anew. */
 static uint64_t user_key = 0x5e1f;
 #define ANNOUNCE_TAG 0xa11
 

@@ -1384,6 +1384,7 @@ void device::send_intake() noexcept {
 void device::check_liveness(std::uint64_t now_ms) noexcept {
   if (now_ms - liveness_checked_ms_ >= params_.liveness_period_ms) liveness_checked_ms_ = now_ms;
   death_since_check_ = false;
+  reap_sinks();  // a peer lost since its key_gone went will not answer it
   const std::uint64_t quarter = params_.net.lost_after_ms / 4;
   for (peer_id p = 0; p < peers_.size(); ++p) {
     peer& pr = peers_[p];
@@ -1719,8 +1720,7 @@ void device::announce_gone() noexcept {
   // Lowered first, reading the last raise (acquire: the generation it follows is seen below);
   // a revocation while we look raises it again for the next send or poll.
   if (!gone_due_.exchange(false, std::memory_order_acquire)) return;
-  std::unique_lock lock(sinks_lock_, std::defer_lock);
-  if (sinks_count_.load(std::memory_order_relaxed) != 0) lock.lock();
+  std::unique_lock lock(sinks_lock_);  // rare: after a close; a sink may be made meanwhile
   for (const std::uint32_t slot : told_slots_) {
     auto& told = grants_[slot].told;
     const std::uint32_t live = live_gen(grants_[slot]);
@@ -1739,20 +1739,19 @@ void device::announce_gone() noexcept {
       const auto it = std::find_if(sinks_.begin(), sinks_.end(), [&](const sink& s) {
         return s.slot == slot && s.gen == told_gen;
       });
-      if (lock.owns_lock() && it != sinks_.end()) {
+      if (it != sinks_.end()) {
         try {
           it->waiting.push_back(p);
-        } catch (...) {
+        } catch (...) {  // not waited for: its stale writes may find the key refused
         }
       }
     }
-    if (lock.owns_lock())
-      for (sink& s : sinks_)
-        if (s.slot == slot && s.gen != live) s.announced = true;
+    for (sink& s : sinks_)
+      if (s.slot == slot && s.gen != live) s.announced = true;
     std::erase_if(told, [live](const auto& e) { return e.second != live; });
   }
   std::erase_if(told_slots_, [this](std::uint32_t slot) { return grants_[slot].told.empty(); });
-  if (lock.owns_lock()) lock.unlock();
+  lock.unlock();
   reap_sinks();
 }
 
