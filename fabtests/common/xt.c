@@ -384,17 +384,22 @@ void xt_sync(int sock)
 	xt_recv_all(sock, &c, 1);
 }
 
+void xt_progress_until_readable(int sock, struct fid_cq *cq)
+{
+	for (;;) {
+		struct pollfd p = {.fd = sock, .events = POLLIN};
+		if (poll(&p, 1, 0) == 1)
+			return;
+		fi_cq_read(cq, NULL, 0);
+		xt_idle();
+	}
+}
+
 void xt_sync_progress(int sock, struct fid_cq *cq)
 {
 	char c = 's';
 	xt_send_all(sock, &c, 1);
-	for (;;) {
-		struct pollfd p = {.fd = sock, .events = POLLIN};
-		if (poll(&p, 1, 0) == 1)
-			break;
-		fi_cq_read(cq, NULL, 0);
-		xt_idle();
-	}
+	xt_progress_until_readable(sock, cq);
 	xt_recv_all(sock, &c, 1);
 }
 

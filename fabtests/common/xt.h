@@ -107,6 +107,8 @@ struct fi_exanet_counters xt_counters(struct fid_ep *ep);
 void xt_sync(int sock);
 /* The same barrier, progressing cq while it waits (manual progress: a peer may need us). */
 void xt_sync_progress(int sock, struct fid_cq *cq);
+/* Reads cq (driving manual progress) until sock has something to read. */
+void xt_progress_until_readable(int sock, struct fid_cq *cq);
 /* For a polling loop that found nothing: gives the core away. ctest runs two tests at once on CI's
  * two cores, each of two or more processes, and a spinner that keeps its time slice delays the
  * peer it waits for (iov_random took 4-8 times its solo time at -j2 before xt_wait,

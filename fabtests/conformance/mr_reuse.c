@@ -150,13 +150,7 @@ static int64_t ask(int sock, struct command c)
 static int64_t ask_progress(int sock, struct command c, struct xt_ep *x)
 {
 	xt_send_all(sock, &c, sizeof c);
-	for (;;) {
-		struct pollfd p = {.fd = sock, .events = POLLIN};
-		if (poll(&p, 1, 0) == 1)
-			break;
-		fi_cq_read(x->txcq, NULL, 0);
-		xt_idle();
-	}
+	xt_progress_until_readable(sock, x->txcq);
 	int64_t answer;
 	xt_recv_all(sock, &answer, sizeof answer);
 	return answer;

@@ -160,12 +160,7 @@ static int target(int index, int sock)
 static int64_t ask(int sock, int op, struct xt_ep *x)
 {
 	xt_send_all(sock, &op, sizeof op);
-	for (;;) {
-		struct pollfd p = {.fd = sock, .events = POLLIN};
-		if (poll(&p, 1, 0) == 1)
-			break;
-		fi_cq_read(x->txcq, NULL, 0);
-	}
+	xt_progress_until_readable(sock, x->txcq);
 	int64_t answer;
 	xt_recv_all(sock, &answer, sizeof answer);
 	return answer;
