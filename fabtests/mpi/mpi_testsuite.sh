@@ -138,7 +138,7 @@ for d in $dirs; do
   for v in "${variants[@]}"; do
     label=$d${v:+ ($v)}
     awk '!/^#/ && NF' "$src/$d/testlist" | while read -r t rest; do
-      [[ -x $src/$d/$t ]] && echo "$t $rest"
+      if [[ -x $src/$d/$t ]]; then echo "$t $rest"; fi  # (a last one not built must not end the script)
     done >"$src/$d/testlist.built"
     path=exanet
     if [[ $v == *btl_ofi* ]]; then
