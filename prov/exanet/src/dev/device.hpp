@@ -87,6 +87,13 @@ struct dma_write {
   // that is fast at its placement whatever engine it was told to use (the emulation stages such
   // a write to just ahead of its source rather than have the kernel copy it, 4K aliasing).
   bool awaited = false;
+  // A packet of the caller's protocol that the target should take right behind the data, and
+  // only if the write landed where the target's answer said (an RMA write's report, with its
+  // remote CQ data): a backend that checks such writes at the target (dev/net's write_check)
+  // sends it with the check of the last piece, and the target's device delivers or withdraws
+  // it as it answers the check. Then dma_state::delivered is set when dma_post returns ok; a
+  // backend that does not (the emulation) leaves it clear, and the caller sends it after.
+  const packet* deliver_if_landed = nullptr;
 };
 
 /// Rights a memory registration grants to remote peers (bits of key_grant::access).
@@ -173,6 +180,7 @@ struct dma_state {
   std::uint8_t engine = 0;    // the backend's: which of its engines took this write (0: not yet)
   std::uint64_t started_ns = 0;  // the backend's: when the write started (timing its engine)
   void* in_flight = nullptr;  // the backend's: a lower operation this write waits for (dev/net)
+  bool delivered = false;     // dma_write::deliver_if_landed reached the target's protocol
 };
 
 /// How many of each resource an endpoint's device is opened with. Every backend sizes its

@@ -122,6 +122,7 @@ struct rma_request {
   std::uint8_t rechecks = 0;   // times a range's check went stale under a write (rma_write_data)
   dev::dma_state dma{};
   bool staged_any = false;  // a write of this request had not landed when dma_post returned
+  bool report_delivered = false;  // its rma_done went with the data (dma_write::deliver_if_landed)
   bool may_fault = false;   // a range is in a grant not known to be backed (key_grant::may_fault)
   // Reads: ranges [0, direct_ranges) are read by the engine (rma/read-direct), the others by
   // request (rma/read-request). Chosen once, as the ranges pass the check (read_direct: the peer

@@ -57,6 +57,27 @@ std::uint8_t ends_from_flags(std::uint16_t flags) noexcept {
                                    ((flags & wire::flag_region_end) ? wire::event_region_end : 0));
 }
 
+// The report of range seg as an rma_done packet (ack: the slot the target answers in, or none).
+dev::packet rma_done_packet(const rma_request& r, std::size_t seg, bool with_data,
+                            std::uint16_t flags) noexcept {
+  wire::rma_done d{};
+  flags |= (with_data ? wire::flag_cq_data : 0) | ends_to_flags(ends_of(r, seg)) |
+           (r.what == rma_request::role::read ? wire::flag_remote_read : 0);
+  d.hdr = wire::make_header(wire::pkt_type::rma_done, flags);
+  d.cq_data = with_data ? r.cq_data : 0;
+  d.len = r.remote[seg].len;
+  d.key_slot = r.target[seg].key_slot;
+  d.key = r.remote[seg].key;
+  d.remote_addr = r.remote[seg].addr;
+  if (flags & wire::flag_ack) {
+    d.ack_slot = r.reply_slot;
+    d.ack_gen = r.reply_gen;
+  }
+  dev::packet pkt;
+  wire::write(pkt.data(), d);
+  return pkt;
+}
+
 }  // namespace
 
 core::status endpoint::rma(const rma_args& a) noexcept {
@@ -204,6 +225,15 @@ endpoint::rma_step endpoint::rma_write_data(rma_request& r) noexcept {
     w.dst_addr = r.target[r.seg].va;
     w.len = r.remote[r.seg].len;
     w.key_slot = r.target[r.seg].key_slot;  // the registration the target checks it against
+    // A one-range write the target hears of (its counters, remote CQ data) and that asks no
+    // acknowledgement: its report may go with the data where the device can make it follow
+    // the write's fate (dev/net), a verdict's round trip sooner than rma_post_events would.
+    dev::packet report;
+    if (r.remote_count == 1 && (r.target[0].events || r.has_cq_data) && !r.delivery_complete &&
+        !r.may_fault) {
+      report = rma_done_packet(r, 0, r.has_cq_data, 0);
+      w.deliver_if_landed = &report;
+    }
     const core::status s = dev_.dma_post(w, r.dma);
     if (s == core::status::again) return rma_step::blocked;
     // An inject's copy starts where the engine stood at post (rma_now): never before it.
@@ -223,6 +253,7 @@ endpoint::rma_step endpoint::rma_write_data(rma_request& r) noexcept {
       return rma_step::released;
     }
     r.staged_any = r.staged_any || !r.dma.landed_at_post;
+    r.report_delivered = r.dma.delivered;
     r.seg_offset += w.len;
     ++r.seg;
     r.dma = {};
@@ -308,8 +339,9 @@ endpoint::rma_step endpoint::rma_post_events(rma_request& r) noexcept {
   while (r.seg < r.remote_count) {
     const bool last = r.seg + 1 == r.remote_count;
     const bool wanted = r.target[r.seg].events || (last && (r.has_cq_data || want_ack));
-    // A range read by request is counted by the target when it answers.
-    if (wanted && !read_by_request(r, r.seg)) {
+    // A range read by request is counted by the target when it answers; a report that went
+    // with the data is not sent again.
+    if (wanted && !read_by_request(r, r.seg) && !(last && r.report_delivered)) {
       const core::status s = rma_post_event(r, r.seg, last);
       if (s == core::status::again) return rma_step::blocked;
       if (!core::ok(s)) {
@@ -335,23 +367,8 @@ core::status endpoint::rma_post_event(rma_request& r, std::size_t seg, bool last
     if (s != core::status::not_supported) return s;
   }
   // By packet: FIFO behind staged data, or no event ring is left at the peer for us.
-  wire::rma_done d{};
-  std::uint16_t flags = (with_data ? wire::flag_cq_data : 0) | ends_to_flags(ends_of(r, seg)) |
-                        (r.what == rma_request::role::read ? wire::flag_remote_read : 0);
-  if (ack) {
-    if (!dev_.notify_alloc(r.reply_slot, r.reply_gen)) return core::status::again;
-    flags |= wire::flag_ack;
-    d.ack_slot = r.reply_slot;
-    d.ack_gen = r.reply_gen;
-  }
-  d.hdr = wire::make_header(wire::pkt_type::rma_done, flags);
-  d.cq_data = with_data ? r.cq_data : 0;
-  d.len = r.remote[seg].len;
-  d.key_slot = r.target[seg].key_slot;
-  d.key = r.remote[seg].key;
-  d.remote_addr = r.remote[seg].addr;
-  dev::packet pkt;
-  wire::write(pkt.data(), d);
+  if (ack && !dev_.notify_alloc(r.reply_slot, r.reply_gen)) return core::status::again;
+  const dev::packet pkt = rma_done_packet(r, seg, with_data, ack ? wire::flag_ack : 0);
   const core::status s = dev_.mailbox_send(r.peer, pkt);
   if (!core::ok(s) && ack) {
     dev_.notify_free(r.reply_slot);

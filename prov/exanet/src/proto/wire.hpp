@@ -13,11 +13,12 @@
 
 namespace exanet::proto::wire {
 
-inline constexpr std::uint8_t version = 7;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first;
+inline constexpr std::uint8_t version = 8;  // 3: optimistic RTRs (flag_optimistic), flag_rtr_first;
                                             // 4: atomic_req; 5: eager trains (eager_data,
                                             // flag_train); 6: rma_write_inline names key and
                                             // address, resolved at the target; 7: so does
-                                            // rma_done
+                                            // rma_done; 8: an rma_done may travel with its
+                                            // write's check (dma_write::deliver_if_landed)
 
 enum class pkt_type : std::uint8_t {
   env_data = 1,  // eager: envelope and payload in one packet          (eager.cpp)

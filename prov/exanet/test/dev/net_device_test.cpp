@@ -32,6 +32,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "dev/net/device.hpp"
@@ -1089,9 +1090,16 @@ int stale_write(const std::string& prov) {
     g.access = dev::rma_access::remote_write;
     return g;
   };
+  // Each write carries a report (dma_write::deliver_if_landed): a protocol packet marked with
+  // the write's number. The owner takes it only if the write landed, and then after its data:
+  // what the registration's first byte held when the report arrived is kept beside it.
+  std::vector<std::pair<std::uint8_t, std::byte>> reports;
+  const std::vector<std::byte>* landing = &a;
   const auto both = [&] {
     init.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
-    owner.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+    owner.poll_mailbox(16, [&](dev::peer_id, const dev::packet& pk) {
+      if (pk[0] == std::byte{1}) reports.emplace_back(static_cast<std::uint8_t>(pk[1]), (*landing)[0]);
+    });
   };
   const auto check = [&](dev::rma_target& t) {
     const std::uint64_t end = now_ms() + 30000;
@@ -1104,6 +1112,8 @@ int stale_write(const std::string& prov) {
   };
   std::vector<std::byte> src(len / 2, std::byte{0x5E});
   iovec v{src.data(), src.size()};
+  std::uint8_t writes = 0;
+  bool delivered = false;
   const auto write = [&](const dev::rma_target& t) {
     dev::dma_write w;
     w.peer = to_owner;
@@ -1111,13 +1121,23 @@ int stale_write(const std::string& prov) {
     w.dst_addr = t.va;
     w.len = src.size();
     w.key_slot = t.key_slot;
+    dev::packet report{};
+    report[0] = std::byte{1};  // a protocol packet's type
+    report[1] = std::byte{++writes};
+    w.deliver_if_landed = &report;
     dev::dma_state st;
     const std::uint64_t end = now_ms() + 30000;
     for (;;) {
       const core::status s = init.dma_post(w, st);
+      delivered = st.delivered;
       if (s != core::status::again || now_ms() > end) return s;
       both();
     }
+  };
+  // The reports the owner took since the last call, after polling it a little more.
+  const auto reports_taken = [&] {
+    for (int i = 0; i < 50; ++i) both();
+    return std::exchange(reports, {});
   };
   const auto all_of = [](const std::vector<std::byte>& m, std::byte v) {
     return std::all_of(m.begin(), m.end(), [v](std::byte x) { return x == v; });
@@ -1129,8 +1149,13 @@ int stale_write(const std::string& prov) {
     CHECK(owner.key_publish(grant(a), slot) == core::status::ok, "publish");
     dev::rma_target t;
     CHECK(check(t) == core::status::ok, "the first check");
+    landing = &a;
     CHECK(write(t) == core::status::ok, "the first write");
     CHECK(a[0] == std::byte{0x5E} && a[len / 2] == std::byte{0xA1}, "the first write landed");
+    CHECK(delivered, "the first write's report did not go with it");
+    auto got = reports_taken();
+    CHECK(got.size() == 1 && got[0].first == writes && got[0].second == std::byte{0x5E},
+          "the first write's report: %zu taken, or before its data", got.size());
     std::fill(a.begin(), a.end(), std::byte{0xA1});
     // Closed and registered anew, no poll in between: the initiator has not heard of it.
     owner.key_revoke(slot);
@@ -1139,15 +1164,23 @@ int stale_write(const std::string& prov) {
     CHECK(owner.sinks() == (covering ? 0u : 1u), "%s re-registration: %zu sinks",
           covering ? "a covering" : "a smaller", owner.sinks());
     const std::uint64_t stale_before = init.stale_writes();
+    const std::uint64_t withdrawn_before = owner.net_drop_counts().withdrawn;
     CHECK(write(t) == core::status::stale, "a write through the stale answer (%s) not stale",
           covering ? "covering" : "smaller");
     CHECK(init.stale_writes() == stale_before + 1, "stale writes not counted");
+    CHECK(reports_taken().empty(), "a stale write's report was delivered");
+    CHECK(owner.net_drop_counts().withdrawn == withdrawn_before + 1,
+          "a stale write's report was not withdrawn");
     CHECK(all_of(a, std::byte{0xA1}), "the closed registration's memory changed");
     if (!covering) CHECK(all_of(c, std::byte{0xC3}), "the smaller registration changed");
     // Written again after a fresh check, as proto does: it lands in the new registration.
     CHECK(check(t) == core::status::ok, "the check after the stale write");
+    landing = &next;
     CHECK(write(t) == core::status::ok, "the write after a fresh check");
     CHECK(next[0] == std::byte{0x5E}, "the write after a fresh check did not land");
+    got = reports_taken();
+    CHECK(delivered && got.size() == 1 && got[0].first == writes && got[0].second == std::byte{0x5E},
+          "the report of the write after a fresh check: %zu taken, or before its data", got.size());
     // The initiator answers the key_gone: the sink goes.
     for (int i = 0; i < 200 && owner.sinks() != 0; ++i) both();
     CHECK(owner.sinks() == 0, "a sink outlived its peer's answer");

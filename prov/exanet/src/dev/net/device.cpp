@@ -722,6 +722,16 @@ bool device::take_received(std::uint64_t incarnation, const packet& pk, peer_id&
     on_device_packet(from, pk);
     return false;
   }
+  if (pr.report != peer::next_report::none) [[unlikely]] {
+    // The report of a write whose check came just before it: it goes where the write went.
+    const bool withdraw = pr.report == peer::next_report::withdraw;
+    pr.report = peer::next_report::none;
+    if (withdraw) {
+      consumed(from);
+      ++drops_.withdrawn;
+      return false;
+    }
+  }
   return true;  // consumed when delivered
 }
 
@@ -1260,7 +1270,16 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
         c.gen = through->gen;
         c.op = op->index;
         c.op_gen = op->gen;
+        // The last piece's check takes the write's report along, if it has a credit now: the
+        // owner delivers it as it answers the check, so the report reaches the target's
+        // protocol right behind the data, not a verdict's round trip later (without a credit
+        // the caller sends it after, as before). Every earlier piece has landed (each waited
+        // for its verdict).
+        const bool report = w.deliver_if_landed && st.done + len == w.len && !st.delivered &&
+                            !pr.hello_due && can_send(pr);
+        c.then_deliver = report ? 1 : 0;
         send_uncredited(w.peer, to_packet(c));
+        if (report && core::ok(send_or_queue(w.peer, *w.deliver_if_landed))) st.delivered = true;
       }
       // The notification of a window's last piece goes now when the caller allows it
       // (notify_ahead), not when the write completes: FI_ORDER_SAW already keeps it behind
@@ -1795,6 +1814,9 @@ void device::on_write_check(peer_id from, const packet& pk) noexcept {
   // The write before it is in: it went into that registration if it is still the live one.
   c.type = static_cast<std::uint8_t>(device_packet::write_verdict);
   c.landed = c.slot < grants_.size() && c.gen != 0 && live_gen(grants_[c.slot]) == c.gen;
+  // The write's report follows (FIFO): delivered only where the data went.
+  if (c.then_deliver)
+    peers_[from].report = c.landed ? peer::next_report::deliver : peer::next_report::withdraw;
   send_uncredited(from, to_packet(c));
 }
 

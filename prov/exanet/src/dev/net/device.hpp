@@ -105,6 +105,7 @@ namespace exanet::dev::net {
 struct net_drops : drop_counts {
   std::uint64_t unknown_sender = 0;  // a packet from an incarnation that sent no hello
   std::uint64_t from_lost = 0;       // a packet from a peer we had counted lost
+  std::uint64_t withdrawn = 0;       // a write's report withdrawn: the write missed (not bad input)
 };
 
 /// What a lower message may be long and still leave whole when posted, for the lower provider
@@ -503,6 +504,9 @@ class device {
     std::uint32_t consumed = 0;   // its packets we consumed and have not given credit for
     bool hello_due = true;        // our hello has not been sent yet
     std::uint32_t queued = 0;     // our packets to it waiting in pending_ (FIFO behind them)
+    // Its write_check said its next protocol packet is the write's report: deliver it (the
+    // write landed) or withdraw it (it missed). none: a packet like any other.
+    enum class next_report : std::uint8_t { none, deliver, withdraw } report = next_report::none;
     // Our bounce ring at it: the mirror we send from (empty until first used), how far we
     // produced, and how far it told us it consumed.
     std::vector<std::byte> ring_out;

@@ -127,7 +127,10 @@ static_assert(sizeof(key_gone_packet) <= packet_bytes);
 struct write_check_packet {
   std::uint8_t type;
   std::uint8_t landed;  // write_verdict
-  std::uint8_t pad[2];
+  // write_check: the sender's next protocol packet is this write's report (dma_write::
+  // deliver_if_landed): the owner delivers it if the write landed, and withdraws it if not.
+  std::uint8_t then_deliver;
+  std::uint8_t pad;
   std::uint32_t slot;
   std::uint32_t gen;
   std::uint32_t op;
