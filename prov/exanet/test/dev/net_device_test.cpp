@@ -1064,6 +1064,17 @@ int key_reused(const std::string& prov) {
   return failures == 0 ? 0 : 1;
 }
 
+// A write of v's bytes through the owner's answer t (its key's registration), from offset 0.
+dev::dma_write write_through(dev::peer_id to, const iovec& v, const dev::rma_target& t) {
+  dev::dma_write w;
+  w.peer = to;
+  w.src = std::span<const iovec>(&v, 1);
+  w.dst_addr = t.va;
+  w.len = v.iov_len;
+  w.key_slot = t.key_slot;
+  return w;
+}
+
 // ---- a write through an answer that went stale -----------------------------------------------
 
 // The owner closes a writable registration that an initiator holds an answer about, and
@@ -1115,12 +1126,7 @@ int stale_write(const std::string& prov) {
   std::uint8_t writes = 0;
   bool delivered = false;
   const auto write = [&](const dev::rma_target& t) {
-    dev::dma_write w;
-    w.peer = to_owner;
-    w.src = std::span<const iovec>(&v, 1);
-    w.dst_addr = t.va;
-    w.len = src.size();
-    w.key_slot = t.key_slot;
+    dev::dma_write w = write_through(to_owner, v, t);
     dev::packet report{};
     report[0] = std::byte{1};  // a protocol packet's type
     report[1] = std::byte{++writes};
@@ -1191,6 +1197,60 @@ int stale_write(const std::string& prov) {
   return failures == 0 ? 0 : 1;
 }
 
+// ---- a target that leaves right after a write ------------------------------------------------
+
+// The owner answers a write's check and closes at once (a process that exits right after its
+// event: fabtests' fi_rdm_rma_event). Its close sends what it owes before its bye, and the
+// initiator, reading the write's completion, its verdict and the bye in one poll, completes the
+// write (it landed) instead of failing it for the peer's death; a later write fails at once.
+int bye_after_verdict(const std::string& prov) {
+  device owner, init;
+  dev::peer_id to_owner = dev::no_peer;
+  if (!open_owner_and_initiator(owner, init, to_owner, prov)) return 1;
+  constexpr std::uint64_t key = 0xB1E;
+  std::vector<std::byte> target(4096, std::byte{0}), src(4096, std::byte{0x7B});
+  dev::key_grant g;
+  g.key = key;
+  g.va = reinterpret_cast<std::uintptr_t>(target.data());
+  g.len = target.size();
+  g.addr_base = 0;
+  g.access = dev::rma_access::remote_write;
+  std::uint32_t slot = 0;
+  CHECK(owner.key_publish(g, slot) == core::status::ok, "publish");
+  dev::rma_target t;
+  const std::uint64_t end = now_ms() + 30000;
+  core::status s;
+  while ((s = init.rma_check(to_owner, key, 0, src.size(), dev::rma_access::remote_write, t)) ==
+             core::status::again && now_ms() < end) {
+    init.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+    owner.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+  }
+  CHECK(s == core::status::ok, "the check");
+  iovec v{src.data(), src.size()};
+  const dev::dma_write w = write_through(to_owner, v, t);
+  dev::dma_state st;
+  CHECK(init.dma_post(w, st) == core::status::again, "the write did not wait for its verdict");
+  // Only the owner progresses: the data lands, the check is answered; then it leaves.
+  for (int i = 0; i < 2000 && target[0] != std::byte{0x7B}; ++i) {
+    owner.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+    usleep(100);
+  }
+  CHECK(target[0] == std::byte{0x7B} && target.back() == std::byte{0x7B}, "the write did not land");
+  for (int i = 0; i < 20; ++i) owner.poll_mailbox(16, [](dev::peer_id, const dev::packet&) {});
+  owner.close();
+  usleep(200 * 1000);  // everything the owner sent is at the initiator, for one poll to read
+  while ((s = init.dma_post(w, st)) == core::status::again && now_ms() < end)
+    init.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+  CHECK(s == core::status::ok, "a write that landed and was confirmed before the owner's bye: "
+        "status %d", static_cast<int>(s));
+  dev::dma_state next;
+  s = init.dma_post(w, next);
+  CHECK(s == core::status::peer_dead, "a write after the owner's bye: status %d (not lost)",
+        static_cast<int>(s));
+  std::printf("bye_after_verdict: %s\n", failures == 0 ? "ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   alarm(120);  // a hang is a failure
   const std::string mode = argc > 1 ? argv[1] : "pair";
@@ -1223,6 +1283,7 @@ int main(int argc, char** argv) {
   if (mode == "credit") return credit_return(argc > 2 ? argv[2] : "tcp");
   if (mode == "key_reused") return key_reused(argc > 2 ? argv[2] : "tcp");
   if (mode == "stale_write") return stale_write(argc > 2 ? argv[2] : "tcp");
+  if (mode == "bye_after_verdict") return bye_after_verdict(argc > 2 ? argv[2] : "tcp");
   if (mode == "lost") {
     const int rc = lost_peers(argc > 2 ? argv[2] : "tcp");
     std::printf("net_device_test lost: %s\n", rc == 0 ? "ok" : "FAILED");

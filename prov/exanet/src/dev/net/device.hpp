@@ -689,6 +689,10 @@ class device {
   void flush_pending() noexcept;
   void push_queued(peer_id p) noexcept;
   void drive() noexcept;
+  /// close's goodbye: what is queued leaves, then a bye to each peer told of us, confirmed by
+  /// its send completion, for at most bye_linger_ms.
+  void say_bye() noexcept;
+  static constexpr unsigned bye_linger_ms = 2000;
   bool pushing_ = false;  // push_queued is driving the lower provider (no nested push)
   core::status ready_to_send(peer_id p) noexcept;
   static constexpr unsigned push_limit_ms = 50;
