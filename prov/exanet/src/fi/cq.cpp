@@ -9,6 +9,7 @@
 #include <new>
 
 #include "core/lock.hpp"
+#include "core/log.hpp"
 #include "dev/device.hpp"
 #include "fi/domain.hpp"
 #include "fi/enosys.hpp"
@@ -177,6 +178,9 @@ ssize_t cq_readerr(fid_cq* f, fi_cq_err_entry* e, uint64_t flags) noexcept {
   e->prov_errno = c.prov_errno;
   e->err_data = err_data;
   e->err_data_size = 0;
+  // What an application that aborts on an error completion prints seldom says which it was.
+  EXANET_LOG(info, cq, "error completion read: %s (err %d), flags 0x%llx, len %zu, context %p",
+             fi_strerror(c.err), c.err, static_cast<unsigned long long>(c.flags), c.len, c.context);
   q.entries.pop();
   return 1;
 }

@@ -542,6 +542,10 @@ void endpoint::on_rma_read_req(dev::peer_id from, const dev::packet& pkt) noexce
     if (t.events)
       rma_access_landed(from, t.key_slot, true, ends_from_flags(q.hdr.flags), q.len, false, 0);
   } else {
+    EXANET_LOG(info, ep_data, "read of port %u refused: key 0x%llx addr 0x%llx len %llu: %s",
+               dev_.peer_address(from).port, static_cast<unsigned long long>(q.key),
+               static_cast<unsigned long long>(q.remote_addr),
+               static_cast<unsigned long long>(q.len), fi_strerror(-core::to_int(s)));
     r->reply_status = core::to_int(s);  // the reply carries the refusal; no data moves
     r->total = 0;
   }
