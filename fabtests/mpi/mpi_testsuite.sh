@@ -5,8 +5,9 @@
 # exanet alone stands out from what the MPI library or the test itself gets wrong.
 #   MPI=ompi   Debian's Open MPI: exanet through pml cm / mtl ofi; references: pml ob1 with
 #              vader, and pml cm / mtl ofi over libfabric's tcp. rma runs twice: with osc pt2pt
-#              (over the pml) and with osc rdma over btl ofi (exanet's RMA and atomics; no
-#              reference: btl ofi does not start over tcp and crashes over shm in 1.17).
+#              (over the pml) and with osc rdma over btl ofi (exanet's RMA and atomics; its
+#              reference is btl ofi over libfabric's sockets provider: btl ofi does not start
+#              over tcp and crashes over shm in 1.17).
 #   MPI=mpich  MPICH ch4:ofi, built by fabtests/bench/mpich_build.sh (tens of minutes, once),
 #              MPICH's shared memory off (MPIR_CVAR_NOLOCAL=1); references: ch4:ofi over
 #              libfabric's shm and over tcp.
@@ -63,6 +64,7 @@ case $mpi in
     paths[vader]="$common --mca pml ob1 --mca btl self,vader"
     paths[tcp]="$cm --mca mtl_ofi_provider_include tcp --mca btl self -x FI_PROVIDER=tcp"
     refs="vader tcp"
+    paths[sockets_rdma]="$cm --mca mtl_ofi_provider_include sockets --mca btl_ofi_provider_include sockets -x FI_PROVIDER=sockets"
     # Open MPI 4.1 declares the MPI-1 functions MPI-3 removed (dtpools uses some) only on request;
     # --enable-strictmpi leaves out the tests of MPICH's own extensions.
     cflags="-O2 -DOMPI_OMIT_MPI1_COMPAT_DECLS=0" strict=--enable-strictmpi
@@ -134,29 +136,30 @@ exanet_only=0
 for d in $dirs; do
   variants=("")
   [[ $mpi == ompi && $d == rma ]] &&
-    variants=("--mca osc pt2pt" "--mca osc rdma --mca btl ofi,self --mca btl_ofi_provider_include exanet")
+    variants=("--mca osc pt2pt" "--mca osc rdma --mca btl ofi,self")
   for v in "${variants[@]}"; do
     label=$d${v:+ ($v)}
     awk '!/^#/ && NF' "$src/$d/testlist" | while read -r t rest; do
       if [[ -x $src/$d/$t ]]; then echo "$t $rest"; fi  # (a last one not built must not end the script)
     done >"$src/$d/testlist.built"
     path=exanet
-    if [[ $v == *btl_ofi* ]]; then
+    path_refs=$refs
+    if [[ $v == *"osc rdma"* ]]; then
       # btl ofi brings its own btl list: the exanet path without "--mca btl self".
-      paths[exanet_rdma]="${paths[exanet]/--mca btl self/}"
-      path=exanet_rdma
+      paths[exanet_rdma]="${paths[exanet]/--mca btl self/} --mca btl_ofi_provider_include exanet"
+      path=exanet_rdma path_refs=sockets_rdma
     fi
     run "$d" "$path" "$src/$d/testlist.built" "$v"
     total=$(grep -c '^ok\|^not ok' "$out/${d//\//_}_$path.tap" || true)
     bad=$(failed "$out/${d//\//_}_$path.tap" | sort -u)
     echo "== $label: $total tests, $(failed "$out/${d//\//_}_$path.tap" | wc -l) failed over exanet"
     [[ -z $bad ]] && continue
-    # The failed tests' lines of the list, rerun over each reference (osc rdma has none).
+    # The failed tests' lines of the list, rerun over each reference.
     awk 'NR == FNR { n[$1] = 1; next } ($1 in n)' <(echo "$bad" | awk '{ print $1 }') \
       "$src/$d/testlist.built" >"$src/$d/testlist.failed"
     declare -A verdict=()
-    if [[ $path == exanet ]]; then
-      for r in $refs; do
+    if [[ -n $path_refs ]]; then
+      for r in $path_refs; do
         rerun "$d" "$r" "$src/$d/testlist.failed" "$v"
         # A reference passes a test only if its TAP says so; one absent from it did not run.
         while read -r name np; do verdict[$r:$name]=pass; done < <(passed "$out/${d//\//_}_$r.tap")
@@ -166,8 +169,8 @@ for d in $dirs; do
     while read -r name np; do
       line="   $name ($np ranks):"
       passes_all=1
-      if [[ $path == exanet ]]; then
-        for r in $refs; do
+      if [[ -n $path_refs ]]; then
+        for r in $path_refs; do
           case ${verdict[$r:$name]:-none} in
             pass) line+=" $r passes;" ;;
             fail) line+=" $r fails too;"; passes_all=0 ;;
