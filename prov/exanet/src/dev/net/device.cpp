@@ -1396,21 +1396,21 @@ void device::say_bye() noexcept {
         all_said = false;
         break;
       }
-      op->what = op_context::kind::bounce;  // freed by its completion (on_tx_done)
+      // A bounce message of its header alone: freed by its completion (on_tx_done).
+      op->what = op_context::kind::bounce;
       op->to = p;
       op->len = 0;
       op->count = 0;
       op->header = {};
       op->header[0] = static_cast<std::byte>(device_packet::bye);
-      const ssize_t rc = fi_senddata(ep_, op->header.data(), packet_bytes, nullptr,
-                                     self_.incarnation, pr.fa, op);
-      if (rc == 0) {
+      const core::status s = send_bounce(*op);
+      if (core::ok(s)) {
         said[p] = true;
         sent.push_back({op, op->gen});
         continue;
       }
       free_op(*op);
-      if (rc == -FI_EAGAIN) {
+      if (s == core::status::again) {
         all_said = false;
       } else {
         said[p] = true;  // the lower endpoint refuses sends to it: nothing more will go
@@ -1427,7 +1427,6 @@ void device::say_bye() noexcept {
     }
   }
 }
-
 
 void device::send_signal(peer_id p, device_packet type, std::uint8_t arg) noexcept {
   // Liveness packets take no credit: the receiver handles them at once, like credit packets.
