@@ -15,12 +15,16 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <utility>
 #include <span>
 #include <vector>
+
+#include <unistd.h>
 
 #include "dev/net/device.hpp"
 #include "dev/net/wire.hpp"
@@ -94,6 +98,34 @@ class forger {
   }
 
   // A hello as dev/net sends one, with this incarnation and ring size (log2; 0: none said).
+  // Injects n copies of bytes and never reads its CQ (a peer that asks and does not read the
+  // answers), progressing the target every 64; false if the lower endpoint refused for 10 s.
+  template <class Progress>
+  bool inject_unread(std::span<const std::byte> bytes, std::uint64_t data, std::size_t n,
+                     Progress&& progress) {
+    for (std::size_t i = 0; i < n; ++i) {
+      const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      ssize_t rc;
+      while ((rc = fi_injectdata(ep_, bytes.data(), bytes.size(), data, target_)) == -FI_EAGAIN) {
+        progress();
+        if (std::chrono::steady_clock::now() > end) return false;
+      }
+      if (rc != 0) return false;
+      if (i % 64 == 0) progress();
+    }
+    return true;
+  }
+  // Reads its CQ (the target's answers reach it) for ms, progressing the target too.
+  template <class Progress>
+  void read_for(int ms, Progress&& progress) {
+    const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (std::chrono::steady_clock::now() < end) {
+      fi_cq_data_entry e[16];
+      (void)fi_cq_read(cq_, e, 16);
+      progress();
+    }
+  }
+
   wire::hello_packet hello(std::uint64_t incarnation, std::uint8_t ring_log2) const {
     wire::hello_packet h{};
     h.type = static_cast<std::uint8_t>(device_packet::hello);
@@ -290,6 +322,54 @@ TEST_F(net_forged, write_checks_verdicts_and_close_answers_are_checked) {
   EXPECT_EQ(got[0].second, protocol_packet(2));
   EXPECT_EQ(drops.bad_field, before + 2);
   EXPECT_EQ(target_.sinks(), 0u);
+}
+
+// A peer of the same protection domain that asks (write_checks, which take no credit) and never
+// reads the answers: the target answers it only so far (its lower provider would otherwise
+// hold every verdict: 601088 in 10 s and 430 MB measured before the bound), drops the rest, and
+// answers again once the peer reads.
+TEST_F(net_forged, a_peer_that_asks_and_never_reads_is_answered_only_so_far) {
+  forger_ = std::make_unique<forger>(target_.local_address());
+  forger& f = *forger_;
+  ASSERT_TRUE(f.ok()) << "no tcp;ofi_rxm endpoint for the forger";
+  const net_drops& drops = target_.net_drop_counts();
+  constexpr std::uint64_t me = 0x8888;
+  ASSERT_TRUE(send(bytes_of(f.hello(me, 13)), me));
+  ASSERT_TRUE(send(bytes_of(protocol_packet(1)), me));
+  const auto got = poll_for(300);
+  ASSERT_EQ(got.size(), 1u);
+  const peer_id asker = got[0].first;
+  wire::write_check_packet c{};
+  c.type = static_cast<std::uint8_t>(device_packet::write_check);
+  c.slot = 0xFFFFu;  // no registration: each is answered "missed"
+  c.gen = 3;
+  const std::vector<std::byte> question = bytes_of(to_packet(c));
+  const auto resident_kib = [] {
+    long pages = 0, resident = 0;
+    if (FILE* s = std::fopen("/proc/self/statm", "r")) {
+      if (std::fscanf(s, "%ld %ld", &pages, &resident) != 2) resident = 0;
+      std::fclose(s);
+    }
+    return resident * (sysconf(_SC_PAGESIZE) / 1024);
+  };
+  const long before_kib = resident_kib();
+  std::uint32_t most_unread = 0;
+  ASSERT_TRUE(f.inject_unread(question, me, 300000, [&] {
+    progress();
+    most_unread = std::max(most_unread, target_.answers_unread(asker));
+  }));
+  for (int i = 0; i < 2000; ++i) progress();  // every question read
+  most_unread = std::max(most_unread, target_.answers_unread(asker));
+  EXPECT_LE(most_unread, device::answer_bound());
+  EXPECT_GT(drops.unanswered, 0u) << "every question of a peer that never reads was answered";
+  EXPECT_LT(resident_kib() - before_kib, 32 * 1024) << "the unread answers grew the process";
+  // The peer reads: its answers leave, and a question is answered again.
+  f.read_for(500, [&] { progress(); });
+  EXPECT_LT(target_.answers_unread(asker), device::answer_bound());
+  const std::uint64_t dropped = drops.unanswered;
+  ASSERT_TRUE(f.inject_unread(question, me, 1, [&] { progress(); }));
+  for (int i = 0; i < 200; ++i) progress();
+  EXPECT_EQ(drops.unanswered, dropped) << "a question after the peer read was dropped";
 }
 
 }  // namespace

@@ -229,6 +229,10 @@ core::status device::open(const open_params& p) noexcept {
     if (i >= receive_buffers) free_ops_.push_back(i);
   }
   for (std::uint32_t b = 0; b < receive_buffers; ++b) ops_[b].what = op_context::kind::receive;
+  answer_slots_.assign(answer_slot_count, answer_slot{});
+  free_answer_slots_.resize(answer_slot_count);
+  for (std::uint32_t i = 0; i < answer_slot_count; ++i)
+    free_answer_slots_[i] = static_cast<std::uint32_t>(answer_slot_count - 1 - i);
   if (started_)  // started already (above): its buffers go to the lower provider now
     for (std::uint32_t b = 0; b < receive_buffers; ++b)
       if (core::status s = post_receive(b); !core::ok(s)) {
@@ -576,6 +580,7 @@ void device::flush_pending() noexcept {
     if (peers_[q.to].dead) {  // never read: it must not hold up the packets behind it
       if (q.bounce) free_op(*q.bounce);
       --peers_[q.to].queued;
+      if (q.answer) --peers_[q.to].answers_queued;
       pending_.pop_front();
       continue;
     }
@@ -583,6 +588,7 @@ void device::flush_pending() noexcept {
     if (s == core::status::again) return;
     if (!core::ok(s) && q.bounce) free_op(*q.bounce);  // never sent: nothing will complete it
     --peers_[q.to].queued;
+    if (q.answer) --peers_[q.to].answers_queued;
     pending_.pop_front();
   }
 }
@@ -681,7 +687,16 @@ bool device::take_received(std::uint64_t incarnation, const packet& pk, peer_id&
   }
   pr.heard = true;
   switch (static_cast<device_packet>(type)) {
-    case device_packet::ping: send_signal(from, device_packet::pong); return false;
+    case device_packet::ping: {
+      if (pr.hello_due) {  // it must know our incarnation first (send_signal sends the hello)
+        send_signal(from, device_packet::pong);
+        return false;
+      }
+      packet pong{};
+      pong[0] = static_cast<std::byte>(device_packet::pong);
+      send_answer(from, pong);
+      return false;
+    }
     case device_packet::pong: return false;
     case device_packet::bye: mark_dead(from); return false;
     case device_packet::intake: pr.intake_held = pk[1] != std::byte{0}; return false;
@@ -787,6 +802,7 @@ void device::on_device_packet(peer_id from, const packet& pk) noexcept {
 void device::on_cq_error() noexcept {
   fi_cq_err_entry err{};
   if (fi_cq_readerr(cq_, &err, 0) != 1) return;
+  if (answer_slot* a = answer_of(err.op_context)) return on_answer_done(*a);  // the peer is gone
   auto* op = static_cast<op_context*>(err.op_context);
   if (op && (op->what == op_context::kind::write || op->what == op_context::kind::bounce)) {
     on_tx_done(op, err.err ? err.err : FI_EIO);
@@ -797,7 +813,14 @@ void device::on_cq_error() noexcept {
   if (op && op->what == op_context::kind::receive && (err.flags & FI_MULTI_RECV)) repost(op);
 }
 
+void device::on_answer_done(answer_slot& a) noexcept {
+  if (a.to < peers_.size() && peers_[a.to].answers_out > 0) --peers_[a.to].answers_out;
+  a.to = no_peer;
+  free_answer_slots_.push_back(static_cast<std::uint32_t>(&a - answer_slots_.data()));
+}
+
 void device::on_tx_done(void* ctx, int err) noexcept {
+  if (answer_slot* a = answer_of(ctx)) return on_answer_done(*a);
   auto* op = static_cast<op_context*>(ctx);
   if (op && op->what == op_context::kind::bounce) {
     // Its bytes stay in the ring mirror until the receiver consumes them; the operation is done.
@@ -1511,6 +1534,7 @@ void device::forget_dead_peer(peer_id p) noexcept {
   });
   std::erase_if(answers_due_, [p](const pending_packet& q) { return q.to == p; });
   pr.queued = 0;
+  pr.answers_queued = 0;
   // Packets it sent before it was lost and that wait in held_ are still delivered: it did send
   // them (as the emulation delivers what a dead peer left in the mailbox).
 }
@@ -1839,14 +1863,53 @@ void device::announce_gone() noexcept {
 void device::send_uncredited(peer_id p, const packet& pk) noexcept {
   peer& pr = peers_[p];
   if (pr.queued == 0 && inject(p, pk) == core::status::ok) return;
+  queue_uncredited(p, pk, false);
+}
+
+void device::queue_uncredited(peer_id p, const packet& pk, bool answer) noexcept {
+  peer& pr = peers_[p];
   try {
-    pending_.push_back({p, pk});
+    pending_.push_back({p, pk, nullptr, answer});
     ++pr.queued;
+    if (answer) ++pr.answers_queued;
   } catch (...) {
     // Lost: a key_gone leaves the peer its answer (its writes through it reach the sink, or
     // are refused); a write_check or its verdict leaves the writer waiting until the peer is
     // lost.
   }
+}
+
+void device::send_answer(peer_id p, const packet& pk) noexcept {
+  peer& pr = peers_[p];
+  if (pr.answers_out + pr.answers_queued >= answers_per_peer) [[unlikely]] {
+    ++drops_.unanswered;
+    EXANET_LOG_ONCE(warn, core, "network backend: peer %u leaves %u answers unread; its further "
+                    "questions are dropped until it reads", p, pr.answers_out + pr.answers_queued);
+    return;
+  }
+  if (bundle_) flush_bundle();  // what waits in it was first (and may queue: FIFO below)
+  if (pr.queued == 0) {
+    if (free_answer_slots_.empty()) {  // many askers at once: an inject, as before the slots
+      if (inject_now(p, pk) == core::status::ok) return;
+    } else {
+      answer_slot& a = answer_slots_[free_answer_slots_.back()];
+      a.pk = pk;
+      a.to = p;
+      const ssize_t rc = fi_senddata(ep_, a.pk.data(), packet_bytes, nullptr, self_.incarnation,
+                                     pr.fa, &a.ctx);
+      if (rc == 0) {
+        free_answer_slots_.pop_back();
+        ++pr.answers_out;
+        bytes_sent_ += packet_bytes;
+        ++lower_sends_;
+        burst_to_ = p;
+        return;
+      }
+      a.to = no_peer;
+      if (rc != -FI_EAGAIN) return;  // the lower endpoint refuses sends to it: nobody to answer
+    }
+  }
+  queue_uncredited(p, pk, true);
 }
 
 void device::on_key_gone(peer_id from, const packet& pk) noexcept {
@@ -1868,7 +1931,7 @@ void device::on_key_gone(peer_id from, const packet& pk) noexcept {
   });
   key_gone_packet a = k;
   a.ack = 1;
-  send_uncredited(from, to_packet(a));
+  send_answer(from, to_packet(a));
 }
 
 void device::on_write_check(peer_id from, const packet& pk) noexcept {
@@ -1879,7 +1942,7 @@ void device::on_write_check(peer_id from, const packet& pk) noexcept {
   // The write's report follows (FIFO): delivered only where the data went.
   if (c.then_deliver)
     peers_[from].report = c.landed ? peer::next_report::deliver : peer::next_report::withdraw;
-  send_uncredited(from, to_packet(c));
+  send_answer(from, to_packet(c));
 }
 
 void device::on_write_verdict(peer_id from, const packet& pk) noexcept {

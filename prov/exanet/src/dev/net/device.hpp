@@ -106,6 +106,8 @@ struct net_drops : drop_counts {
   std::uint64_t unknown_sender = 0;  // a packet from an incarnation that sent no hello
   std::uint64_t from_lost = 0;       // a packet from a peer we had counted lost
   std::uint64_t withdrawn = 0;       // a write's report withdrawn: the write missed (not bad input)
+  std::uint64_t unanswered = 0;      // a question (write_check, key_gone, ping) from a peer that
+                                     // holds answers_per_peer answers of ours unread: dropped
 };
 
 /// What a lower message may be long and still leave whole when posted, for the lower provider
@@ -365,6 +367,11 @@ class device {
             .network_sleepable = sleepable() ? 1u : 0u};
   }
   const net_drops& net_drop_counts() const noexcept { return drops_; }
+  /// Answers to p that the lower provider holds or we queue (answers_per_peer at most).
+  std::uint32_t answers_unread(peer_id p) const noexcept {
+    return p < peers_.size() ? peers_[p].answers_out + peers_[p].answers_queued : 0;
+  }
+  static constexpr std::uint32_t answer_bound() noexcept { return answers_per_peer; }
   /// Writes through an answer that went stale before they landed (dma_post said stale).
   std::uint64_t stale_writes() const noexcept { return stale_writes_; }
   /// Closed registrations whose lower key still leads to a sink (leave_sink).
@@ -504,6 +511,8 @@ class device {
     std::uint32_t consumed = 0;   // its packets we consumed and have not given credit for
     bool hello_due = true;        // our hello has not been sent yet
     std::uint32_t queued = 0;     // our packets to it waiting in pending_ (FIFO behind them)
+    std::uint32_t answers_out = 0;     // answers to it sent with a completion, not completed yet
+    std::uint32_t answers_queued = 0;  // answers to it in pending_
     // Its write_check said its next protocol packet is the write's report: deliver it (the
     // write landed) or withdraw it (it missed). none: a packet like any other.
     enum class next_report : std::uint8_t { none, deliver, withdraw } report = next_report::none;
@@ -529,6 +538,7 @@ class device {
     peer_id to = 0;
     packet pk{};
     op_context* bounce = nullptr;  // a bounce message (pk is its header): sent with its bytes
+    bool answer = false;           // counted in its peer's answers_queued
   };
   struct grant_slot {
     key_grant g{};
@@ -573,8 +583,12 @@ class device {
   bool sink_yields(std::uint64_t key, const key_grant& g) noexcept;
   void on_write_check(peer_id from, const packet& pk) noexcept;
   void on_write_verdict(peer_id from, const packet& pk) noexcept;
-  /// A device packet that takes no credit, now or FIFO behind what is queued to p.
+  /// A device packet that takes no credit (a question: write_check, key_gone), now or FIFO
+  /// behind what is queued to p.
   void send_uncredited(peer_id p, const packet& pk) noexcept;
+  /// An answer to such a question (see answer_slot): bounded per peer, else as send_uncredited.
+  void send_answer(peer_id p, const packet& pk) noexcept;
+  void queue_uncredited(peer_id p, const packet& pk, bool answer) noexcept;
   static std::uint32_t live_gen(const grant_slot& gs) noexcept {
     return std::atomic_ref<std::uint32_t>(const_cast<std::uint32_t&>(gs.gen))
         .load(std::memory_order_acquire);
@@ -637,6 +651,32 @@ class device {
   core::status start(bool sleepers) noexcept;
   bool started_ = false;
   void on_cq_error() noexcept;
+  /// An answer to a question that takes no credit (write_verdict, key_gone ack, pong). It goes
+  /// with a completion, unlike an inject, so that what a peer leaves unread is seen: the lower
+  /// provider completes a send once the peer's connection took it, and stops taking more when
+  /// the peer does not read. A peer holding answers_per_peer answers (sent and not completed,
+  /// or queued) gets no more: its further questions are dropped (drops_.unanswered). An honest
+  /// peer stays far below: each of its write_checks waits for its verdict (one per lower
+  /// operation, 256 at most), and it pings once per quarter of lost_after_ms. Without a free
+  /// slot (many askers at once) an answer goes as an inject, as before slots existed.
+  struct answer_slot {
+    fi_context2 ctx{};
+    packet pk{};  // the lower provider reads it until the send completes
+    peer_id to = no_peer;
+  };
+  static constexpr std::uint32_t answers_per_peer = 320;
+  static constexpr std::size_t answer_slot_count = 1024;
+  std::vector<answer_slot> answer_slots_;
+  std::vector<std::uint32_t> free_answer_slots_;
+  /// ctx's answer slot, if it is one (nullptr: an op_context).
+  answer_slot* answer_of(void* ctx) noexcept {
+    auto* a = static_cast<answer_slot*>(ctx);
+    return !answer_slots_.empty() && a >= answer_slots_.data() &&
+                   a < answer_slots_.data() + answer_slots_.size()
+               ? a
+               : nullptr;
+  }
+  void on_answer_done(answer_slot& a) noexcept;
   void on_tx_done(void* ctx, int err) noexcept;
   void repost(void* ctx) noexcept;
   core::status post_receive(std::uint32_t buffer) noexcept;
