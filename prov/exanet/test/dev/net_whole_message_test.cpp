@@ -3,6 +3,7 @@
 // assumes the lower provider sends whole when posted, from its name and the ofi_rxm parameters of
 // this process. Each expectation is a behaviour measured with fi_pingpong over the provider named
 // (see the function's comment); the rest are the clamps and the values ofi_rxm would not parse.
+#include <cstdio>
 #include <gtest/gtest.h>
 
 #include "dev/net/device.hpp"
@@ -27,6 +28,15 @@ TEST(lower_whole_message_bytes, rxm_buffer_size_is_followed) {
   EXPECT_EQ(whole("tcp;ofi_rxm", "17408"), 17408u);
   EXPECT_EQ(whole("verbs;ofi_rxm", "32768"), 32 * kib);
   EXPECT_EQ(whole("tcp;ofi_rxm", "8192"), 8 * kib);
+}
+
+TEST(lower_whole_message_bytes, exanets_own_choice_is_cut_to_a_quarter_receive_buffer) {
+  // rxm_buffer_choice leaves room for rxm's header above the 64 KiB a default receive buffer's
+  // quarter takes: exanet's lower messages stop there, and each is one rxm eager message.
+  char choice[24];
+  std::snprintf(choice, sizeof choice, "%zu", rxm_buffer_choice);
+  EXPECT_EQ(whole("tcp;ofi_rxm", choice, nullptr, 64 * kib), 64 * kib);
+  EXPECT_GT(rxm_buffer_choice, 64 * kib);
 }
 
 TEST(lower_whole_message_bytes, a_larger_eager_limit_counts_over_a_byte_stream_only) {

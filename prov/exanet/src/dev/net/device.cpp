@@ -81,8 +81,14 @@ bool choose_lower_settings(std::string_view lower_provider) noexcept {
   char value[24];
   std::snprintf(value, sizeof value, "%zu", rxm_buffer_choice);
   if (setenv("FI_OFI_RXM_BUFFER_SIZE", value, 0) != 0) return false;
-  EXANET_LOG(info, core, "network backend: FI_OFI_RXM_BUFFER_SIZE=%s chosen for ofi_rxm (a 16 KiB "
-             "message as one lower message); set it to keep another value", value);
+  // The receive count only with the size: a count the process set stays, with our size.
+  char rx[24];
+  const char* rx_kept = std::getenv("FI_OFI_RXM_MSG_RX_SIZE");
+  std::snprintf(rx, sizeof rx, "%zu", rxm_msg_rx_choice);
+  if (!rx_kept && setenv("FI_OFI_RXM_MSG_RX_SIZE", rx, 0) != 0) std::snprintf(rx, sizeof rx, "rxm's");
+  EXANET_LOG(info, core, "network backend: FI_OFI_RXM_BUFFER_SIZE=%s chosen for ofi_rxm (every "
+             "lower message whole), FI_OFI_RXM_MSG_RX_SIZE=%s%s; set FI_OFI_RXM_BUFFER_SIZE to "
+             "keep rxm's own", value, rx_kept ? rx_kept : rx, rx_kept ? " (the process's)" : "");
   return true;
 }
 

@@ -131,21 +131,32 @@ inline constexpr std::size_t native_whole_bytes = 65536;
 inline constexpr std::size_t whole_message_min = 4096;
 static_assert(whole_message_min > wire::bundle_bytes(0, wire::max_bundle_packets));
 
-/// The ofi_rxm buffer size exanet chooses where the process set none: a 16 KiB medium message,
-/// its header and an eager train's packets then leave as one lower message; with rxm's default
-/// 16384 they take two (BENCHMARKS.md, 2026-12-04 20:31: 16 KiB latency across two namespaces
-/// 27.4-28.4 us with two, 17.6-20.6 with one).
-inline constexpr std::size_t rxm_buffer_choice = 17408;
+/// The ofi_rxm buffer size exanet chooses where the process set none: 64 KiB and room for
+/// rxm's header, so that every lower message exanet sends (at most a quarter of a receive
+/// buffer, 64 KiB with the default 256 KiB: lower_whole_message_bytes) leaves whole, as one rxm
+/// eager message: a 16 KiB medium message with its header and an eager train's packets, and a
+/// burst of medium messages up to 64 KiB of them (with rxm's default 16384 a 16 KiB message
+/// took two lower messages, BENCHMARKS.md 2026-12-04 20:31; 17408, the choice until
+/// 2026-12-06, carried one 16 KiB message or two 8 KiB ones: streaming 4-16 KiB across two
+/// namespaces moved half of what it moves at 66560, BENCHMARKS.md 2026-12-06).
+inline constexpr std::size_t rxm_buffer_choice = 66560;
 static_assert(rxm_buffer_choice >= wire::bundle_bytes(16384, wire::train_room));
+static_assert(rxm_buffer_choice >= 65536 + 1024);
+/// The receive buffers ofi_rxm posts to its shared receive context where the process set
+/// FI_OFI_RXM_MSG_RX_SIZE to none and exanet chose the buffer size: 1024 of 66560 bytes hold
+/// what rxm's default 4096 of 16384 hold. rxm fills its pools when the endpoint opens; at 66560
+/// with 4096 a process grew from 102 to 343 MB resident, with 1024 to 145 MB.
+inline constexpr std::size_t rxm_msg_rx_choice = 1024;
 
 /// Called once, when the provider loads (fi_prov_ini), if the network backend is on: when the
 /// lower provider is one libfabric layers under ofi_rxm (tcp, verbs, or a name with ";ofi_rxm")
 /// and FI_OFI_RXM_BUFFER_SIZE is unset, sets it to rxm_buffer_choice in this process's
-/// environment, and logs it. libfabric loads external providers such as exanet before it
-/// initialises its own, ofi_rxm among them, so rxm reads the value afterwards (test
-/// net.rxm_buffer_choice reads rxm's own log). Every process of a job that turns the network on
-/// makes the same choice, as rxm requires (it refuses a peer of another eager size); a value
-/// the user set is kept. Returns whether it set the variable.
+/// environment, and FI_OFI_RXM_MSG_RX_SIZE to rxm_msg_rx_choice if that is unset too, and logs
+/// it. libfabric loads external providers such as exanet before it initialises its own,
+/// ofi_rxm among them, so rxm reads the values afterwards (test net.rxm_buffer_choice reads
+/// rxm's own log). Every process of a job that turns the network on makes the same choice, as
+/// rxm requires (it refuses a peer of another eager size); a value the user set is kept.
+/// Returns whether it set the buffer size.
 bool choose_lower_settings(std::string_view lower_provider) noexcept;
 
 class device {
