@@ -145,7 +145,7 @@ static_assert(rxm_buffer_choice >= 65536 + 1024);
 /// The receive buffers ofi_rxm posts to its shared receive context where the process set
 /// FI_OFI_RXM_MSG_RX_SIZE to none and exanet chose the buffer size: 1024 of 66560 bytes hold
 /// what rxm's default 4096 of 16384 hold. rxm fills its pools when the endpoint opens; at 66560
-/// with 4096 a process grew from 102 to 343 MB resident, with 1024 to 145 MB.
+/// with 4096 a process grew from 101 to 343 MB resident, with 1024 to 145 MB.
 inline constexpr std::size_t rxm_msg_rx_choice = 1024;
 
 /// Called once, when the provider loads (fi_prov_ini), if the network backend is on: when the
