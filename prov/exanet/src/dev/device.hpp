@@ -224,6 +224,7 @@ struct open_params {
   /// For a backend that carries the primitives to other hosts over one of libfabric's own
   /// network providers (dev/net); the others ignore it.
   struct network {
+    static constexpr std::uint32_t default_receive_bytes = 1 << 18;
     // Which peers a device that has both backends (dev/hybrid) reaches over the network: none
     // (the network side is not opened), those of other hosts, or every peer (to test or
     // measure the network path on one host; every process of a job must choose the same).
@@ -231,7 +232,7 @@ struct open_params {
     std::string provider = "tcp";  // the lower provider (fi_info's prov_name, first of its stack)
     std::string node;              // local address to bind (empty: the lower provider's first)
     std::uint32_t credits = 128;   // packets a sender may have unconsumed at a receiver
-    std::uint32_t receive_bytes = 1 << 18;  // each of the two multi-receive buffers
+    std::uint32_t receive_bytes = default_receive_bytes;  // each of the two multi-receive buffers
     // A peer silent for lost_after_ms / 4 is pinged, one silent for lost_after_ms is lost. The
     // lower provider hides a dead peer (tcp;ofi_rxm retries the connection for ever and fails
     // nothing), so silence is the signal; a peer that closes says bye and is lost at once. A live
@@ -385,6 +386,12 @@ concept device =
       // may have something to hand over (false: none has; a few loads, no side effect). Lets an
       // idle progress call return without calling each.
       { cd.has_arrivals() } noexcept -> std::same_as<bool>;
+      // credit_coming(peer), after mailbox_reserve said again: true when the packet credit will
+      // come back as the receiver progresses and it is worth waiting for (the caller says
+      // "again" to its own caller) rather than taking a protocol that needs no credit; false
+      // once such a wait has lasted long enough that the receiver may not be progressing (the
+      // emulation: false at once, as for the ring).
+      { d.mailbox_credit_coming(p) } noexcept -> std::same_as<bool>;
       // After a peer died: skips a slot it claimed and never published (false once unstuck).
       { d.mailbox_unstick() } noexcept -> std::same_as<bool>;
       // The receiver's intake bound (proto/intake.cpp): held, senders send no message packets.
@@ -534,6 +541,7 @@ class interface_of : private D {
   using D::mailbox_unstick;
   using D::set_intake_held;
   using D::peer_intake_held;
+  using D::mailbox_credit_coming;
   // bounce rings
   using D::bounce_reserve;
   using D::bounce_credit_coming;

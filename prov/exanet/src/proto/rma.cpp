@@ -125,10 +125,18 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
                                                      : situation::several_ranges;
       // A grant not known to be backed takes the DMA path, whose fault comes back to us.
       if (!r->may_fault &&
-          protocols_.choose(op_kind::rma_write, where, local_len) == protocol::rma_inline &&
-          core::ok(rma_write_inline(a, r->target[0], local_len))) {
-        rma_finish(*r, 0);  // copied out of the caller's buffer: complete, inject or not
-        return core::status::ok;
+          protocols_.choose(op_kind::rma_write, where, local_len) == protocol::rma_inline) {
+        const core::status inlined = rma_write_inline(a, r->target[0], local_len);
+        if (core::ok(inlined)) {
+          rma_finish(*r, 0);  // copied out of the caller's buffer: complete, inject or not
+          return core::status::ok;
+        }
+        if (inlined == core::status::again) {
+          // The ring's credit is on its way and worth the wait (over a network, where the DMA
+          // path costs the target's verdict, a round trip, per write): nothing has started.
+          rmas_.release(r);
+          return core::status::again;
+        }
       }
       // rma/dma, or rma/inline without ring credit (its fallback).
     }

@@ -19,10 +19,17 @@ core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target
                                         std::size_t len) noexcept {
   // Placed like the target address: the target's copy out is aligned.
   dev::ring_space space;
+  // No ring or no credit: DMA instead, unless the device says the credit is on its way and
+  // worth waiting for (as medium_send): then "again", and the application progresses and
+  // retries. A full mailbox likewise.
   if (!dev_.bounce_reserve(a.peer, len, t.va, space))
-    return core::status::not_supported;  // no ring or no credit: DMA instead
+    return dev_.bounce_credit_coming(a.peer, len) ? core::status::again
+                                                  : core::status::not_supported;
   dev::mailbox_reservation slot;
-  if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s)) return s;
+  if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s))
+    return s != core::status::again            ? s
+           : dev_.mailbox_credit_coming(a.peer) ? core::status::again
+                                                : core::status::not_supported;
   dev_.bounce_write(a.peer, space, a.iov, len);
   wire::rma_write_inline p{};
   p.hdr = wire::make_header(wire::pkt_type::rma_write_inline,

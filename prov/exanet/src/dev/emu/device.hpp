@@ -160,6 +160,8 @@ class device {
   /// Never: here the rendezvous a medium message falls back to costs a round trip through
   /// shared memory, less than waiting for the receiver to drain its ring.
   bool bounce_credit_coming(peer_id, std::size_t) const noexcept { return false; }
+  /// Never, likewise: a DMA write instead of a full mailbox's packet costs no round trip here.
+  bool mailbox_credit_coming(peer_id) const noexcept { return false; }
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept {
     core::copy_from_iov(at.handle, src, 0, len);

@@ -109,6 +109,12 @@ class device {
     return rt.remote ? remote_.bounce_credit_coming(rt.inner, len)
                      : local_.bounce_credit_coming(rt.inner, len);
   }
+  bool mailbox_credit_coming(peer_id p) noexcept {
+    if (!net_on_) [[likely]] return local_.mailbox_credit_coming(p);
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.mailbox_credit_coming(rt.inner)
+                     : local_.mailbox_credit_coming(rt.inner);
+  }
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept {
     if (!net_on_) [[likely]] return local_.bounce_write(p, at, src, len);

@@ -629,6 +629,7 @@ core::status device::mailbox_send(peer_id p, const packet& pk) noexcept {
 core::status device::mailbox_reserve(peer_id p, mailbox_reservation& r) noexcept {
   if (core::status s = ready_to_send(p); !core::ok(s)) return s;
   reserved_for_ = p;
+  peers_[p].packet_wait_from_us = 0;
   reserved_ = {};  // a sender may write a prefix only (dev::mailbox_reservation)
   r.bytes = reserved_.data();
   r.handle = &reserved_;
@@ -950,12 +951,26 @@ bool device::bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_lik
 bool device::bounce_credit_coming(peer_id p, std::size_t len) noexcept {
   if (p >= peers_.size() || len > bounce_max_) return false;
   peer& pr = peers_[p];
-  // Credit can come only for bytes it has not credited yet; a ring never made waits for none.
-  if (pr.dead || pr.ring_out.empty() || pr.ring_head == pr.ring_tail) return false;
+  if (pr.dead) return false;
+  // Short of lower operations: they come back as the lower provider completes what is in
+  // flight (a bundle's at its send completion). The fallback holds one longer: an RMA write by
+  // DMA keeps its operation until the target's verdict, a round trip.
+  const bool ops_short = free_ops_.size() <= bounce_ops_reserved + len / piece_bytes();
+  // Else credit can come only for bytes it has not credited yet; a ring never made waits for none.
+  if (!ops_short && (pr.ring_out.empty() || pr.ring_head == pr.ring_tail)) return false;
   const std::uint64_t now = monotonic_us();
   if (pr.credit_wait_from_us == 0) pr.credit_wait_from_us = now;
   // Once over, the sends behind it take the rendezvous at once, until a reserve succeeds.
   return now - pr.credit_wait_from_us < credit_wait_us;
+}
+
+bool device::mailbox_credit_coming(peer_id p) noexcept {
+  if (p >= peers_.size()) return false;
+  peer& pr = peers_[p];
+  if (pr.dead || (pr.credits > 0 && pr.queued == 0)) return false;
+  const std::uint64_t now = monotonic_us();
+  if (pr.packet_wait_from_us == 0) pr.packet_wait_from_us = now;
+  return now - pr.packet_wait_from_us < credit_wait_us;
 }
 
 void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
@@ -1513,15 +1528,30 @@ void device::check_liveness(std::uint64_t now_ms) noexcept {
         silent >= params_.net.lost_after_ms) {
       EXANET_LOG(info, core, "network backend: peer %u silent for %llu ms, unanswered pings; "
                  "counted lost", p, static_cast<unsigned long long>(silent));
+      log_silence(p);
       mark_dead(p);
       continue;
     }
-    if (pr.ping_out_ms == 0) pr.ping_out_ms = now_ms ? now_ms : 1;  // 0 means none out
+    if (pr.ping_out_ms == 0) {  // 0 means none out
+      pr.ping_out_ms = now_ms ? now_ms : 1;
+      log_silence(p);
+    }
     if (now_ms - pr.pinged_ms >= quarter || pr.pinged_ms < pr.heard_ms) {
       pr.pinged_ms = now_ms;
       send_signal(p, device_packet::ping);
     }
   }
+}
+
+void device::log_silence(peer_id p) const noexcept {
+  const peer& pr = peers_[p];
+  EXANET_LOG(info, core, "network backend: peer %u silent: credits %u, consumed %u, queued %u, "
+             "answers out %u and queued %u, ring out %llu bytes, ring in %llu bytes; free "
+             "operations %zu, pending %zu, bundle %s",
+             p, pr.credits, pr.consumed, pr.queued, pr.answers_out, pr.answers_queued,
+             static_cast<unsigned long long>(pr.ring_head - pr.ring_tail),
+             static_cast<unsigned long long>(pr.ring_in_head - pr.ring_in_tail), free_ops_.size(),
+             pending_.size(), bundle_ ? "waiting" : "none");
 }
 
 void device::forget_dead_peer(peer_id p) noexcept {

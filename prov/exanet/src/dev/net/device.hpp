@@ -141,7 +141,7 @@ static_assert(whole_message_min > wire::bundle_bytes(0, wire::max_bundle_packets
 /// namespaces moved half of what it moves at 66560, BENCHMARKS.md 2026-12-06).
 inline constexpr std::size_t rxm_buffer_choice = 66560;
 static_assert(rxm_buffer_choice >= wire::bundle_bytes(16384, wire::train_room));
-static_assert(rxm_buffer_choice >= 65536 + 1024);
+static_assert(rxm_buffer_choice >= dev::open_params::network::default_receive_bytes / 4 + 1024);
 /// The receive buffers ofi_rxm posts to its shared receive context where the process set
 /// FI_OFI_RXM_MSG_RX_SIZE to none and exanet chose the buffer size: 1024 of 66560 bytes hold
 /// what rxm's default 4096 of 16384 hold. rxm fills its pools when the endpoint opens; at 66560
@@ -240,7 +240,10 @@ class device {
       }
       lower_entries_ += static_cast<std::uint64_t>(got);
       for (ssize_t i = 0; i < got; ++i) {
-        if (e[i].flags & FI_RECV) {
+        // fi_cq(3): a provider may say a multi-receive buffer is released on its last message's
+        // completion or in a completion of its own, with FI_MULTI_RECV and no message (rxm does
+        // both). Missing the second kind left the buffer unposted: after two, nothing arrived.
+        if ((e[i].flags & FI_RECV) && e[i].len != 0) {
           // Delivered now while the budget lasts and nothing is held before it, else held.
           auto take = [&](peer_id from, const packet& pk) {
             if (n < budget && held_.empty()) {
@@ -269,10 +272,10 @@ class device {
             }
             if (staged_.bytes) settle_staged();
           }
-          if (e[i].flags & FI_MULTI_RECV) repost_later(e[i].op_context);
-        } else {
+        } else if (!(e[i].flags & (FI_RECV | FI_MULTI_RECV))) {
           on_tx_done(e[i].op_context, 0);
         }
+        if (e[i].flags & FI_MULTI_RECV) repost_later(e[i].op_context);
       }
       // A short read emptied the lower CQ: another read now would find nothing but would cost
       // the lower provider's whole progress (tcp: an epoll_wait system call), between the packet
@@ -405,6 +408,12 @@ class device {
   /// the RTS. The bound keeps a sender whose receiver does not progress (computing, or its
   /// intake held) from waiting on it: the rendezvous then lets the send go.
   bool bounce_credit_coming(peer_id p, std::size_t len) noexcept;
+  /// After mailbox_reserve said again: true while p has our packets it has not given credit
+  /// for (or the lower endpoint holds a backlog to it) and our wait has lasted under
+  /// credit_wait_us. An RMA write that takes the DMA path instead costs the target's verdict, a
+  /// round trip, and holds a lower operation until then (fi_rma_bw across two hosts, both
+  /// sides writing: 1 KiB writes streamed 2-3 times as fast with the wait, 2026-12-06).
+  bool mailbox_credit_coming(peer_id p) noexcept;
   static constexpr std::uint64_t credit_wait_us = 1000;
   /// Copies the bytes into the mirror and sends them to p, ahead of the packet that names them.
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
@@ -532,6 +541,7 @@ class device {
     std::vector<std::byte> ring_out;
     std::uint64_t ring_head = 0, ring_tail = 0;
     std::uint64_t credit_wait_from_us = 0;  // bounce_credit_coming: when this wait began; 0 none
+    std::uint64_t packet_wait_from_us = 0;  // mailbox_credit_coming: the same for packets
     // Its bounce ring here: the bytes it sent, how far they reach, how far we consumed, and
     // how far we told it.
     // Sized by the ring its hello announced (ring_in_bytes; ours if it announced none).
@@ -656,6 +666,8 @@ class device {
   };
   void repost_due() noexcept;
   void on_device_packet(peer_id from, const packet& pk) noexcept;
+  /// Logs (info) what stands between us and a silent peer: credits, queues, rings, operations.
+  void log_silence(peer_id p) const noexcept;
   void on_hello(std::uint64_t incarnation, const packet& pk) noexcept;
   /// enable's work (also the first connect's, and open's for a lower provider that names an
   /// endpoint only once enabled).
