@@ -196,20 +196,27 @@ quick_netns() { netns_set quick "${1:?provider dir}" 1200 60 "$allowed_notrun"; 
 # The standard set the same way (not in CI, whose budget it would exceed: about 4 minutes more).
 standard_netns() { netns_set standard "${1:?provider dir}" 1500 120 "$allowed_notrun_standard"; }
 
+# Two hosts (netns_lib.sh) for test NAME, every peer over exanet's network backend with the
+# provider in PROVDIR.
+netns_hosts() {
+  local name=$1 provdir=$2
+  source "$root/fabtests/multinode/netns_lib.sh"
+  netns_require "$name"
+  netns_up
+  netns_one_iface exanet0
+  unset FI_PROVIDER  # it would hide tcp from exanet
+  export FI_PROVIDER_PATH=$provdir FI_EXANET_NETWORK=every_peer FI_TCP_NODELAY=1 FI_TCP_IFACE=$iface
+}
+
 # runfabtests.sh's set SET across the two namespaces: BOUND seconds in all, PER_TEST each; ALLOWED
 # names the tests that may not run on one host.
 netns_set() {
   local set=$1 provdir=$2 bound=$3 per_test=$4 allowed_here=$5
-  source "$root/fabtests/multinode/netns_lib.sh"
-  netns_require "upstream_${set}_netns"
-  netns_up
-  netns_one_iface exanet0
+  netns_hosts "upstream_${set}_netns" "$provdir"
   mkdir -p "$work/bin" "$work/run"
   printf '#!/bin/sh\nexec bash %q "$@"\n' "$root/fabtests/multinode/netns_rsh_agent.sh" >"$work/bin/ssh"
   chmod +x "$work/bin/ssh"
   export EXANET_NETNS_HOSTS="$addr_a=$ns_a $addr_b=$ns_b"
-  unset FI_PROVIDER  # it would hide tcp from exanet
-  export FI_PROVIDER_PATH=$provdir FI_EXANET_NETWORK=every_peer FI_TCP_NODELAY=1 FI_TCP_IFACE=$iface
   echo "upstream ${set}_netns: servers on $ns_b ($addr_b), clients on $ns_a ($addr_a), FI_EXANET_NETWORK=every_peer"
   local log=$work/${set}_netns.log start=$SECONDS excludes
   excludes=$(IFS=,; echo "${netns_excluded[*]}")
@@ -244,13 +251,8 @@ netns_set() {
 # about 2 runs in 5 of the write test, 2026-12-06). The write test runs RUNS times (default 4),
 # writedata, read and delivery-complete writes once each.
 rma_netns() {
-  local provdir=${1:?provider dir} runs=${RUNS:-4} failed=0 i rc t w
-  source "$root/fabtests/multinode/netns_lib.sh"
-  netns_require upstream_rma_netns
-  netns_up
-  netns_one_iface exanet0
-  unset FI_PROVIDER
-  export FI_PROVIDER_PATH=$provdir FI_EXANET_NETWORK=every_peer FI_TCP_NODELAY=1 FI_TCP_IFACE=$iface
+  local runs=${RUNS:-4} failed=0 i rc t w
+  netns_hosts upstream_rma_netns "${1:?provider dir}"
   # the write test RUNS times (the one that stalled), the others once
   local tests=("fi_rma_bw -e rdm -o write" "fi_rma_bw -e rdm -o writedata" "fi_rma_bw -e rdm -o read"
                "fi_rma_bw -e rdm -o write -U")

@@ -132,9 +132,10 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
           return core::status::ok;
         }
         if (inlined == core::status::again) {
-          // The ring's credit is on its way and worth the wait (over a network, where the DMA
-          // path costs the target's verdict, a round trip, per write): nothing has started,
-          // and the retry counts the write (rma_check_ranges counted this attempt).
+          // Credit (ring, packets or the device's operations) is on its way and worth the wait
+          // (over a network, where the DMA path costs the target's verdict, a round trip, per
+          // write): nothing has started, and the retry counts the write (rma_check_ranges
+          // counted this attempt).
           --stats_.rma_writes;
           rmas_.release(r);
           return core::status::again;

@@ -918,10 +918,7 @@ device::op_context* device::op_acquire() noexcept {
 
 bool device::bounce_reserve(peer_id p, std::size_t len, std::uintptr_t place_like,
                             ring_space& out) noexcept {
-  // One lower operation per piece (bounce_write), beyond the writes' share.
-  if (p >= peers_.size() || len > bounce_max_ ||
-      free_ops_.size() <= bounce_ops_reserved + len / piece_bytes())
-    return false;
+  if (p >= peers_.size() || len > bounce_max_ || bounce_ops_short(len)) return false;
   peer& pr = peers_[p];
   if (pr.dead) return false;
   if (pr.ring_out.empty()) {
@@ -955,22 +952,24 @@ bool device::bounce_credit_coming(peer_id p, std::size_t len) noexcept {
   // Short of lower operations: they come back as the lower provider completes what is in
   // flight (a bundle's at its send completion). The fallback holds one longer: an RMA write by
   // DMA keeps its operation until the target's verdict, a round trip.
-  const bool ops_short = free_ops_.size() <= bounce_ops_reserved + len / piece_bytes();
   // Else credit can come only for bytes it has not credited yet; a ring never made waits for none.
-  if (!ops_short && (pr.ring_out.empty() || pr.ring_head == pr.ring_tail)) return false;
-  const std::uint64_t now = monotonic_us();
-  if (pr.credit_wait_from_us == 0) pr.credit_wait_from_us = now;
+  if (!bounce_ops_short(len) && (pr.ring_out.empty() || pr.ring_head == pr.ring_tail))
+    return false;
   // Once over, the sends behind it take the rendezvous at once, until a reserve succeeds.
-  return now - pr.credit_wait_from_us < credit_wait_us;
+  return still_waiting(pr.credit_wait_from_us);
+}
+
+bool device::still_waiting(std::uint64_t& from_us) noexcept {
+  const std::uint64_t now = monotonic_us();
+  if (from_us == 0) from_us = now;
+  return now - from_us < credit_wait_us;
 }
 
 bool device::mailbox_credit_coming(peer_id p) noexcept {
   if (p >= peers_.size()) return false;
   peer& pr = peers_[p];
   if (pr.dead || (pr.credits > 0 && pr.queued == 0)) return false;
-  const std::uint64_t now = monotonic_us();
-  if (pr.packet_wait_from_us == 0) pr.packet_wait_from_us = now;
-  return now - pr.packet_wait_from_us < credit_wait_us;
+  return still_waiting(pr.packet_wait_from_us);
 }
 
 void device::bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,

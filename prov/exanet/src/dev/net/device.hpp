@@ -415,6 +415,14 @@ class device {
   /// sides writing: 1 KiB writes streamed 2-3 times as fast with the wait, 2026-12-06).
   bool mailbox_credit_coming(peer_id p) noexcept;
   static constexpr std::uint64_t credit_wait_us = 1000;
+  /// A wait for credit that began at from_us (0: begins now, and is recorded) is under
+  /// credit_wait_us.
+  static bool still_waiting(std::uint64_t& from_us) noexcept;
+  /// Too few lower operations free for a bounce write of len bytes: one per piece
+  /// (bounce_write), beyond the share bounce_ops_reserved leaves the DMA writes.
+  bool bounce_ops_short(std::size_t len) const noexcept {
+    return free_ops_.size() <= bounce_ops_reserved + len / piece_bytes();
+  }
   /// Copies the bytes into the mirror and sends them to p, ahead of the packet that names them.
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept;
