@@ -8,6 +8,10 @@
 #                                                    run must be one exanet has no capability for
 #   ci/upstream_fabtests.sh ubertest PREFIX PROVDIR  fi_ubertest with fabtests/upstream/
 #                                                    exanet-verify.test: 0 failures
+#                                                    (UBERTEST_FUNCS="FT_FUNC_X ...": only the
+#                                                    tests of those class functions; with
+#                                                    FI_EXANET_NETWORK=every_peer, over the
+#                                                    network backend on this host)
 #   ci/upstream_fabtests.sh standard PREFIX PROVDIR  the standard set (the benchmarks with their
 #                                                    full iteration counts, -v checking data): 0
 #                                                    failures, the not-run rule of quick
@@ -312,15 +316,18 @@ ubertest() {
   # fi_ubertest 1.17 keeps about 7 MB per test it ran, whatever the provider (shm too), in both
   # processes: the whole config in one run (1764 tests) grows each to about 12 GB. So the config
   # runs in pieces, one per block and class function (about 30 runs, at most some 150 tests).
-  python3 - "$config" "$out" <<'PY'
+  python3 - "$config" "$out" "${UBERTEST_FUNCS:-}" <<'PY'
 import re, sys
 text = open(sys.argv[1]).read()
+only = sys.argv[3].split()
 blocks = re.findall(r"^\{.*?^\}", text, re.S | re.M)
 n = 0
 for b in blocks:
     m = re.search(r"(class_function:\s*\[)(.*?)(\],)", b, re.S)
     funcs = re.findall(r"FT_FUNC_\w+", m.group(2)) if m else [None]
     for f in funcs:
+        if only and f not in only:
+            continue
         piece = b if f is None else b[:m.start(2)] + "\n\t\t" + f + ",\n\t" + b[m.end(2):]
         n += 1
         open(f"{sys.argv[2]}/piece.{n:03d}.test", "w").write(piece + "\n")
@@ -344,7 +351,7 @@ PY
   echo "fi_ubertest: $runs runs (exanet-verify.test by block and class function)"
   echo "fi_ubertest (exanet-verify.test): ${ok:-0} success, ${eio:-?} EIO, ${err:-?} errors, ${nodata:-?} ENODATA"
   if [[ $ok -eq 0 || $eio -ne 0 || $err -ne 0 || $nodata -ne 0 ]]; then
-    grep -B3 'FAILED\|result: [^S]' "$out/client.all.log" | head -60
+    grep -a -B3 'FAILED\|result: [^S]' "$out/client.all.log" | head -60
     return 1
   fi
 }

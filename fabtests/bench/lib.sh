@@ -123,6 +123,12 @@ bench_env() {
     exanet_staged) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_DMA_ENGINE=staged) ;;
     # Another build of exanet, for an A/B in the same run: BEFORE_LIB is its provider directory.
     exanet_before) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="${BEFORE_LIB:?exanet_before needs BEFORE_LIB}") ;;
+    # Every peer over the network backend (tcp;ofi_rxm) on this host; FI_PROVIDER would hide tcp
+    # from exanet too (fi_exanet(7)). _before: BEFORE_LIB's build the same way.
+    exanet_net) benv=(-u FI_PROVIDER FI_PROVIDER_PATH="$build/lib" FI_EXANET_NETWORK=every_peer FI_TCP_NODELAY=1) ;;
+    exanet_net_before)
+      benv=(-u FI_PROVIDER FI_PROVIDER_PATH="${BEFORE_LIB:?exanet_net_before needs BEFORE_LIB}"
+            FI_EXANET_NETWORK=every_peer FI_TCP_NODELAY=1) ;;
     # Every message an eager train can carry (276 B) goes as one, not through the bounce ring.
     exanet_train) benv=(FI_PROVIDER=exanet FI_PROVIDER_PATH="$build/lib" FI_EXANET_EAGER_MAX=276) ;;
     exanet_write | exanet_read | exanet_optimistic)

@@ -4,10 +4,13 @@
  * on this host. A benchmark, not a test: it prints numbers and checks only that the data arrived.
  *
  *   rma_bench [sizes...]      (default: 8 B .. 4 MiB by powers of 4)
- * Output, one line per size:  size write_lat_us write_bw_MBps read_bw_MBps
+ * Output, one line per size:  size write_lat_us write_bw_MBps read_bw_MBps put_notify_lat_us
  *
  * write latency: half the round trip of a writedata ping-pong (each side waits for the other's
  *                remote CQ data, then writes back), the RMA analogue of fi_pingpong.
+ * put-notify:    the same ping-pong with fi_write and then, at once, an 8-byte fi_send that
+ *                tells the peer (which reads its memory when the message arrives: FI_ORDER_SAW
+ *                puts the data ahead of the message), half the round trip.
  * bandwidth:     a window of WINDOW outstanding fi_write (or fi_read) of one size, repeated,
  *                bytes over wall time at the initiator; the target only progresses. Writes
  *                count at their (transmit) completion, as the provider reports it.
@@ -25,8 +28,10 @@
 
 #define MAX_SIZE (4u << 20)
 /* The registered buffer: destinations in the lower half, sources in the upper, each with a page
- * of room for the placement offsets. */
+ * of room for the placement offsets, then a page for put-notify's messages. */
 #define HALF (MAX_SIZE + 4096u)
+#define NOTES (2 * HALF)
+#define REGISTERED (NOTES + 4096u)
 
 static int g_soff, g_roff; /* PLACEMENT=S:R */
 
@@ -47,10 +52,10 @@ static void open_side(struct side *s, int sock, int first)
 	h->domain_attr->threading = FI_THREAD_DOMAIN;
 	xt_open(&s->x, h, 0);
 	fi_freeinfo(h);
-	s->buf = aligned_alloc(4096, 2 * HALF);
+	s->buf = aligned_alloc(4096, REGISTERED);
 	XT_CHECK(s->buf, "out of memory");
-	memset(s->buf, 0, 2 * HALF);
-	s->mr = xt_mr_reg_bound(&s->x, s->buf, 2 * HALF, 7);
+	memset(s->buf, 0, REGISTERED);
+	s->mr = xt_mr_reg_bound(&s->x, s->buf, REGISTERED, 7);
 	s->desc = fi_mr_desc(s->mr);
 	s->peer = xt_exchange(&s->x, sock, first, NULL);
 	xt_exchange_region(&s->x, sock, s->buf, s->mr, &s->peer_addr, &s->peer_key);
@@ -85,8 +90,8 @@ static void reap(struct side *s, int n)
 	}
 }
 
-/* Waits for the peer's writedata (remote CQ data) on the receive CQ. */
-static void wait_remote(struct side *s)
+/* Waits for one entry on the receive CQ: the peer's writedata (remote CQ data), or its message. */
+static void wait_rx(struct side *s)
 {
 	struct fi_cq_tagged_entry e;
 	for (;;) {
@@ -122,12 +127,35 @@ static double pingpong(struct side *s, size_t size, int first, size_t iters)
 		if (first) {
 			POST(s, fi_writedata(s->x.ep, src, size, s->desc, i, s->peer, dst, s->peer_key, NULL));
 			reap(s, 1);
-			wait_remote(s);
+			wait_rx(s);
 		} else {
-			wait_remote(s);
+			wait_rx(s);
 			POST(s, fi_writedata(s->x.ep, src, size, s->desc, i, s->peer, dst, s->peer_key, NULL));
 			reap(s, 1);
 		}
+	}
+	return (xt_now_s() - t0) / iters / 2 * 1e6;
+}
+
+static double put_notify(struct side *s, size_t size, int first, size_t iters)
+{
+	unsigned char *src = s->buf + HALF + g_soff;
+	const uint64_t dst = s->peer_addr + g_roff;
+	uint64_t *note = (uint64_t *)(s->buf + NOTES), *got = note + 8;
+	double t0 = 0;
+	for (size_t i = 0; i < iters + iters / 10; i++) {
+		if (i == iters / 10)
+			t0 = xt_now_s(); /* the first tenth warms up */
+		int done = POST(s, fi_recv(s->x.ep, got, sizeof *got, s->desc, s->peer, NULL));
+		if (!first)
+			wait_rx(s);
+		*note = i;
+		done += POST(s, fi_write(s->x.ep, src, size, s->desc, s->peer, dst, s->peer_key, NULL));
+		done += POST(s, fi_send(s->x.ep, note, sizeof *note, s->desc, s->peer, NULL));
+		if (first)
+			wait_rx(s);
+		XT_CHECK(*got == i, "put-notify message %zu says %llu", i, (unsigned long long)*got);
+		reap(s, 2 - done);
 	}
 	return (xt_now_s() - t0) / iters / 2 * 1e6;
 }
@@ -168,11 +196,17 @@ static int run(int first, int sock)
 	open_side(&s, sock, first);
 	const size_t iters = xt_env_size("ITERS", 2000), window = xt_env_size("WINDOW", 64);
 	if (first)
-		printf("%-10s %14s %14s %14s\n", "size", "write_lat_us", "write_MBps", "read_MBps");
+		printf("%-10s %14s %14s %14s %18s\n", "size", "write_lat_us", "write_MBps", "read_MBps",
+		       "put_notify_lat_us");
 	for (size_t i = 0; i < g_nsizes; i++) {
 		const size_t size = g_sizes[i];
 		xt_sync(sock);
 		const double lat = pingpong(&s, size, first, size > (1u << 20) ? iters / 10 + 1 : iters);
+		xt_sync(sock);
+		xt_fill(s.buf + HALF + g_soff, size, (unsigned)size + 7);
+		const double pn = put_notify(&s, size, first, size > (1u << 20) ? iters / 10 + 1 : iters);
+		/* the last message came after the last write, which carried this */
+		XT_CHECK(xt_verify(s.buf + g_roff, size, (unsigned)size + 7), "put-notify data of %zu bytes", size);
 		xt_sync(sock);
 		double wbw = 0, rbw = 0;
 		if (first) {
@@ -183,7 +217,7 @@ static int run(int first, int sock)
 			rbw = bandwidth(&s, size, 1, window);
 			XT_CHECK(xt_verify(s.buf + g_roff, size, (unsigned)size ^ 1), "read data of %zu bytes", size);
 			xt_send_all(sock, "r", 1);
-			printf("%-10zu %14.2f %14.1f %14.1f\n", size, lat, wbw, rbw);
+			printf("%-10zu %14.2f %14.1f %14.1f %18.2f\n", size, lat, wbw, rbw, pn);
 			fflush(stdout);
 		} else {
 			serve_until(&s, sock);

@@ -10,7 +10,8 @@
 # would make nine times as long), REPEAT (default 3: each placement's value is the median of that
 # many runs), ITERS and WINDOW (passed to rma_bench), PROVIDERS (default "exanet shm tcp"), LOCK.
 # One program run per size, placement and provider, the providers taking turns, so each size
-# prints its line as soon as it is done. Writes $out/rma_{write_lat,write_bw,read_bw}.{csv,...}.
+# prints its line as soon as it is done. Writes $out/rma_{write_lat,write_bw,read_bw,put_notify_lat}
+# .{csv,...} (put-notify: fi_write then at once an 8-byte fi_send, rma_bench's last column).
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=lib.sh
@@ -26,6 +27,7 @@ for p in "${provs[@]:1}"; do ratios+="${provs[0]}/$p "; done
 bench_table_begin rma_write_lat low us "$providers" "$ratios"
 bench_table_begin rma_write_bw high MBps "$providers" "$ratios"
 bench_table_begin rma_read_bw high MBps "$providers" "$ratios"
+bench_table_begin rma_put_notify_lat low us "$providers" "$ratios"
 turn=0
 for s in $sizes; do
   for _ in $(seq "$repeat"); do
@@ -35,21 +37,23 @@ for s in $sizes; do
         prov=${provs[(k + turn) % n]}
         bench_env "$prov"
         if bench_locked env "${benv[@]}" PLACEMENT="$pl" timeout 600 "$bench" "$s" >"$raw.run" 2>"$raw.err"; then
-          read -r _ lat wbw rbw < <(awk 'NR == 2' "$raw.run")
+          read -r _ lat wbw rbw pn < <(awk 'NR == 2' "$raw.run")
         else
           echo "rma_bench over $prov at $s, placement $pl failed: $(tail -1 "$raw.err")" >&2
-          lat=NA wbw=NA rbw=NA
+          lat=NA wbw=NA rbw=NA pn=NA
         fi
         bench_table_add rma_write_lat "$prov" "$s" "${lat:-NA}" "$pl"
         bench_table_add rma_write_bw "$prov" "$s" "${wbw:-NA}" "$pl"
         bench_table_add rma_read_bw "$prov" "$s" "${rbw:-NA}" "$pl"
+        bench_table_add rma_put_notify_lat "$prov" "$s" "${pn:-NA}" "$pl"
       done
       turn=$((turn + 1))
     done
   done
-  for t in rma_write_lat rma_write_bw rma_read_bw; do bench_table_row "$t" "$s" | sed "s/^/$t  /"; done
+  for t in rma_write_lat rma_write_bw rma_read_bw rma_put_notify_lat; do bench_table_row "$t" "$s" | sed "s/^/$t  /"; done
 done
-for t in rma_write_lat rma_write_bw rma_read_bw; do echo; bench_table_show "$t"; done
+for t in rma_write_lat rma_write_bw rma_read_bw rma_put_notify_lat; do echo; bench_table_show "$t"; done
 bench_plot rma_write_lat "rma_bench writedata ping-pong: median (solid) and worst placement (dashed)" "latency (usec, one way)"
 bench_plot rma_write_bw "rma_bench write bandwidth, window ${WINDOW:-64}" "bandwidth (MB/s)"
 bench_plot rma_read_bw "rma_bench read bandwidth, window ${WINDOW:-64}" "bandwidth (MB/s)"
+bench_plot rma_put_notify_lat "rma_bench put-notify ping-pong (fi_write, then fi_send at once)" "latency (usec, one way)"

@@ -76,7 +76,7 @@ int main(void)
 		 (unsigned long long)info->tx_attr->caps, (unsigned long long)info->tx_attr->msg_order,
 		 info->ep_attr->max_order_waw_size);
 	fi_freeinfo(info);
-	h->tx_attr->msg_order = FI_ORDER_RMA_WAW; /* RMA is not ordered */
+	h->tx_attr->msg_order = FI_ORDER_RMA_WAW; /* RMA is not ordered among itself */
 	XT_CHECK(query(h, NULL, NULL, 0, 0, NULL) == -FI_ENODATA, "FI_ORDER_RMA_WAW must be refused");
 	fi_freeinfo(h);
 	h = base();
@@ -84,8 +84,13 @@ int main(void)
 	XT_RC(query(h, NULL, NULL, 0, 0, &info));
 	XT_CHECK(!(info->caps & FI_ATOMIC) && !(info->tx_attr->caps & FI_ATOMIC), "FI_ATOMIC not asked for");
 	fi_freeinfo(info);
+	/* sends after writes (write_then_send checks that it holds) */
+	h->tx_attr->msg_order = h->rx_attr->msg_order = FI_ORDER_SAS | FI_ORDER_SAW;
+	XT_RC(query(h, NULL, NULL, 0, 0, &info));
+	XT_CHECK(info->tx_attr->msg_order & FI_ORDER_SAW, "FI_ORDER_SAW asked for");
+	fi_freeinfo(info);
 	fi_freeinfo(h);
-	xt_pass("FI_ATOMIC offered when asked for, with its orders");
+	xt_pass("FI_ATOMIC offered when asked for, with its orders; FI_ORDER_SAW");
 
 	/* not offered: -FI_ENODATA */
 	const uint64_t absent[] = {FI_FENCE, FI_NAMED_RX_CTX, FI_TRIGGER};

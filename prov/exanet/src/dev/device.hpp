@@ -181,6 +181,11 @@ struct dma_state {
   std::uint64_t started_ns = 0;  // the backend's: when the write started (timing its engine)
   void* in_flight = nullptr;  // the backend's: a lower operation this write waits for (dev/net)
   bool delivered = false;     // dma_write::deliver_if_landed reached the target's protocol
+  // Set by the engine when every byte of the write is with a transport that delivers it ahead of
+  // any packet sent to the peer afterwards, before the write completes here (dev/net: its last
+  // piece is posted on the peer's connection, which keeps sends after writes in order): a
+  // message after it need not wait for its completion (FI_ORDER_SAW, proto/rma.cpp).
+  bool ahead_of_later_packets = false;
 };
 
 /// How many of each resource an endpoint's device is opened with. Every backend sizes its

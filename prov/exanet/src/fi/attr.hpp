@@ -38,8 +38,11 @@ inline constexpr std::uint64_t tx_op_flags_supported =
 inline constexpr std::uint64_t rx_op_flags_supported = FI_COMPLETION | FI_MULTI_RECV;
 /// Sends after sends; and atomics among themselves between one initiator and one target: they
 /// leave in post order, the mailbox is FIFO and the target performs them on arrival
-/// (proto/atomic.cpp). RMA is not ordered (its data goes by DMA, not through the mailbox).
-inline constexpr std::uint64_t msg_order_supported = FI_ORDER_SAS | FI_ORDER_ATOMIC_RAR |
+/// (proto/atomic.cpp). Sends after RMA and atomic writes: a send to a peer waits (says again)
+/// while a write posted to it before has not handed its data and report to the device
+/// (proto/rma.cpp, writes_unissued_to). RMA among itself is not ordered (its data goes by DMA,
+/// not through the mailbox).
+inline constexpr std::uint64_t msg_order_supported = FI_ORDER_SAS | FI_ORDER_SAW | FI_ORDER_ATOMIC_RAR |
                                                      FI_ORDER_ATOMIC_RAW | FI_ORDER_ATOMIC_WAR |
                                                      FI_ORDER_ATOMIC_WAW;
 /// ep_attr max_order_{raw,war,waw}_size: the ordering above holds for whole atomic operations,

@@ -55,6 +55,7 @@ core::status endpoint::send_one_now(dev::peer_id to, const void* buf, std::size_
                                     queue_kind kind, const one_send& how) noexcept {
   // The checks of send_now, in its order, for the case the table sends eager; anything else
   // (a DMA backlog that may close the psn window, a larger message) takes send().
+  if (sends_held_by_writes(to)) [[unlikely]] return core::status::again;
   if (len < eager_below_[static_cast<int>(kind)] && dma_backlog_.empty()) [[likely]] {
     if (dev_.peer_intake_held(to)) [[unlikely]] return core::status::again;
     const core::status s =

@@ -194,6 +194,7 @@ core::status endpoint::send_settled(const send_args& a) noexcept {
 }
 
 core::status endpoint::send_now(const send_args& a) noexcept {
+  if (sends_held_by_writes(a.peer)) [[unlikely]] return core::status::again;
   // The psn window's sender side (psn_order.cpp): back-pressure, not a drop at the receiver.
   if (!dma_backlog_.empty() && !psn_window_open(a.peer)) [[unlikely]] return core::status::again;
   // The receiver holds message packets at its unexpected bound (intake.cpp): wait until it

@@ -574,6 +574,15 @@ class endpoint {
     return rendezvous_send(a, len, fallback);
   }
   void on_medium(dev::peer_id from, const dev::packet& pkt) noexcept;
+  // FI_ORDER_SAW (rma.cpp): a message leaves after every RMA and atomic write posted before it
+  // to the same peer. Writes that have not yet handed everything to the device (waiting for a
+  // key's answer, for the engine, or to send their report) hold sends to their peer: they say
+  // again. One test of two fields when nothing is outstanding.
+  bool sends_held_by_writes(dev::peer_id to) const noexcept {
+    if (rma_active_.empty() && atomic_unsent_ == 0) [[likely]] return false;
+    return writes_unissued_to(to);
+  }
+  [[gnu::noinline]] bool writes_unissued_to(dev::peer_id to) const noexcept;
   // rendezvous sends (endpoint.cpp): p is the table's rendezvous protocol for this send
   core::status send_now(const send_args& a) noexcept;
   core::status send_settled(const send_args& a) noexcept;

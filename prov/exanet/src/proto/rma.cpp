@@ -80,6 +80,28 @@ dev::packet rma_done_packet(const rma_request& r, std::size_t seg, bool with_dat
 
 }  // namespace
 
+bool endpoint::writes_unissued_to(dev::peer_id to) const noexcept {
+  // A write past its data and report waits only for the target's acknowledgement (wait_reply):
+  // what it moved is ahead of anything sent now. So is one whose last range the device has
+  // already put ahead of later packets (dma_state::ahead_of_later_packets) with nothing left to
+  // report, or its report gone along with the data. Reads and read answers never hold a send.
+  const auto unissued = [to](const rma_request& r) {
+    if (r.what != rma_request::role::write || r.peer != to) return false;
+    if (r.at == rma_request::stage::wait_reply) return false;
+    if (r.at != rma_request::stage::data || r.seg + 1 != r.remote_count ||
+        !r.dma.ahead_of_later_packets)
+      return true;
+    bool reports = r.has_cq_data;
+    for (std::size_t i = 0; i < r.remote_count; ++i) reports = reports || r.target[i].events;
+    return reports && !(r.remote_count == 1 && r.dma.delivered);
+  };
+  if (rma_active_.find(unissued)) return true;
+  return atomic_unsent_ != 0 && atomic_active_.find([to](const atomic_request& r) {
+           return r.what == atomic_request::role::initiator && r.peer == to &&
+                  r.sent < r.remote_count;
+         });
+}
+
 core::status endpoint::rma(const rma_args& a) noexcept {
   const core::status s = rma_now(a);
   if (s == core::status::peer_dead) [[unlikely]] settle_found_dead();

@@ -1294,6 +1294,11 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
       st.in_flight = op;
       op->len = len;
       bytes_sent_ += len;
+      // The lower provider keeps sends after writes in order on the connection (as the
+      // notification behind the data needs): whatever is sent to the peer from now on lands
+      // behind this piece. Wrong only if the target's verdict says it missed (a registration
+      // closed under it, stale below), and then the write is checked and written anew.
+      st.ahead_of_later_packets = st.done + len == w.len;
       if (through) {
         // Behind the data (FI_ORDER_SAW): did it go into the registration the answer named? A
         // registration closed since left a sink under its lower key (leave_sink), and the
