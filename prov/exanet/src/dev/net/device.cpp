@@ -16,7 +16,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
+#include <mutex>
+#include <string>
 #include <utility>
+#include <vector>
 
 #include "core/copy.hpp"
 #include "core/iov.hpp"
@@ -255,6 +258,29 @@ core::status device::open(const open_params& p) noexcept {
   return core::status::ok;
 }
 
+namespace {
+// Lower providers whose CQ wait fd this process found stuck (judge_wait_fd): an endpoint opened
+// later over the same one naps from its first sleep instead of learning it again, a spin of
+// stuck_after_us with every sleeper awake (wait_cpu's second pair of endpoints: 500-1300 wakes in
+// its first second). Cold: read at start, written once per endpoint that finds it.
+std::mutex g_stuck_lock;
+std::vector<std::string> g_stuck_lowers;
+
+bool stuck_seen(const std::string& lower) noexcept {
+  std::lock_guard g(g_stuck_lock);
+  return std::find(g_stuck_lowers.begin(), g_stuck_lowers.end(), lower) != g_stuck_lowers.end();
+}
+
+void stuck_found(const std::string& lower) noexcept {
+  std::lock_guard g(g_stuck_lock);
+  try {
+    if (std::find(g_stuck_lowers.begin(), g_stuck_lowers.end(), lower) == g_stuck_lowers.end())
+      g_stuck_lowers.push_back(lower);
+  } catch (...) {  // without memory the next endpoint learns it again
+  }
+}
+}  // namespace
+
 core::status device::start(bool sleepers) noexcept {
   if (started_) return core::status::ok;
   if (cq_ || !ep_) return core::status::io;  // a start failed already (close cleans up)
@@ -297,6 +323,8 @@ core::status device::start(bool sleepers) noexcept {
                         sizeof min_room))
     return fail("FI_OPT_MIN_MULTI_RECV", e);
   started_ = true;
+  // The first sleep that finds the fd quiet trusts it again (judge_wait_fd).
+  if (wait_fd_ >= 0 && stuck_seen(lower_name_)) stuck_ = stuck_logged_ = true;
   for (std::uint32_t b = 0; b < ops_.size() && ops_[b].what == op_context::kind::receive; ++b)
     if (core::status s = post_receive(b); !core::ok(s)) return s;
   EXANET_LOG(info, core, "network backend over %s started: lower CQ %s", lower_name_.c_str(),
@@ -893,6 +921,7 @@ void device::judge_wait_fd() noexcept {
   if (++readable_at_arm_ < stuck_after_arms || now - entries_moved_us_ < stuck_after_us) return;
   stuck_ = true;
   nap_ms_ = 1;
+  stuck_found(lower_name_);
   if (!stuck_logged_) {
     stuck_logged_ = true;
     EXANET_LOG(warn, core,
