@@ -23,6 +23,8 @@
 #                          plain exanet: auto, each write the engine measured cheaper)
 #     exanet_write|_read|_optimistic   the same with FI_EXANET_PROTOCOL=write|read|optimistic
 #     exanet_train         the same with FI_EXANET_EAGER_MAX=276 (trains up to their limit)
+#     exanet_net           every peer over the network backend on this host (FI_PROVIDER unset,
+#                          FI_EXANET_NETWORK=every_peer); exanet_net_before: BEFORE_LIB's build
 #     tcp                  FI_PROVIDER=tcp (libfabric 1.17 serves RDM as "tcp;ofi_rxm")
 #     anything else        FI_PROVIDER=SERIES (shm, "tcp;ofi_rxm", sockets, ...)
 #   Run with: env "${benv[@]}" timeout ... program
