@@ -200,11 +200,12 @@ static int run(int first, int sock)
 		       "put_notify_lat_us");
 	for (size_t i = 0; i < g_nsizes; i++) {
 		const size_t size = g_sizes[i];
+		const size_t rounds = size > (1u << 20) ? iters / 10 + 1 : iters; /* of each ping-pong */
 		xt_sync(sock);
-		const double lat = pingpong(&s, size, first, size > (1u << 20) ? iters / 10 + 1 : iters);
+		const double lat = pingpong(&s, size, first, rounds);
 		xt_sync(sock);
 		xt_fill(s.buf + HALF + g_soff, size, (unsigned)size + 7);
-		const double pn = put_notify(&s, size, first, size > (1u << 20) ? iters / 10 + 1 : iters);
+		const double pn = put_notify(&s, size, first, rounds);
 		/* the last message came after the last write, which carried this */
 		XT_CHECK(xt_verify(s.buf + g_roff, size, (unsigned)size + 7), "put-notify data of %zu bytes", size);
 		xt_sync(sock);
