@@ -13,7 +13,10 @@
  * lengths around every threshold from 1 byte to 320 KiB at random offsets,
  * then one tagged message (fi_tinject, fi_tsend or fi_tsendmsg, 16 bytes to 256 KiB) that says
  * what was written. The receiver checks every byte when the message completes, before it waits
- * for anything else, then spoils the range so a later round cannot pass on old data. Now and then
+ * for anything else, then spoils the range so a later round cannot pass on old data. It also
+ * checks that the writes' remote CQ data came out of the CQ before the message: fi_endpoint(3)
+ * does not promise that without FI_ORDER_STRICT completions, but shm and tcp give that order and
+ * so does exanet (WRITE_THEN_SEND_DATA_ORDER=0 leaves the check out). Now and then
  * both register their memory anew under a new key, so first writes to a key come back (over
  * exanet's network backend, the initiator asks the target about a key it has not used).
  *
@@ -55,6 +58,7 @@ static const size_t msg_lengths[] = {sizeof(struct note), 1024, 8192, 16384, 655
 
 static unsigned long long g_seed;
 static int g_rounds;
+static int g_data_order; /* check the order of remote CQ data and the message (see main) */
 
 static uint64_t mix(uint64_t z)
 {
@@ -269,6 +273,11 @@ static void round_trip(struct side *s, uint32_t round, struct rng *r)
 	memcpy(&theirs, s->rbuf, sizeof theirs);
 	XT_CHECK(theirs.round == round && theirs.writes >= 1 && theirs.writes <= SLOTS,
 		 "round %u: the message says round %u, %u writes", round, theirs.round, theirs.writes);
+	/* The writes' remote CQ data came out of the CQ before the message (both share rxcq). */
+	XT_CHECK(!g_data_order || s->data_seen[round & 1] == theirs.with_data,
+		 "round %u (seed %llu): the message completed before the remote CQ data of the writes "
+		 "posted ahead of it: %llu of %u read", round, g_seed,
+		 (unsigned long long)s->data_seen[round & 1], theirs.with_data);
 	for (uint32_t k = 0; k < theirs.writes; k++) {
 		unsigned char *at = s->region + half + theirs.w[k].off;
 		const size_t len = theirs.w[k].len;
@@ -375,6 +384,7 @@ int main(void)
 	xt_init(170);
 	g_rounds = (int)xt_env_size("WRITE_THEN_SEND_ROUNDS", 1000);
 	g_seed = xt_env_size("WRITE_THEN_SEND_SEED", (size_t)time(NULL));
+	g_data_order = (int)xt_env_size("WRITE_THEN_SEND_DATA_ORDER", 1);
 	const char *p = getenv("FI_PROVIDER");
 	printf("provider %s, seed %llu (WRITE_THEN_SEND_SEED)\n", p && *p ? p : "exanet", g_seed);
 	fflush(stdout);

@@ -475,6 +475,10 @@ concept device =
       // not_supported: none for us); poll_events(budget, on_event(peer_id, const notification&)).
       { d.event_post(p, nin) } noexcept -> std::same_as<core::status>;
       { d.poll_events(n, on_event) } noexcept -> std::same_as<std::size_t>;
+      // events_ahead(): true when poll_events has something. Asked before a mailbox packet is
+      // handled: an event a peer posted before that packet is then handled first, as the peer
+      // ordered them (a backend whose events travel in line with its packets says false).
+      { cd.events_ahead() } noexcept -> std::same_as<bool>;
       // ---- lost peers, as events: a dead peer becomes error completions, never a hang -------
       // take_lost_peers(now_ms, on_lost(peer_id)): each peer the device has learned is gone (its
       // process died, its endpoint closed, its host is unreachable) and that is not forgotten
@@ -575,6 +579,7 @@ class interface_of : private D {
   using D::grant_check;
   using D::event_post;
   using D::poll_events;
+  using D::events_ahead;
   // lost peers
   using D::take_lost_peers;
   using D::take_dead_found;

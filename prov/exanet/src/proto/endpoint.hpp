@@ -842,6 +842,7 @@ class endpoint {
   bool only_replies_due() noexcept;
   std::size_t progress_mailbox() noexcept;
   std::size_t drain_mailbox() noexcept;  // progress_mailbox's body (progress.cpp)
+  std::size_t take_events() noexcept;    // peers' RMA access events (progress.cpp)
   std::size_t retry_backlog() noexcept;
   /// True while something waits on a peer: a transfer, a posted receive (directed or not).
   bool waiting_on_peers() const noexcept;

@@ -295,6 +295,12 @@ class device {
   /// Appends one event to the ring this endpoint holds at p, claiming one on first use.
   /// status::again: the ring is full; status::not_supported: p has no ring left for us.
   core::status event_post(peer_id p, const notification& n) noexcept;
+  /// Whether a ring at this endpoint holds events. Read after a mailbox packet was taken (an
+  /// acquire), it sees every event its sender posted before that packet: one load of a line
+  /// that only event posts write.
+  bool events_ahead() const noexcept {
+    return local_.doorbell->rings.load(std::memory_order_relaxed) != 0;
+  }
   /// Hands up to budget events from the rings at this endpoint to on_event(peer_id, const
   /// notification&). A single load when no ring rang.
   template <class F>

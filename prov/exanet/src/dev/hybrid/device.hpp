@@ -245,6 +245,9 @@ class device {
     return n;
   }
 
+  /// Only the shared-memory side keeps events beside its mailbox.
+  bool events_ahead() const noexcept { return local_.events_ahead(); }
+
   // ---- lost peers ---------------------------------------------------------------------------
   template <class F>
   bool take_lost_peers(std::uint64_t now_ms, F&& on_lost) noexcept {

@@ -504,6 +504,8 @@ class device {
   std::size_t poll_events(std::size_t, F&&) noexcept {
     return 0;
   }
+  /// Events arrive in line with the packets, as packets (none wait beside them).
+  bool events_ahead() const noexcept { return false; }
   /// Receiver: tells every peer to hold back (or resume) message packets. Sent reliably: a
   /// peer not told yet is told at the next poll.
   void set_intake_held(bool held) noexcept {
