@@ -991,13 +991,21 @@ bool device::bounce_credit_coming(peer_id p, std::size_t len) noexcept {
 bool device::still_waiting(std::uint64_t& from_us) noexcept {
   const std::uint64_t now = monotonic_us();
   if (from_us == 0) from_us = now;
-  return now - from_us < credit_wait_us;
+  const std::uint64_t waited = now - from_us;
+  if (waited < credit_wait_us) return true;
+  if (waited < credit_wait_us + credit_fallback_us) return false;
+  from_us = now;  // the fallback's time is up: wait again
+  return true;
 }
 
 bool device::mailbox_credit_coming(peer_id p) noexcept {
   if (p >= peers_.size()) return false;
   peer& pr = peers_[p];
-  if (pr.dead || (pr.credits > 0 && pr.queued == 0)) return false;
+  if (pr.dead) return false;
+  // Packets of ours queue to p while the lower operations are busy: a DMA write taken instead
+  // would queue its question behind them and hold an operation longer. Our polls drain them.
+  if (pr.queued > 0) return true;
+  if (pr.credits > 0) return false;
   return still_waiting(pr.packet_wait_from_us);
 }
 

@@ -415,8 +415,17 @@ class device {
   /// sides writing: 1 KiB writes streamed 2-3 times as fast with the wait, 2026-12-06).
   bool mailbox_credit_coming(peer_id p) noexcept;
   static constexpr std::uint64_t credit_wait_us = 1000;
+  /// After a wait ran out, the operations behind it take the fallback for this long, then the
+  /// next shortage waits again. Not until a reserve succeeds: the fallback can keep the
+  /// shortage alive. DMA writes hold lower operations until their verdicts, and their questions
+  /// queue ahead of any packet to the peer. So once one wait ran out, every later write took
+  /// DMA and nothing ever freed the way (fi_rma_bw -S 64 across two hosts, both sides writing:
+  /// in some runs nearly every write of a side went by DMA, at a third of the all-inline
+  /// rate). A receiver that does not progress costs a sender at most a tenth of its time
+  /// in such waits.
+  static constexpr std::uint64_t credit_fallback_us = 9000;
   /// A wait for credit that began at from_us (0: begins now, and is recorded) is under
-  /// credit_wait_us.
+  /// credit_wait_us, or has been over for credit_fallback_us (a new wait then begins).
   static bool still_waiting(std::uint64_t& from_us) noexcept;
   /// Too few lower operations free for a bounce write of len bytes: one per piece
   /// (bounce_write), beyond the share bounce_ops_reserved leaves the DMA writes.
