@@ -143,10 +143,15 @@ inline constexpr std::size_t rxm_buffer_choice = 66560;
 static_assert(rxm_buffer_choice >= wire::bundle_bytes(16384, wire::train_room));
 static_assert(rxm_buffer_choice >= dev::open_params::network::default_receive_bytes / 4 + 1024);
 /// The receive buffers ofi_rxm posts to its shared receive context where the process set
-/// FI_OFI_RXM_MSG_RX_SIZE to none and exanet chose the buffer size: 1024 of 66560 bytes hold
-/// what rxm's default 4096 of 16384 hold. rxm fills its pools when the endpoint opens; at 66560
-/// with 4096 a process grew from 101 to 343 MB resident, with 1024 to 145 MB.
-inline constexpr std::size_t rxm_msg_rx_choice = 1024;
+/// FI_OFI_RXM_MSG_RX_SIZE to none and exanet chose the buffer size. rxm grows its receive pool
+/// 1024 buffers at a time (68 MB at 66560 bytes each, about 25 ms to allocate and touch) and
+/// posts this many when the endpoint opens. With 1024 posted, the first buffer rxm needed
+/// beyond them grew the pool during the run: fi_rma_bw -S 4096 across two namespaces lost
+/// about 50 ms to it, and a process reached 216 MB resident. 512 leaves half the first chunk
+/// for the buffers in flight: 149 MB, and 4 KiB writes 1.4 x as fast over 20000 iterations,
+/// 2.2 x over 2000 (2026-12-06). Streaming messages moved 0.97-1.03 x what 1024 moved.
+/// (4096, rxm's default, grew a process to 343 MB.)
+inline constexpr std::size_t rxm_msg_rx_choice = 512;
 
 /// Called once, when the provider loads (fi_prov_ini), if the network backend is on: when the
 /// lower provider is one libfabric layers under ofi_rxm (tcp, verbs, or a name with ";ofi_rxm")
