@@ -27,7 +27,9 @@
 #                                                    exclusions of netns_excluded (each with why)
 #   ci/upstream_fabtests.sh rma_netns PREFIX PROVDIR
 #                                                    fi_rma_bw write (RUNS times), writedata, read
-#                                                    and write -U across the two namespaces
+#                                                    and write -U across the two namespaces, and
+#                                                    64 B inject writes (INLINE_RUNS times) of
+#                                                    which each side sends at least half inline
 #   ci/upstream_fabtests.sh standard_netns PREFIX PROVDIR
 #                                                    the standard set the same way (by hand: not
 #                                                    in CI)
@@ -284,7 +286,44 @@ rma_netns() {
       fi
     done
   done
+  rma_inline_share || failed=1
   return $failed
+}
+
+# Both sides stream 64 B fi_inject_write: each should go inline, one lower message, and wait
+# (-FI_EAGAIN) for credit the peer is about to return; only a wait over 1 ms sends writes by
+# DMA, for 9 ms. A packet credit the peer's lower endpoint refused once was given back only with
+# the next packet consumed, which a sender out of credit never sends: from then on that side
+# wrote by DMA (0-33 % inline on a side in 3 runs of 6, 2026-12-06). Each run must keep half
+# inline on both sides. The share, not the speed, is judged.
+rma_inline_share() {
+  local runs=${INLINE_RUNS:-3} i w rc bad=0 share
+  for ((i = 1; i <= runs; i++)); do
+    netns_start "$ns_b" env FI_EXANET_STATS=stderr timeout -k 5 60 $prefix/bin/fi_rma_bw -e rdm \
+      -o write -S 64 -I 100000 -p exanet -E >"$work/server.log" 2>&1
+    for ((w = 0; w < 200; w++)); do
+      [[ -n $(ip netns exec "$ns_b" ss -Hltn 'sport = :3000' 2>/dev/null) ]] && break
+      sleep 0.05
+    done
+    rc=0
+    on_host "$ns_a" env FI_EXANET_STATS=stderr timeout -k 5 60 $prefix/bin/fi_rma_bw -e rdm \
+      -o write -S 64 -I 100000 -p exanet -E "$addr_b" >"$work/client.log" 2>&1 || rc=$?
+    [[ $rc -ne 0 ]] && kill "${netns_pids[-1]}" 2>/dev/null
+    wait "${netns_pids[-1]}" || rc=$((rc ? rc : $?))
+    # the lowest share of the two sides' exanet-stats lines, in percent; 0 if either is missing
+    share=$(awk '/exanet-stats/ {
+        for (k = 1; k <= NF; k++) { split($k, kv, "="); v[kv[1]] = kv[2] }
+        s = v["rma_writes"] > 0 ? 100 * v["rma_inline_writes"] / v["rma_writes"] : 0
+        if (n++ == 0 || s < low) low = s
+      } END { printf "%d", n == 2 ? low : 0 }' "$work/server.log" "$work/client.log")
+    echo "fi_rma_bw -S 64 inject writes (run $i): exit $rc, at least $share % inline on each side"
+    if [[ $rc -ne 0 || $share -lt 50 ]]; then
+      bad=1
+      grep -v exanet-stats "$work/client.log" | tail -n 3
+      grep -ho 'rma_writes=[0-9]* rma_inline_writes=[0-9]*' "$work/server.log" "$work/client.log"
+    fi
+  done
+  return $bad
 }
 
 # fi_ubertest's server takes its config from the client over a socket of its own (port 2710 in

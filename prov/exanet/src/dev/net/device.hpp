@@ -288,7 +288,7 @@ class device {
       if (got < 16) break;
     } while (n < budget);
     flush_pending();
-    if (ring_credits_due_) send_due_ring_credits();
+    if (credits_due_) send_due_credits();
     if (!answers_due_.empty()) send_due_answers();
     if (intake_due_) send_intake();
     burst_to_ = no_peer;  // what this poll sent starts no burst: the application's next send goes
@@ -573,6 +573,7 @@ class device {
     std::uint64_t ring_in_bytes = 0;
     std::uint64_t ring_in_head = 0, ring_in_tail = 0, ring_in_told = 0;
     bool ring_credit_due = false;  // a ring_credit the lower endpoint did not take yet
+    bool packet_credit_due = false;  // a packet credit the lower endpoint did not take yet
   };
   struct held_packet {
     peer_id from = 0;
@@ -757,8 +758,9 @@ class device {
   /// Sends bundle_ (or queues it behind its peer's queued packets) and clears it.
   void flush_bundle() noexcept;
   void send_ring_credit(peer_id p) noexcept;
-  void send_due_ring_credits() noexcept;
-  bool ring_credits_due_ = false;
+  /// Sends the ring and packet credits the lower endpoint did not take when they were due.
+  void send_due_credits() noexcept;
+  bool credits_due_ = false;  // some peer has a ring or packet credit due
   std::size_t bounce_max_ = 0;
   std::size_t lower_whole_ = whole_message_default;  // open(): lower_whole_message_bytes
   /// Ring bytes one bundle carries beside its packets: a lower message of lower_whole_ with
