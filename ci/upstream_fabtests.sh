@@ -291,11 +291,12 @@ rma_netns() {
 }
 
 # Both sides stream 64 B fi_inject_write: each should go inline, one lower message, and wait
-# (-FI_EAGAIN) for credit the peer is about to return; only a wait over 1 ms sends writes by
-# DMA, for 9 ms. A packet credit the peer's lower endpoint refused once was given back only with
-# the next packet consumed, which a sender out of credit never sends: from then on that side
-# wrote by DMA (0-33 % inline on a side in 3 runs of 6, 2026-12-06). Each run must keep half
-# inline on both sides. The share, not the speed, is judged.
+# (-FI_EAGAIN) for packet credit the peer is about to return (only a ring-credit wait over 1 ms
+# sends writes by DMA, for 9 ms). A packet credit the peer's lower endpoint refused once was
+# given back only with the next packet consumed, which a sender out of credit never sends, and
+# a packet-credit wait ran out after 1 ms: from then on that side wrote by DMA (0-33 % inline
+# on a side in 3 runs of 6, 2026-12-06; 7-51 % with a third process hogging a core). Each run
+# must keep half inline on both sides (95-99 % since, also with the hog). The share, not the speed, is judged.
 rma_inline_share() {
   local runs=${INLINE_RUNS:-3} i w rc bad=0 share
   for ((i = 1; i <= runs; i++)); do

@@ -393,9 +393,9 @@ concept device =
       { cd.has_arrivals() } noexcept -> std::same_as<bool>;
       // credit_coming(peer), after mailbox_reserve said again: true when the packet credit will
       // come back as the receiver progresses and it is worth waiting for (the caller says
-      // "again" to its own caller) rather than taking a protocol that needs no credit; false
-      // once such a wait has lasted long enough that the receiver may not be progressing (the
-      // emulation: false at once, as for the ring).
+      // "again" to its own caller) rather than taking a protocol that needs no credit (the
+      // emulation: false at once, as for the ring; dev/net: true for as long as the credit is
+      // out, since its other protocols need the receiver's progress too).
       { d.mailbox_credit_coming(p) } noexcept -> std::same_as<bool>;
       // After a peer died: skips a slot it claimed and never published (false once unstuck).
       { d.mailbox_unstick() } noexcept -> std::same_as<bool>;

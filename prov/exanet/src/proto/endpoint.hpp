@@ -738,6 +738,10 @@ class endpoint {
   // rma_inline.cpp
   core::status rma_write_inline(const rma_args& a, const dev::rma_target& t,
                                 std::size_t len) noexcept;
+  /// A write whose ranges all passed the check, inline from src if the protocol table says so:
+  /// ok (completed and released), again (credit on its way; nothing started), anything else
+  /// (take the DMA path). rma.cpp.
+  core::status rma_write_inline_checked(std::span<const iovec> src, rma_request& r) noexcept;
   void on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) noexcept;
   // rma.cpp
   /// Where an access the application named by key and address lands now: the key's current

@@ -138,30 +138,20 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
   // blocked: the target's answer about a key is on its way (a backend that asks the target,
   // dev/net). The operation is accepted and waits for it in rma_active_, as applications (and
   // upstream fabtests) post an RMA once and expect it to go; nothing moves before every range
-  // passed, and a refusal then is an error completion. A write that waited goes by DMA: the
-  // inline path copies from the caller's arguments, which are gone by then.
+  // passed, and a refusal then is an error completion. A write that waited tries the inline
+  // path when its answer comes (rma_advance).
   if (checked == rma_step::next) {
     if (!a.read) {
-      const situation where = a.delivery_complete     ? situation::delivery_complete
-                              : a.remote.size() == 1 ? situation::transmit_complete
-                                                     : situation::several_ranges;
-      // A grant not known to be backed takes the DMA path, whose fault comes back to us.
-      if (!r->may_fault &&
-          protocols_.choose(op_kind::rma_write, where, local_len) == protocol::rma_inline) {
-        const core::status inlined = rma_write_inline(a, r->target[0], local_len);
-        if (core::ok(inlined)) {
-          rma_finish(*r, 0);  // copied out of the caller's buffer: complete, inject or not
-          return core::status::ok;
-        }
-        if (inlined == core::status::again) {
-          // Credit (ring, packets or the device's operations) is on its way and worth the wait
-          // (over a network, where the DMA path costs the target's verdict, a round trip, per
-          // write): nothing has started, and the retry counts the write (rma_check_ranges
-          // counted this attempt).
-          --stats_.rma_writes;
-          rmas_.release(r);
-          return core::status::again;
-        }
+      const core::status inlined = rma_write_inline_checked(a.iov, *r);
+      if (core::ok(inlined)) return core::status::ok;
+      if (inlined == core::status::again) {
+        // Credit (ring, packets or the device's operations) is on its way and worth the wait
+        // (over a network, where the DMA path costs the target's verdict, a round trip, per
+        // write): nothing has started, and the retry counts the write (rma_check_ranges
+        // counted this attempt).
+        --stats_.rma_writes;
+        rmas_.release(r);
+        return core::status::again;
       }
       // rma/dma, or rma/inline without ring credit (its fallback).
     }
@@ -188,11 +178,43 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
   return core::status::ok;
 }
 
+core::status endpoint::rma_write_inline_checked(std::span<const iovec> src,
+                                                rma_request& r) noexcept {
+  const situation where = r.delivery_complete     ? situation::delivery_complete
+                          : r.remote_count == 1 ? situation::transmit_complete
+                                                : situation::several_ranges;
+  // A grant not known to be backed takes the DMA path, whose fault comes back to us.
+  if (r.may_fault || protocols_.choose(op_kind::rma_write, where, r.total) != protocol::rma_inline)
+    return core::status::not_supported;
+  rma_args a;
+  a.iov = src;
+  a.remote = {r.remote.data(), r.remote_count};
+  a.peer = r.peer;
+  a.cq_data = r.cq_data;
+  a.has_cq_data = r.has_cq_data;
+  const core::status s = rma_write_inline(a, r.target[0], r.total);
+  if (core::ok(s)) rma_finish(r, 0);  // copied out of the source: complete, inject or not
+  return s;
+}
+
 bool endpoint::rma_advance(rma_request& r) noexcept {
   if (r.what == rma_request::role::read_response) return rma_answer_read(r);
   if (r.at == rma_request::stage::check) [[unlikely]] {
     const rma_step st = rma_check_ranges(r);
     if (st != rma_step::next) return st == rma_step::released;
+    // A write that waited for the target's answer about its key (dev/net) and has sent
+    // nothing: inline if it can, as it would have gone without the wait. Its source is the
+    // caller's buffer, valid until completion, or an inject's copy (rma_now: the hole in front
+    // of it is empty). Over the network a DMA write costs the target's verdict, and the writes
+    // a stream posts while the first answer travels (64 to 128 in fi_rma_bw) went that way.
+    if (r.what == rma_request::role::write && r.rechecks == 0) {
+      std::span<const iovec> src{r.iov.data(), r.iov_count};
+      if (r.owned) src = src.subspan(1);
+      const core::status s = rma_write_inline_checked(src, r);
+      if (core::ok(s)) return true;
+      // again: the credit is on its way, but the write was accepted and its answer came: the
+      // DMA path goes now rather than hold it longer.
+    }
   }
   if (r.at == rma_request::stage::data) {
     const rma_step st = r.what == rma_request::role::write ? rma_write_data(r) : rma_read_data(r);

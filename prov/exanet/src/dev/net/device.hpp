@@ -414,10 +414,11 @@ class device {
   /// intake held) from waiting on it: the rendezvous then lets the send go.
   bool bounce_credit_coming(peer_id p, std::size_t len) noexcept;
   /// After mailbox_reserve said again: true while p has our packets it has not given credit
-  /// for (or the lower endpoint holds a backlog to it) and our wait has lasted under
-  /// credit_wait_us. An RMA write that takes the DMA path instead costs the target's verdict, a
-  /// round trip, and holds a lower operation until then (fi_rma_bw across two hosts, both
-  /// sides writing: 1 KiB writes streamed 2-3 times as fast with the wait, 2026-12-06).
+  /// for (or the lower endpoint holds a backlog to it), however long that lasts. An RMA write
+  /// that takes the DMA path instead costs the target's verdict, a round trip, and holds a
+  /// lower operation until then, and it too needs p's progress (fi_rma_bw across two hosts,
+  /// both sides writing: 1 KiB writes streamed 2-3 times as fast with a 1 ms wait, and 64 B
+  /// writes twice as fast again under CPU contention with no bound, 2026-12-06).
   bool mailbox_credit_coming(peer_id p) noexcept;
   static constexpr std::uint64_t credit_wait_us = 1000;
   /// After a wait ran out, the operations behind it take the fallback for this long, then the
@@ -565,7 +566,6 @@ class device {
     std::vector<std::byte> ring_out;
     std::uint64_t ring_head = 0, ring_tail = 0;
     std::uint64_t credit_wait_from_us = 0;  // bounce_credit_coming: when this wait began; 0 none
-    std::uint64_t packet_wait_from_us = 0;  // mailbox_credit_coming: the same for packets
     // Its bounce ring here: the bytes it sent, how far they reach, how far we consumed, and
     // how far we told it.
     // Sized by the ring its hello announced (ring_in_bytes; ours if it announced none).
