@@ -680,7 +680,7 @@ void device::give_credit(peer_id p) noexcept {
   peer& pr = peers_[p];
   if (pr.consumed < params_.net.credits / 2) return;
   // Credit packets take no credit (the receiver handles them at once); one that cannot go now
-  // goes with the next consumed packet.
+  // is due, and every poll tries it again (send_due_credits).
   if (pr.hello_due) {  // the hello takes a credit like any packet; without one, wait
     if (pr.credits == 0 || !core::ok(send_hello(p))) {
       pr.packet_credit_due = credits_due_ = true;
