@@ -21,7 +21,8 @@
  * exanet's network backend, the initiator asks the target about a key it has not used).
  *
  * Over exanet it first checks that the first small writes to a key go inline, also over the
- * network, where they wait for the target's answer about the key (first_writes_inline).
+ * network, where they wait for the target's answer about the key, and that a window of writes
+ * with completions leaves in a few lower messages there (first_writes_inline).
  *
  * Run over exanet (both backends) and over shm and tcp (FI_PROVIDER) as the references.
  * WRITE_THEN_SEND_ROUNDS (default 1000) and WRITE_THEN_SEND_SEED (default: from the clock;
@@ -314,9 +315,11 @@ static void round_trip(struct side *s, uint32_t round, struct rng *r)
  * without the wait; they went by DMA before (2026-12-06). A registration of its own, so that
  * nothing here can land in the rounds' memory. */
 #define FIRST_WRITES 8
+#define BURST_WRITES 16 /* then a window of writes with completions, 1 KiB each */
+#define BURST_LEN 1024
 static void first_writes_inline(struct side *s)
 {
-	static unsigned char target_buf[FIRST_WRITES * 64];
+	static unsigned char target_buf[FIRST_WRITES * 64 + BURST_WRITES * BURST_LEN];
 	struct fid_mr *mr = NULL;
 	uint64_t addr, key;
 	XT_RC(fi_mr_reg(s->x.domain, target_buf, sizeof target_buf, FI_REMOTE_WRITE, 0, KEY_BASE - 1, 0,
@@ -347,6 +350,33 @@ static void first_writes_inline(struct side *s)
 		while (memcmp(target_buf + 64 * k, s->src, 64) != 0) {
 			poll_once(s);
 			XT_CHECK(xt_now_s() < end, "the peer's first write %d did not land in 30 s", k);
+		}
+
+	/* A window of writes with completions: the application learns of them only by reading its
+	 * CQ, which polls first, so over the network they may leave together, in a few lower
+	 * messages, as a window of sends does (net_messages.c); one each before (2026-12-06). */
+	const uint64_t at = FIRST_WRITES * 64;
+	xt_fill(s->src, BURST_LEN, 78);
+	const struct fi_exanet_counters b0 = xt_counters(s->x.ep);
+	for (int k = 0; k < BURST_WRITES; k++) {
+		POST(s, 0, fi_write(s->x.ep, s->src, BURST_LEN, NULL, s->peer,
+				    addr + at + BURST_LEN * (uint64_t)k, key, &s->ctx[0]));
+		s->tx_pending++;
+	}
+	while (s->tx_pending > 0) {
+		poll_once(s);
+		XT_CHECK(xt_now_s() < end, "%llu write completions missing after 30 s",
+			 (unsigned long long)s->tx_pending);
+	}
+	const struct fi_exanet_counters b1 = xt_counters(s->x.ep);
+	const unsigned long long msgs = b1.network_messages_sent - b0.network_messages_sent;
+	XT_CHECK(!b1.peers_network || msgs <= BURST_WRITES / 2,
+		 "%d writes of %d bytes with completions took %llu lower messages (want at most %d)",
+		 BURST_WRITES, BURST_LEN, msgs, BURST_WRITES / 2);
+	for (int k = 0; k < BURST_WRITES; k++)
+		while (memcmp(target_buf + at + BURST_LEN * k, s->src, BURST_LEN) != 0) {
+			poll_once(s);
+			XT_CHECK(xt_now_s() < end, "the peer's write %d of the window did not land", k);
 		}
 	xt_sync_progress(s->sock, s->x.rxcq);
 	XT_RC(fi_close(&mr->fid));

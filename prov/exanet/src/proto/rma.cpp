@@ -192,6 +192,7 @@ core::status endpoint::rma_write_inline_checked(std::span<const iovec> src,
   a.peer = r.peer;
   a.cq_data = r.cq_data;
   a.has_cq_data = r.has_cq_data;
+  a.completion = r.completion;
   const core::status s = rma_write_inline(a, r.target[0], r.total);
   if (core::ok(s)) rma_finish(r, 0);  // copied out of the source: complete, inject or not
   return s;

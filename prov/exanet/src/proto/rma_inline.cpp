@@ -42,6 +42,10 @@ core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target
   p.ring = space.ring;
   p.key_slot = t.key_slot;
   wire::write(slot.data(), p);
+  // As a send's (medium.cpp): the application learns of this write only by reading its CQ or
+  // its write counter, and both poll first, so a network backend may keep the packet for that
+  // poll with the writes that follow it (a window of writes in a few lower messages).
+  slot.reported = (a.completion && sinks_.tx) || sinks_.write_cntr;
   dev_.mailbox_publish(slot);
   dev_.bounce_prepare(a.peer, len);  // as medium_send: the next write's room, taken ahead
   ++stats_.rma_inline_writes;
