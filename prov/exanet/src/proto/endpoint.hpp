@@ -736,12 +736,13 @@ class endpoint {
   void advance_watermark(dev::peer_id from, wire::psn_t psn) noexcept;
   void dispatch(dev::peer_id from, const dev::packet& pkt) noexcept;
   // rma_inline.cpp
-  core::status rma_write_inline(const rma_args& a, const dev::rma_target& t,
-                                std::size_t len) noexcept;
-  /// A write whose ranges all passed the check, inline from src if the protocol table says so:
-  /// ok (completed and released), again (credit on its way; nothing started), anything else
+  /// r's one range by the bounce ring (r's ranges passed the check): ok, again (credit on its
+  /// way; nothing started) or not_supported (no ring room: the DMA path).
+  core::status rma_write_inline(const rma_request& r) noexcept;
+  /// A write whose ranges all passed the check, inline if the protocol table says so: ok
+  /// (completed and released), again (credit on its way; nothing started), anything else
   /// (take the DMA path). rma.cpp.
-  core::status rma_write_inline_checked(std::span<const iovec> src, rma_request& r) noexcept;
+  core::status rma_write_inline_checked(rma_request& r) noexcept;
   void on_rma_write_inline(dev::peer_id from, const dev::packet& pkt) noexcept;
   // rma.cpp
   /// Where an access the application named by key and address lands now: the key's current

@@ -142,7 +142,7 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
   // path when its answer comes (rma_advance).
   if (checked == rma_step::next) {
     if (!a.read) {
-      const core::status inlined = rma_write_inline_checked(a.iov, *r);
+      const core::status inlined = rma_write_inline_checked(*r);
       if (core::ok(inlined)) return core::status::ok;
       if (inlined == core::status::again) {
         // Credit (ring, packets or the device's operations) is on its way and worth the wait
@@ -178,22 +178,14 @@ core::status endpoint::rma_now(const rma_args& a) noexcept {
   return core::status::ok;
 }
 
-core::status endpoint::rma_write_inline_checked(std::span<const iovec> src,
-                                                rma_request& r) noexcept {
+core::status endpoint::rma_write_inline_checked(rma_request& r) noexcept {
   const situation where = r.delivery_complete     ? situation::delivery_complete
                           : r.remote_count == 1 ? situation::transmit_complete
                                                 : situation::several_ranges;
   // A grant not known to be backed takes the DMA path, whose fault comes back to us.
   if (r.may_fault || protocols_.choose(op_kind::rma_write, where, r.total) != protocol::rma_inline)
     return core::status::not_supported;
-  rma_args a;
-  a.iov = src;
-  a.remote = {r.remote.data(), r.remote_count};
-  a.peer = r.peer;
-  a.cq_data = r.cq_data;
-  a.has_cq_data = r.has_cq_data;
-  a.completion = r.completion;
-  const core::status s = rma_write_inline(a, r.target[0], r.total);
+  const core::status s = rma_write_inline(r);
   if (core::ok(s)) rma_finish(r, 0);  // copied out of the source: complete, inject or not
   return s;
 }
@@ -204,15 +196,11 @@ bool endpoint::rma_advance(rma_request& r) noexcept {
     const rma_step st = rma_check_ranges(r);
     if (st != rma_step::next) return st == rma_step::released;
     // A write that waited for the target's answer about its key (dev/net) and has sent
-    // nothing: inline if it can, as it would have gone without the wait. Its source is the
-    // caller's buffer, valid until completion, or an inject's copy (rma_now: the hole in front
-    // of it is empty). Over the network a DMA write costs the target's verdict, and the writes
-    // a stream posts while the first answer travels (64 to 128 in fi_rma_bw) went that way.
+    // nothing: inline if it can, as it would have gone without the wait. Over the network a
+    // DMA write costs the target's verdict, and the writes a stream posts while the first
+    // answer travels (64 to 128 in fi_rma_bw) went that way.
     if (r.what == rma_request::role::write && r.rechecks == 0) {
-      std::span<const iovec> src{r.iov.data(), r.iov_count};
-      if (r.owned) src = src.subspan(1);
-      const core::status s = rma_write_inline_checked(src, r);
-      if (core::ok(s)) return true;
+      if (core::ok(rma_write_inline_checked(r))) return true;
       // again: the credit is on its way, but the write was accepted and its answer came: the
       // DMA path goes now rather than hold it longer.
     }

@@ -15,39 +15,43 @@
 
 namespace exanet::proto {
 
-core::status endpoint::rma_write_inline(const rma_args& a, const dev::rma_target& t,
-                                        std::size_t len) noexcept {
+core::status endpoint::rma_write_inline(const rma_request& r) noexcept {
+  const std::size_t len = r.total;
+  const dev::peer_id to = r.peer;
+  // The source: the caller's buffers (valid until completion), or an inject's copy behind the
+  // empty hole rma_now puts in front of it.
+  std::span<const iovec> src{r.iov.data(), r.iov_count};
+  if (r.owned) src = src.subspan(1);
   // Placed like the target address: the target's copy out is aligned.
   dev::ring_space space;
   // No ring or no credit: DMA instead, unless the device says the credit is on its way and
   // worth waiting for (as medium_send): then "again", and the application progresses and
   // retries. A full mailbox likewise.
-  if (!dev_.bounce_reserve(a.peer, len, t.va, space))
-    return dev_.bounce_credit_coming(a.peer, len) ? core::status::again
-                                                  : core::status::not_supported;
+  if (!dev_.bounce_reserve(to, len, r.target[0].va, space))
+    return dev_.bounce_credit_coming(to, len) ? core::status::again : core::status::not_supported;
   dev::mailbox_reservation slot;
-  if (core::status s = dev_.mailbox_reserve(a.peer, slot); !core::ok(s))
-    return s != core::status::again            ? s
-           : dev_.mailbox_credit_coming(a.peer) ? core::status::again
-                                                : core::status::not_supported;
-  dev_.bounce_write(a.peer, space, a.iov, len);
+  if (core::status s = dev_.mailbox_reserve(to, slot); !core::ok(s))
+    return s != core::status::again         ? s
+           : dev_.mailbox_credit_coming(to) ? core::status::again
+                                            : core::status::not_supported;
+  dev_.bounce_write(to, space, src, len);
   wire::rma_write_inline p{};
   p.hdr = wire::make_header(wire::pkt_type::rma_write_inline,
-                            a.has_cq_data ? wire::flag_cq_data : 0,
+                            r.has_cq_data ? wire::flag_cq_data : 0,
                             static_cast<std::uint32_t>(len));
-  p.remote_addr = a.remote[0].addr;
-  p.key = a.remote[0].key;
-  p.cq_data = a.cq_data;
+  p.remote_addr = r.remote[0].addr;
+  p.key = r.remote[0].key;
+  p.cq_data = r.cq_data;
   p.ring_offset = space.offset;
   p.ring = space.ring;
-  p.key_slot = t.key_slot;
+  p.key_slot = r.target[0].key_slot;
   wire::write(slot.data(), p);
   // As a send's (medium.cpp): the application learns of this write only by reading its CQ or
   // its write counter, and both poll first, so a network backend may keep the packet for that
   // poll with the writes that follow it (a window of writes in a few lower messages).
-  slot.reported = (a.completion && sinks_.tx) || sinks_.write_cntr;
+  slot.reported = (r.completion && sinks_.tx) || sinks_.write_cntr;
   dev_.mailbox_publish(slot);
-  dev_.bounce_prepare(a.peer, len);  // as medium_send: the next write's room, taken ahead
+  dev_.bounce_prepare(to, len);  // as medium_send: the next write's room, taken ahead
   ++stats_.rma_inline_writes;
   return core::status::ok;
 }
