@@ -15,12 +15,14 @@
  * name of another host is kept in the AV but a send to it fails, and never reaches the endpoint
  * of this host that has the same port; a malformed one is refused.
  *
- * The string form of a 64-byte name carries its network fields too ("?node=&host=&inc=&lower="):
- * with FI_EXANET_NETWORK=every_peer (net.addr_formats), where every name is a 64-byte one and a
+ * The string form of a network name carries its network fields too ("?node=&host=&inc=&lower="):
+ * with FI_EXANET_NETWORK=every_peer (net.addr_formats), where every name is a network one and a
  * 16-byte one reaches nothing, fi_getname's string, fi_getinfo(node = that string), fi_av_insert,
  * fi_av_lookup and fi_av_straddr give back the same peer, and the string fi_av_straddr prints for
  * a name of an FI_FORMAT_UNSPEC domain reaches that endpoint through an FI_ADDR_STR AV. Malformed
- * network fields are refused.
+ * network fields are refused. Over tcp on IPv4 that binary name is the 32-byte compact form
+ * (struct fi_exanet_addr_v3): its 64-byte form reaches the same endpoint, the AV gives back the
+ * 32 bytes for both, and a forged compact name is refused.
  */
 #include "xt.h"
 
@@ -355,6 +357,90 @@ static int longer_names(int unused, int sock)
 	return 0;
 }
 
+/* One message from x (through dest) to u, both endpoints of this process: each progresses
+ * while the other waits (the network's hello). */
+static void send_between(struct xt_ep *x, fi_addr_t dest, struct xt_ep *u, uint64_t tag,
+			 const char *what)
+{
+	char in[8] = {0}, out[8] = "named";
+	XT_RC(fi_trecv(u->ep, in, sizeof in, NULL, FI_ADDR_UNSPEC, tag, 0, NULL));
+	ssize_t rc;
+	while ((rc = fi_tsend(x->ep, out, sizeof out, NULL, dest, tag, NULL)) == -FI_EAGAIN)
+		(void)fi_cq_read(u->rxcq, NULL, 0);
+	XT_RC(rc);
+	struct fi_cq_tagged_entry e;
+	int sent = 0, got = 0;
+	for (long i = 0; i < 100000000 && !(sent && got); i++) {
+		sent += fi_cq_read(x->txcq, &e, 1) == 1;
+		got += fi_cq_read(u->rxcq, &e, 1) == 1;
+	}
+	XT_CHECK(sent && got && !strcmp(in, out), "%s (sent %d, received %d)", what, sent, got);
+}
+
+/* Over an IPv4 lower provider a network name is 32 bytes (version 3, struct
+ * fi_exanet_addr_v3): what programs that keep a name in 32 bytes (fi_rdm_stress) can hold. Its
+ * 64-byte version 2 form names the same endpoint, and the AV gives back the 32 bytes. */
+static void compact_names(struct xt_ep *u)
+{
+	const struct fi_exanet_addr_v3 *c = (const void *)u->name;
+	XT_CHECK(u->namelen == sizeof *c && c->magic == FI_EXANET_ADDR_MAGIC && c->version == 3,
+		 "fi_getname over the network (tcp over IPv4): %zu bytes, version %u (want 32, 3)",
+		 u->namelen, u->namelen >= 8 ? c->version : 0);
+	char tiny[sizeof *c - 1];
+	size_t tl = sizeof tiny;
+	XT_CHECK(fi_getname(&u->ep->fid, tiny, &tl) == -FI_ETOOSMALL && tl == sizeof *c,
+		 "fi_getname into %zu bytes: -FI_ETOOSMALL and 32 (got %zu)", sizeof tiny, tl);
+
+	struct fi_exanet_addr_v2 v2;
+	memset(&v2, 0, sizeof v2);
+	v2.v1.magic = c->magic;
+	v2.v1.node = c->node;
+	v2.v1.version = 2;
+	v2.v1.pdid = c->pdid;
+	v2.v1.port = c->port;
+	for (int i = 0; i < 6; i++) {
+		v2.host |= (uint64_t)c->host[i] << (8 * i);
+		v2.incarnation |= (uint64_t)c->incarnation[i] << (8 * i);
+	}
+	struct sockaddr_in sin;
+	memset(&sin, 0, sizeof sin);
+	sin.sin_family = AF_INET;
+	sin.sin_port = c->lower_port;
+	sin.sin_addr.s_addr = c->lower_ipv4;
+	memcpy(v2.lower_name, &sin, sizeof sin);
+	v2.lower_len = sizeof sin;
+	struct fi_exanet_addr_v3 bad = *c;
+	bad.magic ^= 1;
+
+	struct xt_ep w;
+	xt_open_default(&w, 0);
+	/* One call each: a call's names are packed at the stride of its first one (fi_av(3)). */
+	const void *names[3] = {c, &v2, &bad};
+	fi_addr_t fa[3];
+	int n = 0;
+	for (int i = 0; i < 3; i++)
+		n += fi_av_insert(w.av, names[i], 1, &fa[i], 0, NULL);
+	XT_CHECK(n == 2 && fa[0] != FI_ADDR_NOTAVAIL && fa[1] != FI_ADDR_NOTAVAIL && fa[2] == FI_ADDR_NOTAVAIL,
+		 "inserting a 32-byte name, its 64-byte form and a forged 32-byte one: %d inserted "
+		 "(want 2, the forged one refused)", n);
+	for (int i = 0; i < 2; i++) {
+		unsigned char back[64];
+		size_t blen = sizeof back;
+		XT_CHECK(fi_av_lookup(w.av, fa[i], back, &blen) == 0 && blen == sizeof *c &&
+				 memcmp(back, c, sizeof *c) == 0,
+			 "fi_av_lookup of the %s form: %zu bytes, want the 32-byte name", i ? "64-byte" : "32-byte",
+			 blen);
+	}
+	char t32[320], t64[320];
+	size_t l32 = sizeof t32, l64 = sizeof t64;
+	XT_CHECK(fi_av_straddr(w.av, c, t32, &l32) && fi_av_straddr(w.av, &v2, t64, &l64) &&
+			 !strcmp(t32, t64) && strstr(t32, "&lower="),
+		 "fi_av_straddr of the two forms: \"%s\" and \"%s\"", t32, t64);
+	send_between(&w, fa[0], u, 11, "the send through the 32-byte name");
+	send_between(&w, fa[1], u, 12, "the send through its 64-byte form");
+	xt_close(&w);
+}
+
 /* Over the network (every_peer): the string of a 64-byte name round-trips. */
 static int net_server(int unused, int sock)
 {
@@ -435,16 +521,15 @@ static int net_pair(int unused, int sock)
 	ping(&x, peer, 1);
 	pong(&x, peer, 2);
 
-	/* A 64-byte name of an FI_FORMAT_UNSPEC domain, printed by its AV, inserted as a string. */
+	/* A network name of an FI_FORMAT_UNSPEC domain, printed by its AV, inserted as a string. */
 	struct xt_ep u;
 	xt_open_default(&u, 0);
-	XT_CHECK(u.namelen == sizeof(struct fi_exanet_addr_v2),
-		 "fi_getname over the network: %zu bytes", u.namelen);
+	compact_names(&u);
 	char text[320];
 	size_t tlen = sizeof text;
 	XT_CHECK(fi_av_straddr(u.av, u.name, text, &tlen) && tlen == strlen(text) + 1 &&
 			 strstr(text, "&lower="),
-		 "fi_av_straddr of a 64-byte name: \"%s\"", text);
+		 "fi_av_straddr of a network name: \"%s\"", text);
 	fi_addr_t ua = FI_ADDR_NOTAVAIL;
 	const char *unames[] = {text};
 	XT_CHECK(fi_av_insert(x.av, unames, 1, &ua, 0, NULL) == 1, "insert of \"%s\"", text);
@@ -487,8 +572,8 @@ int main(void)
 		pid_t pid;
 		xt_spawn(1, net_pair, &sock, &pid);
 		xt_reap(1, &pid);
-		xt_pass("over the network: FI_ADDR_STR of 64-byte names round-trips (getname, "
-			"getinfo, AV)");
+		xt_pass("over the network: FI_ADDR_STR of network names round-trips (getname, "
+			"getinfo, AV); 32-byte names and their 64-byte form name one endpoint");
 		return 0;
 	}
 	for (int i = 0; i < (int)(sizeof formats / sizeof formats[0]); i++) {

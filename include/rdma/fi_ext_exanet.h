@@ -46,6 +46,23 @@ struct fi_exanet_addr_v2 {
 	uint8_t lower_name[FI_EXANET_LOWER_NAME_BYTES]; /* the lower provider's endpoint name */
 };
 
+/* The same name in 32 bytes (version 3), which fi_getname gives instead of version 2 when the
+ * lower provider names its endpoint by an IPv4 socket address (tcp) with nothing else set: the
+ * port shrinks to its 16 bits, host and incarnation to their 48. fi_av_insert takes either form
+ * of a name, and they name the same endpoint. Read the version at the offset it has in struct
+ * fi_exanet_addr to know a name's length (16, 32 or 64 bytes). */
+struct fi_exanet_addr_v3 {
+	uint32_t magic;          /* FI_EXANET_ADDR_MAGIC */
+	uint16_t node;
+	uint16_t version;        /* 3 */
+	uint32_t pdid;
+	uint16_t port;
+	uint16_t lower_port;     /* the lower sockaddr_in's sin_port (network byte order) */
+	uint32_t lower_ipv4;     /* its sin_addr (network byte order) */
+	uint8_t host[6];         /* host identity, little-endian */
+	uint8_t incarnation[6];  /* incarnation, little-endian */
+};
+
 /*
  * Per-endpoint protocol counters. Open the ops on an endpoint with
  *     struct fi_exanet_counters_ops *ops;

@@ -304,10 +304,9 @@ std::size_t addr_stride(std::uint32_t format, const void* first) noexcept {
     case FI_SOCKADDR_IN6: return sizeof(sockaddr_in6);
     case FI_ADDR_STR: return 0;
     default: {
-      dev::address a;
       if (!first) return dev::address::v1_bytes;
-      std::memcpy(static_cast<void*>(&a), first, dev::address::v1_bytes);
-      return a.valid() ? a.name_bytes() : dev::address::v1_bytes;
+      const std::size_t n = dev::name_length(first);
+      return n ? n : dev::address::v1_bytes;
     }
   }
 }
@@ -323,12 +322,19 @@ int addr_decode(const addr_codec& c, const void* addr, std::size_t len, dev::add
     case FI_ADDR_STR:
       return from_string(c, static_cast<const char*>(addr), len ? len : addr_str_max, out, any);
     default: {
-      // The version says how long the name is: 16 bytes (version 1) or all of it.
+      // The version says how long the name is: 16 bytes (version 1), 32 (version 3, the
+      // compact form of version 2) or 64 (version 2).
       if (len < dev::address::v1_bytes) return -FI_EINVAL;
+      const std::size_t n = dev::name_length(addr);
+      if (n == 0 || len != n) return -FI_EINVAL;
+      if (n == dev::compact_address::bytes) {
+        dev::compact_address c;
+        std::memcpy(&c, addr, n);
+        out = dev::from_compact(c);
+        return 0;
+      }
       dev::address a;
-      std::memcpy(static_cast<void*>(&a), addr, dev::address::v1_bytes);
-      if (len != a.name_bytes() || len > sizeof a) return -FI_EINVAL;
-      std::memcpy(&a, addr, len);
+      std::memcpy(static_cast<void*>(&a), addr, n);
       if (!a.valid()) return -FI_EINVAL;
       out = a;
       return 0;
@@ -370,6 +376,14 @@ int addr_encode(const addr_codec& c, const dev::address& a, void* out, std::size
     *len = addr_stride(c.format);
     if (room < *len) return -FI_ETOOSMALL;
     std::memcpy(out, &ss, *len);
+    return 0;
+  }
+  // A version 2 name in 32 bytes when that loses nothing (dev::to_compact): programs that keep
+  // a name in 32 bytes then work across hosts too.
+  if (dev::compact_address compact; dev::to_compact(a, compact)) {
+    *len = sizeof compact;
+    if (room < *len) return -FI_ETOOSMALL;
+    std::memcpy(out, &compact, *len);
     return 0;
   }
   *len = a.name_bytes();

@@ -36,7 +36,12 @@ static_assert(sizeof(fi_exanet_addr) == dev::address::v1_bytes &&
               offsetof(fi_exanet_addr_v2, lower_name) == offsetof(dev::address, lower_name) &&
               FI_EXANET_LOWER_NAME_BYTES == dev::lower_name_bytes &&
               sizeof(dev::address) <= FI_NAME_MAX &&  // Open MPI's fi_getname buffer is FI_NAME_MAX
-              FI_EXANET_ADDR_MAGIC == dev::address_magic);
+              FI_EXANET_ADDR_MAGIC == dev::address_magic &&
+              sizeof(fi_exanet_addr_v3) == dev::compact_address::bytes &&
+              offsetof(fi_exanet_addr_v3, version) == offsetof(dev::compact_address, version) &&
+              offsetof(fi_exanet_addr_v3, lower_ipv4) == offsetof(dev::compact_address, lower_ipv4) &&
+              offsetof(fi_exanet_addr_v3, incarnation) ==
+                  offsetof(dev::compact_address, incarnation));
 
 extern fi_ops_msg g_msg_ops;        // ep_xfer.cpp
 extern fi_ops_tagged g_tagged_ops;  // ep_xfer.cpp

@@ -303,8 +303,9 @@ int set_addresses(const char* node, const char* service, std::uint64_t flags, co
     have_dest = true;
   }
   // With the network backend on, an endpoint's name is version 2 (dev/hybrid): the source name
-  // has the length fi_getname will give. What only the open endpoint knows (its host, its
-  // incarnation, the lower provider's name) stays 0 here.
+  // has the most fi_getname will give (64 bytes; 32 when the lower provider's name turns out an
+  // IPv4 address, which only the open endpoint knows). What only the open endpoint knows (its
+  // host, its incarnation, the lower provider's name) stays 0 here.
   if (cfg.network != dev::open_params::network::use::off && src.version == 1) src.version = 2;
   if (int rc = put_name(c, src, fi.src_addr, fi.src_addrlen); rc != 0) return rc;
   if (have_dest)

@@ -303,9 +303,9 @@ inline constexpr param_spec g_params[] = {
      "FI_EXANET_NETWORK_PROVIDER, this host's through shared memory) or every_peer (all over the "
      "network, to test or measure that path on one host). Every process of a job must choose "
      "the same.",
-     "With the network on, \\fBfi_getname\\fR gives 64\\-byte names (version 2, see "
-     "\\fBAddressing\\fR). If the lower provider cannot be opened, the endpoint logs why and "
-     "reaches the peers of its host only."},
+     "With the network on, \\fBfi_getname\\fR gives network names: 32 bytes over tcp on IPv4 "
+     "(version 3), else 64 (version 2; see \\fBAddressing\\fR). If the lower provider cannot "
+     "be opened, the endpoint logs why and reaches the peers of its host only."},
     {param_id::network_provider, "network_provider", param_type::string, 0, "tcp", 0, 0, "",
      "The libfabric provider that carries the network backend (its fi_info prov_name: tcp, "
      "which libfabric layers under ofi_rxm, or net); never exanet itself.",

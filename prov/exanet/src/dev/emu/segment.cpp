@@ -16,6 +16,7 @@
 
 #include "core/log.hpp"
 #include "core/unlink_at_exit.hpp"
+#include "dev/address.hpp"
 
 namespace exanet::dev::emu {
 
@@ -381,6 +382,7 @@ std::uint64_t host_identity() noexcept {
       mix(&st.st_dev, sizeof st.st_dev);
       mix(&st.st_ino, sizeof st.st_ino);
     }
+    h &= id_mask;  // 48 bits, so a name fits its compact form (dev/address.hpp)
     return h ? h : 1;
   }();
   return id;

@@ -41,7 +41,7 @@ using wire::to_packet;
 std::uint64_t fresh_incarnation() noexcept {
   std::uint64_t v = 0;
   if (getrandom(&v, sizeof v, 0) != sizeof v) v = static_cast<std::uint64_t>(std::time(nullptr));
-  return v | 1;  // never 0
+  return (v & id_mask) | 1;  // never 0; 48 bits, so the name fits its compact form
 }
 
 core::status from_fi(int rc) noexcept {
