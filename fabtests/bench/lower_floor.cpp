@@ -25,6 +25,10 @@
 //   stream_write  the same window as 64 RMA writes (FI_DELIVERY_COMPLETE) each followed at once
 //                 by its 64-byte notification message (exanet's receiver-initiated stream); the
 //                 peer waits for the 64 notifications.
+//   stream_write_tc    stream_write with FI_TRANSMIT_COMPLETE writes (what the verdict costs);
+//   stream_write_data  64 RMA writes with remote CQ data and no message, the peer waiting for
+//                 the 64 writes' own completions (what a notification carried by the write
+//                 would give a stream).
 // One way = half a round trip; the value is the median of 5 blocks. If write_notify alone is
 // not below 0.9 x msg, exanet cannot be either over this lower provider. The stream modes print
 // MB/s (10^6 B/s) instead: a window's bytes over its time, as net_compare.sh's bandwidth.
@@ -34,7 +38,8 @@
 //   lower_floor client FILE NODE     the other end; prints one line per size and mode
 // Environment: FLOOR_SIZES (bytes, default "65536 1048576 4194304"), FLOOR_PROV (default tcp),
 // FLOOR_MODES (default "msg write_notify write_dc"; "inject", "bundle", "bundle1", "write_tc",
-// "write_data", "stream_msg", "stream_write" on request).
+// "write_data", "stream_msg", "stream_write", "stream_write_tc", "stream_write_data" on
+// request).
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -274,7 +279,7 @@ int iterations(std::size_t size) {
   return size >= (std::size_t{1} << 20) ? int(std::max<std::size_t>(6, (32u << 20) / size)) : 100;
 }
 
-bool streaming(const std::string& mode) { return mode == "stream_msg" || mode == "stream_write"; }
+bool streaming(const std::string& mode) { return mode.rfind("stream_", 0) == 0; }
 
 // One window of a stream, from the leader to the follower, and the follower's 64-byte answer.
 // Every message of a window lands in the same receive buffer and every write at the same
@@ -285,8 +290,11 @@ void stream_window_trip(end& e, bool leader, const std::string& mode, std::size_
       if (mode == "stream_msg") {
         e.send(size);
         ++e.posted_sends;
+      } else if (mode == "stream_write_data") {
+        e.write(size, FI_DELIVERY_COMPLETE, true);  // the write is its own notification
+        ++e.posted_writes;
       } else {
-        e.write(size);
+        e.write(size, mode == "stream_write_tc" ? FI_TRANSMIT_COMPLETE : FI_DELIVERY_COMPLETE);
         ++e.posted_writes;
         e.notify();
         ++e.posted_sends;
@@ -300,6 +308,8 @@ void stream_window_trip(end& e, bool leader, const std::string& mode, std::size_
     e.wait(op_recv_data, e.done[op_recv_data] + stream_window);
     if (!last)
       for (int i = 0; i < stream_window; ++i) e.post_recv(op_recv_data, size);
+  } else if (mode == "stream_write_data") {
+    e.wait(op_remote_write, e.done[op_remote_write] + stream_window);
   } else {
     for (int i = 0; i < stream_window; ++i) {
       e.wait(op_recv_notify, e.done[op_recv_notify] + 1);
