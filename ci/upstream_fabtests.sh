@@ -30,6 +30,15 @@
 #                                                    and write -U across the two namespaces, and
 #                                                    64 B inject writes (INLINE_RUNS times) of
 #                                                    which each side sends at least half inline
+#   ci/upstream_fabtests.sh named_netns PREFIX PROVDIR
+#                                                    upstream programs across the two
+#                                                    namespaces as users run them on a
+#                                                    cluster: the client names the server by
+#                                                    its IP address and fabtests' port (no
+#                                                    out-of-band exchange), with
+#                                                    FI_EXANET_NETWORK=other_hosts; and a
+#                                                    client with no server there fails in
+#                                                    bounded time
 #   ci/upstream_fabtests.sh standard_netns PREFIX PROVDIR
 #                                                    the standard set the same way (by hand: not
 #                                                    in CI)
@@ -50,7 +59,7 @@ tarball=$root/../shared/upstream/fabtests-v1.17.0.tar.gz
 # checks are the same; only the page size under the programs' own allocations changes. Measured
 # alone, far phase: ubertest 219 -> 70 s (CPU 6m45 -> 1m52), quick_netns 276 -> 211 s.
 export GLIBC_TUNABLES=${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1
-cmd=${1:?usage: $0 build|quick|ubertest|standard|rdm_stress|quick_netns|standard_netns|rma_netns PREFIX [PROVDIR]}
+cmd=${1:?usage: $0 build|quick|ubertest|standard|rdm_stress|quick_netns|standard_netns|rma_netns|named_netns PREFIX [PROVDIR]}
 prefix=${2:?prefix}
 # absolute, so that a relative PREFIX holds in the subshells that change directory
 mkdir -p "$prefix" && prefix=$(cd "$prefix" && pwd)
@@ -202,6 +211,77 @@ quick_netns() { netns_set quick "${1:?provider dir}" 1200 60 "$allowed_notrun"; 
 # The standard set the same way (not in CI, whose budget it would exceed: about 4 minutes more).
 standard_netns() { netns_set standard "${1:?provider dir}" 1500 120 "$allowed_notrun_standard"; }
 
+# Upstream programs across two hosts the way a cluster user starts them: the server with no
+# address (it listens on fabtests' port 9228), the client given the server's IP address. exanet
+# finds that endpoint by address and port alone: the server's network side listens on its
+# chosen port, and its hello tells the client the rest of its name (fi_exanet(7) Addressing).
+# Before, fi_getinfo refused another host's address (-FI_ENODATA), and CI's cross-host sets
+# needed runfabtests.sh's out-of-band exchange (-b). FI_EXANET_NETWORK=other_hosts, the setting
+# of a job across hosts. Then fi_rdm_stress with two of upstream's scripts (16 clients on host
+# A, the server on B, named by address), and a client whose server is not there: it must fail
+# (exit status not 0) before its 60 s bound, the peer lost after 3 s of silence.
+named_netns() {
+  local provdir=${1:?provider dir} failed=0 t rc src cfg
+  source "$root/fabtests/multinode/netns_lib.sh"
+  netns_require upstream_named_netns
+  netns_up
+  unset FI_PROVIDER
+  export FI_PROVIDER_PATH=$provdir FI_EXANET_NETWORK=other_hosts FI_TCP_NODELAY=1
+  local env_a=(FI_EXANET_NETWORK_NODE="$addr_a" FI_TCP_IFACE="${ns_a%a}va")
+  local env_b=(FI_EXANET_NETWORK_NODE="$addr_b" FI_TCP_IFACE="${ns_a%a}vb")
+  local -a progs=("fi_rdm_pingpong -v" "fi_rdm_tagged_pingpong" "fi_rdm_tagged_bw"
+                  "fi_rma_bw -e rdm -o write" "fi_rma_bw -e rdm -o read")
+  for t in "${progs[@]}"; do
+    # shellcheck disable=SC2086  # t is a program and its options
+    netns_start "$ns_b" env "${env_b[@]}" timeout -k 5 60 $prefix/bin/$t -p exanet >"$work/server.log" 2>&1
+    sleep 1
+    rc=0 src=0
+    # shellcheck disable=SC2086
+    on_host "$ns_a" env "${env_a[@]}" timeout -k 5 60 $prefix/bin/$t -p exanet "$addr_b" \
+      >"$work/client.log" 2>&1 || rc=$?
+    wait "${netns_pids[-1]}" || src=$?
+    echo "$t: client exit $rc, server exit $src"
+    if ((rc != 0 || src != 0)); then
+      failed=1
+      tail -n 5 "$work/client.log" "$work/server.log"
+    fi
+  done
+  # stress-rd and stress-wr; not stress.json, whose 16 clients each write 10 MB and exit at
+  # once: across the two namespaces a client then misses its 2 s deadline (rdm_stress's
+  # rpc_timeout) now and then over tcp;ofi_rxm itself (2 of 6 runs, 2026-12-06), and over
+  # exanet (5 of 13).
+  local configs=$prefix/src/fabtests-1.17.0/fabtests/test_configs/rdm_stress friends done
+  for cfg in "$configs"/stress-rd.json "$configs"/stress-wr.json; do
+    netns_start "$ns_b" env "${env_b[@]}" timeout -k 5 120 "$prefix/bin/fi_rdm_stress" -p exanet \
+      -s "$addr_b" >"$work/server.log" 2>&1
+    sleep 1
+    rc=0
+    (cd "$work" && on_host "$ns_a" env "${env_a[@]}" timeout -k 5 120 "$prefix/bin/fi_rdm_stress" \
+       -p exanet -u "$cfg" "$addr_b" >"$work/client.log" 2>&1) || rc=$?
+    # The server never ends by itself: end everything in its namespace (a kill of the job
+    # would stop at `ip netns exec`).
+    ip netns pids "$ns_b" | xargs -r kill 2>/dev/null || true
+    wait "${netns_pids[-1]}" 2>/dev/null || true
+    friends=$(grep -c "we're friends now" "$work/client.log" || true)
+    done=$(grep -c 'rpc op exit' "$work/client.log" || true)
+    echo "fi_rdm_stress $(basename "$cfg" .json) across hosts: client exit $rc, $friends of 16 clients said hello, $done ran to the end"
+    if [[ $rc -ne 0 || $friends -ne 16 || $done -ne 16 ]]; then
+      failed=1
+      tail -n 10 "$work/client.log" "$work/server.log"
+    fi
+  done
+  local start=$SECONDS
+  rc=0
+  on_host "$ns_a" env "${env_a[@]}" FI_EXANET_NETWORK_LOST_AFTER_MS=3000 timeout -k 5 60 \
+    "$prefix/bin/fi_rdm_pingpong" -p exanet "$addr_b" >"$work/client.log" 2>&1 || rc=$?
+  echo "fi_rdm_pingpong with no server at $addr_b: exit $rc after $((SECONDS - start)) s"
+  if ((rc == 0 || rc == 124 || rc == 137)); then
+    failed=1
+    tail -n 5 "$work/client.log"
+  fi
+  return $failed
+}
+
 # Two hosts (netns_lib.sh) for test NAME, every peer over exanet's network backend with the
 # provider in PROVDIR.
 netns_hosts() {
@@ -226,9 +306,9 @@ netns_set() {
   echo "upstream ${set}_netns: servers on $ns_b ($addr_b), clients on $ns_a ($addr_a), FI_EXANET_NETWORK=every_peer"
   local log=$work/${set}_netns.log start=$SECONDS excludes
   excludes=$(IFS=,; echo "${netns_excluded[*]}")
-  # -b: addresses are exchanged out of band (a socket to the server's host), as fi_pingpong does:
-  # an exanet name across hosts holds its network side's lower address, which a client cannot
-  # derive from the server's IP and port as fi_getinfo(node, service) would need.
+  # -b: addresses are exchanged out of band (a socket to the server's host), as fi_pingpong does.
+  # (Naming the server by IP address and port, fabtests' other way, is named_netns's test; it
+  # needs FI_EXANET_NETWORK_NODE or a network side that listens where the client looks.)
   # -g 127.0.0.1: the unit tests run on one host, and fi_av_test inserts the "good" address and
   # the next IPs after it, which name endpoints of this host only on the loopback network.
   # The PID namespace confines runfabtests.sh's cleanup (it kills every fi_* process it sees) to
@@ -405,5 +485,6 @@ case $cmd in
   quick_netns) quick_netns "${3:-}" ;;
   standard_netns) standard_netns "${3:-}" ;;
   rma_netns) rma_netns "${3:-}" ;;
-  *) echo "usage: $0 build|quick|ubertest|standard|rdm_stress|quick_netns|standard_netns|rma_netns PREFIX [PROVDIR]" >&2; exit 2 ;;
+  named_netns) named_netns "${3:-}" ;;
+  *) echo "usage: $0 build|quick|ubertest|standard|rdm_stress|quick_netns|standard_netns|rma_netns|named_netns PREFIX [PROVDIR]" >&2; exit 2 ;;
 esac

@@ -22,7 +22,9 @@
  * a name of an FI_FORMAT_UNSPEC domain reaches that endpoint through an FI_ADDR_STR AV. Malformed
  * network fields are refused. Over tcp on IPv4 that binary name is the 32-byte compact form
  * (struct fi_exanet_addr_v3): its 64-byte form reaches the same endpoint, the AV gives back the
- * 32 bytes for both, and a forged compact name is refused.
+ * 32 bytes for both, and a forged compact name is refused. Another host's endpoint is named by
+ * address and port alone with the network on (fi_getinfo(node, service), a string without the
+ * network fields), never as a source; without a port it is refused.
  */
 #include "xt.h"
 
@@ -441,6 +443,47 @@ static void compact_names(struct xt_ep *u)
 	xt_close(&w);
 }
 
+/* With the network on, another host's endpoint is named by its address and port alone, as tcp
+ * names its peers: fi_getinfo(node, service), a socket address and a string without the network
+ * fields all give the name of the endpoint listening there, whose incarnation and host come with
+ * its hello (fi_exanet(7) Addressing). TEST-NET-1's 192.0.2.1 is never this host here. */
+static void by_address_alone(struct xt_ep *x)
+{
+	struct fi_info *h = hints_for(&formats[0]), *info = NULL;
+	XT_RC(fi_getinfo(FI_VERSION(1, 17), "192.0.2.1", "9", 0, h, &info));
+	const struct fi_exanet_addr_v3 *c = info->dest_addr;
+	struct in_addr want;
+	inet_pton(AF_INET, "192.0.2.1", &want);
+	int inc_zero = 1;
+	for (int i = 0; c && i < 6; i++)
+		inc_zero &= c->incarnation[i] == 0;
+	XT_CHECK(c && info->dest_addrlen == sizeof *c && c->version == 3 && c->port == 9 &&
+			 c->lower_port == htons(9) && c->lower_ipv4 == want.s_addr && inc_zero,
+		 "fi_getinfo(192.0.2.1, 9) with the network on: dest of %zu bytes, version %u, port %u "
+		 "(want the 32-byte name of port 9 there, incarnation 0)",
+		 info->dest_addrlen, c ? c->version : 0, c ? c->port : 0);
+	fi_freeinfo(info);
+	info = NULL;
+	XT_CHECK(fi_getinfo(FI_VERSION(1, 17), "192.0.2.1", "9", FI_SOURCE, h, &info) == -FI_ENODATA,
+		 "an endpoint of this host opened with another host's address as its source");
+	info = NULL;
+	XT_CHECK(fi_getinfo(FI_VERSION(1, 17), "192.0.2.1", NULL, 0, h, &info) == -FI_ENODATA,
+		 "another host's address without a port named a peer");
+	fi_freeinfo(h);
+
+	/* The string form of it in an FI_ADDR_STR AV, and a port 0 one refused. */
+	const char *names[] = {"fi_exanet://192.0.2.1:9", "fi_exanet://192.0.2.1:0"};
+	fi_addr_t fa[2];
+	XT_CHECK(fi_av_insert(x->av, &names[0], 1, &fa[0], 0, NULL) == 1 &&
+			 fi_av_insert(x->av, &names[1], 1, &fa[1], 0, NULL) == 0 && fa[1] == FI_ADDR_NOTAVAIL,
+		 "\"%s\" kept and \"%s\" refused", names[0], names[1]);
+	char back[320];
+	size_t blen = sizeof back;
+	XT_RC(fi_av_lookup(x->av, fa[0], back, &blen));
+	XT_CHECK(strstr(back, "192.0.2.1:9/") && strstr(back, "&inc=0&"),
+		 "fi_av_lookup of an address-alone name: \"%s\"", back);
+}
+
 /* Over the network (every_peer): the string of a 64-byte name round-trips. */
 static int net_server(int unused, int sock)
 {
@@ -552,6 +595,7 @@ static int net_pair(int unused, int sock)
 	XT_CHECK(sent && got && !strcmp(in, out),
 		 "the send through fi_av_straddr's string (sent %d, received %d)", sent, got);
 	check_bad_strings(&x);
+	by_address_alone(&x);
 	xt_sync(ssock);
 	xt_close(&u);
 	xt_close(&x);
@@ -573,7 +617,8 @@ int main(void)
 		xt_spawn(1, net_pair, &sock, &pid);
 		xt_reap(1, &pid);
 		xt_pass("over the network: FI_ADDR_STR of network names round-trips (getname, "
-			"getinfo, AV); 32-byte names and their 64-byte form name one endpoint");
+			"getinfo, AV); 32-byte names and their 64-byte form name one endpoint; another host by "
+			"address and port");
 		return 0;
 	}
 	for (int i = 0; i < (int)(sizeof formats / sizeof formats[0]); i++) {

@@ -16,6 +16,7 @@
 // It is only an encoding: reading it gives back the version 2 name exactly, so nothing past the
 // name's codec sees it. Host identities and incarnations are 48-bit values (id_bits) for that.
 #pragma once
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 
@@ -45,6 +46,11 @@ inline constexpr std::size_t lower_name_bytes = 31;
 /// fits the compact layout whole.
 inline constexpr unsigned id_bits = 48;
 inline constexpr std::uint64_t id_mask = (std::uint64_t{1} << id_bits) - 1;
+
+/// The host of a name made from a network address alone (another host's IP address and port,
+/// as fi_getinfo(node, service) gives; see by_network_address): not this host, which one comes
+/// with the endpoint's hello, as does its incarnation (0 until then). No host identity is this.
+inline constexpr std::uint64_t unknown_host = id_mask;
 
 struct address {
   // ---- version 1 ---------------------------------------------------------------------------
@@ -143,6 +149,34 @@ inline address from_compact(const compact_address& c) noexcept {
   sin.sin_addr.s_addr = c.lower_ipv4;
   std::memcpy(a.lower_name.data(), &sin, sizeof sin);
   a.lower_len = sizeof sin;
+  return a;
+}
+
+/// The name of the endpoint listening at a network address (an IPv4 or IPv6 socket address
+/// whose port is the endpoint's port, which its network backend listens on when the port was
+/// chosen: dev/net), before its hello: host unknown_host, incarnation 0. The network backend
+/// learns the rest from the hello that answers the first packet (dev/net, connect).
+inline address by_network_address(const sockaddr_storage& ss, std::uint16_t node,
+                                  std::uint32_t pdid) noexcept {
+  address a{};
+  a.version = 2;
+  a.node = node;
+  a.pdid = pdid;
+  a.host = unknown_host;
+  if (ss.ss_family == AF_INET) {
+    sockaddr_in sin{};
+    std::memcpy(&sin, &ss, sizeof sin);
+    a.port = ntohs(sin.sin_port);
+    std::memset(sin.sin_zero, 0, sizeof sin.sin_zero);
+    std::memcpy(a.lower_name.data(), &sin, sizeof sin);
+    a.lower_len = sizeof sin;
+  } else {
+    sockaddr_in6 six{};
+    std::memcpy(&six, &ss, sizeof six);
+    a.port = ntohs(six.sin6_port);
+    std::memcpy(a.lower_name.data(), &six, sizeof six);
+    a.lower_len = sizeof six;
+  }
   return a;
 }
 

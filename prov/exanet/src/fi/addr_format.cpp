@@ -89,6 +89,42 @@ bool is_this_host(const char* node) noexcept {
   return parse_numeric(node, ss) && is_local_ip(reinterpret_cast<sockaddr*>(&ss));
 }
 
+/// An address of another host, numeric or a name, into ss (port 0); false if none.
+bool resolve_host(const char* node, sockaddr_storage& ss) noexcept {
+  if (parse_numeric(node, ss)) return true;
+  addrinfo hints{}, *res = nullptr;
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo(node, nullptr, &hints, &res) != 0 || !res) return false;
+  const bool ok = (res->ai_family == AF_INET || res->ai_family == AF_INET6) &&
+                  res->ai_addrlen <= sizeof ss;
+  if (ok) std::memcpy(&ss, res->ai_addr, res->ai_addrlen);
+  freeaddrinfo(res);
+  return ok;
+}
+
+/// The endpoint listening at host ss, port: an address of another host, which names a peer
+/// only with the network backend on (as tcp names its peers; dev::by_network_address).
+int remote_by_address(const addr_codec& c, sockaddr_storage ss, std::uint32_t port,
+                      std::uint32_t pdid, dev::address& out) noexcept {
+  if (!c.network) return -FI_EADDRNOTAVAIL;
+  if (port == 0 || port >= dev::port_limit) return -FI_EINVAL;  // a peer has a port
+  if (ss.ss_family == AF_INET)
+    reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(static_cast<std::uint16_t>(port));
+  else
+    reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(static_cast<std::uint16_t>(port));
+  out = dev::by_network_address(ss, c.node, pdid);
+  return 0;
+}
+
+/// The same for a host given by name or numeric address.
+int remote_by_name(const addr_codec& c, const char* host, std::uint32_t port, std::uint32_t pdid,
+                   dev::address& out) noexcept {
+  sockaddr_storage ss{};
+  if (!c.network) return -FI_EADDRNOTAVAIL;
+  if (!resolve_host(host, ss)) return -FI_EINVAL;
+  return remote_by_address(c, ss, port, pdid, out);
+}
+
 int from_sockaddr(const addr_codec& c, const sockaddr* sa, std::size_t len, dev::address& out,
                   port_any any) noexcept {
   std::uint16_t port = 0;
@@ -99,7 +135,11 @@ int from_sockaddr(const addr_codec& c, const sockaddr* sa, std::size_t len, dev:
   else
     return -FI_EINVAL;
   if (port == 0 && any == port_any::refused) return -FI_EINVAL;
-  if (!is_local_ip(sa)) return -FI_EADDRNOTAVAIL;
+  if (!is_local_ip(sa)) {
+    sockaddr_storage ss{};
+    std::memcpy(&ss, sa, sa->sa_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
+    return remote_by_address(c, ss, port, c.pdid, out);
+  }
   out = {};
   out.node = c.node;
   out.pdid = c.pdid;
@@ -226,7 +266,7 @@ int from_string(const addr_codec& c, const char* s, std::size_t max, dev::addres
     a.version = 2;
     if (!parse_v2_query(query + 1, a) || !a.valid()) return -FI_EINVAL;
   } else if (!is_this_host(name)) {
-    return -FI_EADDRNOTAVAIL;
+    return remote_by_name(c, name, port, pdid, out);  // by address and port alone
   }
   out = a;
   return 0;
@@ -264,6 +304,7 @@ addr_codec addr_codec_for(std::uint32_t format, const void* addr, std::size_t le
   addr_codec c;
   c.node = cfg.node;
   c.pdid = cfg.pdid;
+  c.network = cfg.network != dev::open_params::network::use::off;
   // A socket address of the right family gives the host part (the address of this host the
   // application chose); a string form takes either family. Anything else: loopback.
   const sockaddr* sa = addr && len >= sizeof(sockaddr) ? static_cast<const sockaddr*>(addr) : nullptr;
@@ -398,9 +439,9 @@ int addr_from_node_service(const addr_codec& c, const char* node, const char* se
     if (service && *service) return -FI_EINVAL;  // fi_getinfo(3): the string is the whole name
     return from_string(c, node, addr_str_max, out, port_any::allowed);
   }
-  if (!is_this_host(node)) return -FI_EADDRNOTAVAIL;
   std::uint32_t port = 0;
   if (service && *service && !parse_port(service, std::strlen(service), port)) return -FI_EINVAL;
+  if (!is_this_host(node)) return remote_by_name(c, node, port, c.pdid, out);
   out = {};
   out.node = c.node;
   out.pdid = c.pdid;

@@ -38,6 +38,9 @@ struct addr_codec {
                             // application named another address of this host
   std::uint16_t node = 0;
   std::uint32_t pdid = 0;
+  // The network backend is on: an address of another host names the endpoint listening there
+  // (dev::by_network_address) instead of being refused.
+  bool network = false;
 };
 
 bool addr_format_supported(std::uint32_t format) noexcept;

@@ -282,11 +282,14 @@ int set_addresses(const char* node, const char* service, std::uint64_t flags, co
     dev::address a;
     if (int rc = addr_from_node_service(c, node, service, a); rc != 0)
       return refuse("node \"%s\" service \"%s\": %s", node ? node : "", service ? service : "",
-                    rc == -FI_EADDRNOTAVAIL ? "not this host (another host's endpoint is named "
-                                              "by its FI_ADDR_STR name with the network fields)"
+                    rc == -FI_EADDRNOTAVAIL ? "not this host, and the network backend is off "
+                                              "(FI_EXANET_NETWORK)"
                                             : "not an exanet endpoint"),
              -FI_ENODATA;
     if (flags & FI_SOURCE) {
+      if (a.host == dev::unknown_host)
+        return refuse("node \"%s\": not this host, and an endpoint opens on this host",
+                      node ? node : ""), -FI_ENODATA;
       src = a;
     } else {
       dest = a;
@@ -294,7 +297,8 @@ int set_addresses(const char* node, const char* service, std::uint64_t flags, co
     }
   }
   if (h && h->src_addr) {
-    if (addr_decode(c, h->src_addr, h->src_addrlen, src, port_any::allowed) != 0)
+    if (addr_decode(c, h->src_addr, h->src_addrlen, src, port_any::allowed) != 0 ||
+        src.host == dev::unknown_host)
       return refuse("hints->src_addr is not an address of an endpoint of this host"), -FI_ENODATA;
   }
   if (h && h->dest_addr) {

@@ -18,6 +18,7 @@
 //   net_device_test idle_write [provider]      a window write with its notification, posted once:
 //                                              the target has both before the initiator calls again
 // Exit 0 when every check held; each failed check is printed.
+#include <arpa/inet.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1251,6 +1252,87 @@ int bye_after_verdict(const std::string& prov) {
   return failures == 0 ? 0 : 1;
 }
 
+// A peer named by address and port alone (dev::by_network_address, what fi_getinfo(node,
+// service) gives for another host): the owner, opened with a port of its choosing, listens on
+// that port; the initiator's packets reach it, and the owner's answer, which comes with its
+// hello, arrives as the same peer (adopted), whose whole name then finds it too. A second
+// endpoint wanting a port already taken listens on another and still opens.
+int by_address(const std::string& prov) {
+  constexpr std::uint32_t chosen = 23000 + 17;
+  device owner, init, second;
+  dev::open_params op = params_for("127.0.0.1", prov);
+  op.self.port = chosen;
+  CHECK(core::ok(open_enabled(owner, op)) && core::ok(open_enabled(init, params_for("127.0.0.1", prov))),
+        "open");
+  if (failures) return 1;
+  const dev::address real = owner.local_address();
+  sockaddr_in sin{};
+  std::memcpy(&sin, real.lower_name.data(), sizeof sin);
+  CHECK(real.lower_len == sizeof sin && sin.sin_family == AF_INET && ntohs(sin.sin_port) == chosen,
+        "the owner's network side listens on port %u, not its chosen %u", ntohs(sin.sin_port), chosen);
+  sockaddr_storage at{};
+  auto* at4 = reinterpret_cast<sockaddr_in*>(&at);
+  at4->sin_family = AF_INET;
+  at4->sin_port = htons(chosen);
+  inet_pton(AF_INET, "127.0.0.1", &at4->sin_addr);
+  const dev::address by_addr = dev::by_network_address(at, 0, 7);
+  dev::peer_id to_owner = dev::no_peer, again = dev::no_peer;
+  CHECK(init.connect(by_addr, to_owner) == core::status::ok, "connect by address");
+  CHECK(init.connect(by_addr, again) == core::status::ok && again == to_owner,
+        "the same address twice: peer %u then %u", to_owner, again);
+  CHECK(init.adopted_peers() == 0, "adopted before any hello");
+  // Both devices are in this process: each send drives the other side too (its connection).
+  const auto send_driving = [](device& d, dev::peer_id to, const dev::packet& pk, device& other) {
+    const std::uint64_t end = now_ms() + 30000;
+    core::status s;
+    while ((s = d.mailbox_send(to, pk)) == core::status::again && now_ms() < end)
+      other.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+    return s;
+  };
+  // One packet into d, the other side driven meanwhile (30 s at most).
+  const auto receive_driving = [](device& d, dev::peer_id& from, dev::packet& out, device& other) {
+    bool got = false;
+    const std::uint64_t end = now_ms() + 30000;
+    while (!got && now_ms() < end) {
+      other.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+      d.poll_mailbox(1, [&](dev::peer_id f, const dev::packet& p) {
+        from = f;
+        out = p;
+        got = true;
+      });
+    }
+    return got;
+  };
+  for (std::uint32_t i = 0; i < 3 && failures == 0; ++i) {
+    CHECK(send_driving(init, to_owner, pack(offer{seq_pkt, {}, i, 0, 0, 0, 0}), owner) ==
+              core::status::ok,
+          "send %u", i);
+    dev::peer_id from = dev::no_peer, back_from = dev::no_peer;
+    dev::packet pk{}, back{};
+    bool got = receive_driving(owner, from, pk, init);
+    CHECK(got && unpack<offer>(pk).slot == i, "packet %u did not reach the owner", i);
+    if (!got) break;
+    CHECK(send_driving(owner, from, pack(offer{seq_done, {}, i, 0, 0, 0, 0}), init) ==
+              core::status::ok,
+          "answer %u", i);
+    got = receive_driving(init, back_from, back, owner);
+    CHECK(got && back_from == to_owner && unpack<offer>(back).slot == i,
+          "answer %u came from peer %u, not the peer named by address (%u)", i, back_from, to_owner);
+  }
+  CHECK(init.adopted_peers() == 1, "adopted %llu peers (want 1)",
+        static_cast<unsigned long long>(init.adopted_peers()));
+  dev::peer_id by_name = dev::no_peer;
+  CHECK(init.connect(real, by_name) == core::status::ok && by_name == to_owner,
+        "the owner's whole name found peer %u, not %u", by_name, to_owner);
+  // The port is taken now: the next endpoint that wants it listens elsewhere, and opens.
+  CHECK(core::ok(open_enabled(second, op)), "an endpoint whose port is taken did not open");
+  sockaddr_in other{};
+  std::memcpy(&other, second.local_address().lower_name.data(), sizeof other);
+  CHECK(ntohs(other.sin_port) != chosen, "two network sides on port %u", chosen);
+  std::printf("by_address: %s\n", failures == 0 ? "ok" : "FAILED");
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   alarm(120);  // a hang is a failure
   const std::string mode = argc > 1 ? argv[1] : "pair";
@@ -1284,6 +1366,7 @@ int main(int argc, char** argv) {
   if (mode == "key_reused") return key_reused(argc > 2 ? argv[2] : "tcp");
   if (mode == "stale_write") return stale_write(argc > 2 ? argv[2] : "tcp");
   if (mode == "bye_after_verdict") return bye_after_verdict(argc > 2 ? argv[2] : "tcp");
+  if (mode == "by_address") return by_address(argc > 2 ? argv[2] : "tcp");
   if (mode == "lost") {
     const int rc = lost_peers(argc > 2 ? argv[2] : "tcp");
     std::printf("net_device_test lost: %s\n", rc == 0 ? "ok" : "FAILED");

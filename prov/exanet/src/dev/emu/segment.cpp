@@ -383,6 +383,7 @@ std::uint64_t host_identity() noexcept {
       mix(&st.st_ino, sizeof st.st_ino);
     }
     h &= id_mask;  // 48 bits, so a name fits its compact form (dev/address.hpp)
+    if (h == unknown_host) --h;  // that value means "another host, not yet known"
     return h ? h : 1;
   }();
   return id;

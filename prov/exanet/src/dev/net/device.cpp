@@ -176,7 +176,21 @@ core::status device::open(const open_params& p) noexcept {
   ava.type = info_->domain_attr->av_type == FI_AV_UNSPEC ? FI_AV_TABLE
                                                          : info_->domain_attr->av_type;
   if (int e = fi_av_open(domain_, &ava, &av_, nullptr)) return fail("fi_av_open", e);
-  if (int e = fi_endpoint(domain_, info_, &ep_, nullptr)) return fail("fi_endpoint", e);
+  // An endpoint whose port the application chose (fi_getinfo's service) listens on the same
+  // port here, so that another host can name it by address and port alone, as tcp's peers are
+  // named (dev::by_network_address). Taken by something else: any port, and only the full
+  // name reaches it (logged).
+  const bool chosen_port = p.self.port != 0 && p.self.port < first_auto_port;
+  if (chosen_port) set_lower_port(static_cast<std::uint16_t>(p.self.port));
+  int opened = fi_endpoint(domain_, info_, &ep_, nullptr);
+  if (opened != 0 && chosen_port) {
+    EXANET_LOG(info, core, "network backend: port %u is taken on %s (%s); listening on another, "
+               "so other hosts reach this endpoint by its whole name only", p.self.port,
+               lower_name_.c_str(), fi_strerror(-opened));
+    set_lower_port(0);
+    opened = fi_endpoint(domain_, info_, &ep_, nullptr);
+  }
+  if (int e = opened) return fail("fi_endpoint", e);
   if (int e = fi_ep_bind(ep_, &av_->fid, 0)) return fail("fi_ep_bind av", e);
   // A bundle (header, ring bytes, packets: three iovecs) must land whole in one receive
   // buffer, and go out whole when posted: a longer lower message may take the lower provider's
@@ -367,6 +381,7 @@ void device::close() noexcept {
   burst_to_ = no_peer;
   peers_.clear();
   by_incarnation_.clear();
+  awaiting_hello_ = 0;
   pending_.clear();
   held_.clear();
   receive_buffers_.clear();
@@ -413,11 +428,33 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
   // may not): started as if something would sleep, the choice that never makes a sleeper spin.
   if (!started_) [[unlikely]]
     if (core::status s = start(true); !core::ok(s)) return s;
-  if (!a.valid() || a.version < 2 || a.lower_len == 0 || a.incarnation == 0)
+  if (!a.valid() || a.version < 2 || a.lower_len == 0 || a.lower_len > lower_name_bytes)
     return core::status::invalid;
-  if (auto it = by_incarnation_.find(a.incarnation); it != by_incarnation_.end()) {
-    out = it->second;
-    return core::status::ok;
+  if (a.incarnation != 0) {
+    if (auto it = by_incarnation_.find(a.incarnation); it != by_incarnation_.end()) {
+      out = it->second;
+      return core::status::ok;
+    }
+  }
+  // A name by network address alone (incarnation 0: dev::by_network_address) is the live peer
+  // at that address if there is one. A hello that names such a peer's address fills in its
+  // incarnation and the rest of its name (adopted): its packets come as that peer's.
+  // The look is a walk over the peers, taken only where it can find something: for such a
+  // name, or while a peer so named waits for its hello.
+  if (a.incarnation == 0 || awaiting_hello_ > 0) {
+    if (const peer_id known = live_peer_at(a); known != no_peer) {
+      peer& pr = peers_[known];
+      if (a.incarnation == 0 || pr.addr.incarnation == 0) {
+        if (pr.addr.incarnation == 0 && a.incarnation != 0) {
+          pr.addr = a;
+          by_incarnation_[a.incarnation] = known;
+          ++adopted_;
+          --awaiting_hello_;
+        }
+        out = known;
+        return core::status::ok;
+      }
+    }
   }
   fi_addr_t fa = FI_ADDR_UNSPEC;
   if (fi_av_insert(av_, a.lower_name.data(), 1, &fa, 0, nullptr) != 1)
@@ -428,8 +465,31 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
   pr.credits = params_.net.credits;
   out = static_cast<peer_id>(peers_.size());
   peers_.push_back(pr);
-  by_incarnation_[a.incarnation] = out;
+  if (a.incarnation != 0) by_incarnation_[a.incarnation] = out;
+  else ++awaiting_hello_;
   return core::status::ok;
+}
+
+peer_id device::live_peer_at(const address& a) const noexcept {
+  for (std::size_t i = 0; i < peers_.size(); ++i) {
+    const peer& pr = peers_[i];
+    if (pr.dead || pr.forgotten || pr.addr.lower_len != a.lower_len || pr.addr.pdid != a.pdid ||
+        pr.addr.port != a.port)
+      continue;
+    if (std::equal(a.lower_name.begin(), a.lower_name.begin() + a.lower_len,
+                   pr.addr.lower_name.begin()))
+      return static_cast<peer_id>(i);
+  }
+  return no_peer;
+}
+
+void device::set_lower_port(std::uint16_t port) noexcept {
+  if (!info_->src_addr) return;
+  auto* sa = static_cast<sockaddr*>(info_->src_addr);
+  if (sa->sa_family == AF_INET && info_->src_addrlen >= sizeof(sockaddr_in))
+    reinterpret_cast<sockaddr_in*>(sa)->sin_port = htons(port);
+  else if (sa->sa_family == AF_INET6 && info_->src_addrlen >= sizeof(sockaddr_in6))
+    reinterpret_cast<sockaddr_in6*>(sa)->sin6_port = htons(port);
 }
 
 // ---- mailbox --------------------------------------------------------------------------------

@@ -393,6 +393,8 @@ class device {
   static constexpr std::uint32_t answer_bound() noexcept { return answers_per_peer; }
   /// Writes through an answer that went stale before they landed (dma_post said stale).
   std::uint64_t stale_writes() const noexcept { return stale_writes_; }
+  /// Peers named by network address alone whose hello then told the rest of their name.
+  std::uint64_t adopted_peers() const noexcept { return adopted_; }
   /// Closed registrations whose lower key still leads to a sink (leave_sink).
   std::size_t sinks() const noexcept { return sinks_count_.load(std::memory_order_relaxed); }
   /// Lower messages (packets and bundles, not RMA writes) the lower provider accepted to send:
@@ -797,6 +799,10 @@ class device {
   /// A packet to pr may go now: one credit for it, and one more for our hello if it is due.
   static bool can_send(const peer& pr) noexcept { return pr.credits >= 1u + (pr.hello_due ? 1u : 0u); }
   core::status send_hello(peer_id p) noexcept;
+  /// The live peer whose network name is a's (lower name, PDID and port), or no_peer.
+  peer_id live_peer_at(const address& a) const noexcept;
+  /// The port the lower endpoint listens on, in info_'s source address (0: any).
+  void set_lower_port(std::uint16_t port) noexcept;
   /// w's notification packet, to w.peer (the caller made sure of the credit).
   core::status send_notify(const dma_write& w) noexcept;
   void check_liveness(std::uint64_t now_ms) noexcept;
@@ -925,6 +931,8 @@ class device {
   std::array<void*, 4> reposts_{};  // receive buffers to post again when the outer poll ends
   std::size_t reposts_due_ = 0;
   std::uint64_t stale_writes_ = 0;
+  std::uint64_t adopted_ = 0;  // adopted_peers()
+  std::size_t awaiting_hello_ = 0;  // peers named by address alone, their hello not yet in
   std::uint64_t bytes_sent_ = 0;  // routes(): what the lower provider accepted to send
   std::uint64_t lower_sends_ = 0;  // lower_messages_sent(): messages it accepted (writes apart)
 };
