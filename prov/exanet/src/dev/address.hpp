@@ -152,28 +152,29 @@ inline address from_compact(const compact_address& c) noexcept {
   return a;
 }
 
-/// The name of the endpoint listening at a network address (an IPv4 or IPv6 socket address
-/// whose port is the endpoint's port, which its network backend listens on when the port was
-/// chosen: dev/net), before its hello: host unknown_host, incarnation 0. The network backend
-/// learns the rest from the hello that answers the first packet (dev/net, connect).
-inline address by_network_address(const sockaddr_storage& ss, std::uint16_t node,
-                                  std::uint32_t pdid) noexcept {
+/// The name of the endpoint listening on port at host (an IPv4 or IPv6 socket address, its
+/// port ignored): that port is the endpoint's own, which its network backend listens on when
+/// the port was chosen (dev/net). Before its hello: host unknown_host, incarnation 0; the
+/// network backend learns the rest from the hello that answers the first packet (connect).
+inline address by_network_address(const sockaddr_storage& host, std::uint16_t port,
+                                  std::uint16_t node, std::uint32_t pdid) noexcept {
   address a{};
   a.version = 2;
   a.node = node;
   a.pdid = pdid;
+  a.port = port;
   a.host = unknown_host;
-  if (ss.ss_family == AF_INET) {
+  if (host.ss_family == AF_INET) {
     sockaddr_in sin{};
-    std::memcpy(&sin, &ss, sizeof sin);
-    a.port = ntohs(sin.sin_port);
-    std::memset(sin.sin_zero, 0, sizeof sin.sin_zero);
+    sin.sin_family = AF_INET;
+    sin.sin_port = htons(port);
+    sin.sin_addr = reinterpret_cast<const sockaddr_in&>(host).sin_addr;
     std::memcpy(a.lower_name.data(), &sin, sizeof sin);
     a.lower_len = sizeof sin;
   } else {
     sockaddr_in6 six{};
-    std::memcpy(&six, &ss, sizeof six);
-    a.port = ntohs(six.sin6_port);
+    std::memcpy(&six, &host, sizeof six);
+    six.sin6_port = htons(port);
     std::memcpy(a.lower_name.data(), &six, sizeof six);
     a.lower_len = sizeof six;
   }

@@ -104,15 +104,11 @@ bool resolve_host(const char* node, sockaddr_storage& ss) noexcept {
 
 /// The endpoint listening at host ss, port: an address of another host, which names a peer
 /// only with the network backend on (as tcp names its peers; dev::by_network_address).
-int remote_by_address(const addr_codec& c, sockaddr_storage ss, std::uint32_t port,
+int remote_by_address(const addr_codec& c, const sockaddr_storage& ss, std::uint32_t port,
                       std::uint32_t pdid, dev::address& out) noexcept {
   if (!c.network) return -FI_EADDRNOTAVAIL;
   if (port == 0 || port >= dev::port_limit) return -FI_EINVAL;  // a peer has a port
-  if (ss.ss_family == AF_INET)
-    reinterpret_cast<sockaddr_in*>(&ss)->sin_port = htons(static_cast<std::uint16_t>(port));
-  else
-    reinterpret_cast<sockaddr_in6*>(&ss)->sin6_port = htons(static_cast<std::uint16_t>(port));
-  out = dev::by_network_address(ss, c.node, pdid);
+  out = dev::by_network_address(ss, static_cast<std::uint16_t>(port), c.node, pdid);
   return 0;
 }
 

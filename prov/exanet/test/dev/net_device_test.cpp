@@ -1273,9 +1273,8 @@ int by_address(const std::string& prov) {
   sockaddr_storage at{};
   auto* at4 = reinterpret_cast<sockaddr_in*>(&at);
   at4->sin_family = AF_INET;
-  at4->sin_port = htons(chosen);
   inet_pton(AF_INET, "127.0.0.1", &at4->sin_addr);
-  const dev::address by_addr = dev::by_network_address(at, 0, 7);
+  const dev::address by_addr = dev::by_network_address(at, chosen, 0, 7);
   dev::peer_id to_owner = dev::no_peer, again = dev::no_peer;
   CHECK(init.connect(by_addr, to_owner) == core::status::ok, "connect by address");
   CHECK(init.connect(by_addr, again) == core::status::ok && again == to_owner,

@@ -441,19 +441,18 @@ core::status device::connect(const address& a, peer_id& out) noexcept {
   // incarnation and the rest of its name (adopted): its packets come as that peer's.
   // The look is a walk over the peers, taken only where it can find something: for such a
   // name, or while a peer so named waits for its hello.
+  // (Two whole names at one address are two incarnations of the endpoint there: a new peer.)
   if (a.incarnation == 0 || awaiting_hello_ > 0) {
-    if (const peer_id known = live_peer_at(a); known != no_peer) {
-      peer& pr = peers_[known];
-      if (a.incarnation == 0 || pr.addr.incarnation == 0) {
-        if (pr.addr.incarnation == 0 && a.incarnation != 0) {
-          pr.addr = a;
-          by_incarnation_[a.incarnation] = known;
-          ++adopted_;
-          --awaiting_hello_;
-        }
-        out = known;
-        return core::status::ok;
+    const peer_id known = live_peer_at(a);
+    if (known != no_peer && (a.incarnation == 0 || peers_[known].addr.incarnation == 0)) {
+      if (a.incarnation != 0) {  // the hello of a peer named by address: adopted
+        peers_[known].addr = a;
+        by_incarnation_[a.incarnation] = known;
+        ++adopted_;
+        --awaiting_hello_;
       }
+      out = known;
+      return core::status::ok;
     }
   }
   fi_addr_t fa = FI_ADDR_UNSPEC;
