@@ -1318,8 +1318,9 @@ int by_address(const std::string& prov) {
     CHECK(got && back_from == to_owner && unpack<offer>(back).slot == i,
           "answer %u came from peer %u, not the peer named by address (%u)", i, back_from, to_owner);
   }
-  CHECK(init.adopted_peers() == 1, "adopted %llu peers (want 1)",
-        static_cast<unsigned long long>(init.adopted_peers()));
+  CHECK(init.adopted_peers() == 1 && init.peers_awaiting_hello() == 0,
+        "adopted %llu peers (want 1), %zu still awaiting a hello (want 0)",
+        static_cast<unsigned long long>(init.adopted_peers()), init.peers_awaiting_hello());
   dev::peer_id by_name = dev::no_peer;
   CHECK(init.connect(real, by_name) == core::status::ok && by_name == to_owner,
         "the owner's whole name found peer %u, not %u", by_name, to_owner);
@@ -1328,6 +1329,28 @@ int by_address(const std::string& prov) {
   sockaddr_in other{};
   std::memcpy(&other, second.local_address().lower_name.data(), sizeof other);
   CHECK(ntohs(other.sin_port) != chosen, "two network sides on port %u", chosen);
+  // An address where nobody listens: the peer is lost (the connection is refused), and a peer
+  // lost before its hello no longer counts as awaiting one.
+  {
+    dev::open_params lp = params_for("127.0.0.1", prov);
+    lp.liveness_period_ms = 50;
+    lp.net.lost_after_ms = 1000;
+    device lonely;
+    CHECK(core::ok(open_enabled(lonely, lp)), "open");
+    const dev::address nobody = dev::by_network_address(at, chosen + 1, 0, 7);
+    dev::peer_id p = dev::no_peer;
+    CHECK(lonely.connect(nobody, p) == core::status::ok && lonely.peers_awaiting_hello() == 1,
+          "connect to nobody: awaiting %zu (want 1)", lonely.peers_awaiting_hello());
+    (void)lonely.mailbox_send(p, pack(offer{seq_pkt, {}, 0, 0, 0, 0, 0}));
+    bool lost = false;
+    const std::uint64_t end = now_ms() + 15000;
+    while (!lost && now_ms() < end) {
+      lonely.poll_mailbox(0, [](dev::peer_id, const dev::packet&) {});
+      lonely.take_lost_peers(now_ms(), [&](dev::peer_id q) { lost = lost || q == p; });
+    }
+    CHECK(lost && lonely.peers_awaiting_hello() == 0,
+          "nobody at the address: lost %d, awaiting %zu (want 0)", lost, lonely.peers_awaiting_hello());
+  }
   std::printf("by_address: %s\n", failures == 0 ? "ok" : "FAILED");
   return failures == 0 ? 0 : 1;
 }

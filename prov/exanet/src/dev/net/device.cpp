@@ -1679,7 +1679,8 @@ void device::log_silence(peer_id p) const noexcept {
 
 void device::forget_dead_peer(peer_id p) noexcept {
   peer& pr = peers_[p];
-  pr.dead = pr.forgotten = true;
+  settle_dead(pr);
+  pr.forgotten = true;
   pr.grants.clear();
   if (bundle_ && bundle_->to == p) {
     free_op(*bundle_);

@@ -395,6 +395,8 @@ class device {
   std::uint64_t stale_writes() const noexcept { return stale_writes_; }
   /// Peers named by network address alone whose hello then told the rest of their name.
   std::uint64_t adopted_peers() const noexcept { return adopted_; }
+  /// Live peers named by address alone whose hello has not come yet.
+  std::size_t peers_awaiting_hello() const noexcept { return awaiting_hello_; }
   /// Closed registrations whose lower key still leads to a sink (leave_sink).
   std::size_t sinks() const noexcept { return sinks_count_.load(std::memory_order_relaxed); }
   /// Lower messages (packets and bundles, not RMA writes) the lower provider accepted to send:
@@ -807,8 +809,14 @@ class device {
   core::status send_notify(const dma_write& w) noexcept;
   void check_liveness(std::uint64_t now_ms) noexcept;
   void mark_dead(peer_id p) noexcept {
-    peers_[p].dead = true;
+    settle_dead(peers_[p]);
     if (!peers_[p].forgotten) dead_found_ = death_since_check_ = true;
+  }
+  /// Marks pr dead; a peer named by address that dies before its hello no longer keeps
+  /// connect walking the peers for it (awaiting_hello_).
+  void settle_dead(peer& pr) noexcept {
+    if (!pr.dead && pr.addr.incarnation == 0 && awaiting_hello_ > 0) --awaiting_hello_;
+    pr.dead = true;
   }
   void send_signal(peer_id p, device_packet type, std::uint8_t arg = 0) noexcept;
   void send_intake() noexcept;
