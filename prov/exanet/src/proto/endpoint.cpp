@@ -227,8 +227,12 @@ core::status endpoint::rendezvous_send(const send_args& a, std::size_t len, prot
       return rts_send(a, len, false);
     case protocol::rndv:
     case protocol::rndv_read:
-      // Take in the RTRs already at our mailbox first, so a receive posted ahead of this send
-      // is written directly.
+      // A receive posted ahead of this send is written directly: its RTR is stored already, or
+      // it waits in our mailbox, which is read only if none is stored. A stored match is the
+      // oldest (RTRs come in order per peer); reading the mailbox before every send would cost
+      // a streaming sender over the network a lower progress, with its system calls, per
+      // message (poll, receive, signal), and kept writes from leaving back to back.
+      if (stored_rtr* st = ri_target(a.peer, a.kind, a.tag)) return ri_send(a, len, *st);
       progress_mailbox();
       if (stored_rtr* st = ri_target(a.peer, a.kind, a.tag)) return ri_send(a, len, *st);
       return rts_send(a, len, p == protocol::rndv_read);
