@@ -488,7 +488,8 @@ class device {
   bool sleep_prepare(const std::atomic<std::uint32_t>*& word, std::uint32_t& expected) noexcept;
   void sleep_end() noexcept {}
   sleep_descriptor sleep_fd() const noexcept {
-    return stuck_ ? sleep_descriptor{-1, false, -1, nap_ms_} : sleep_descriptor{wait_fd_, false};
+    if (!stuck_) return {wait_fd_, false};
+    return {quiet_at_arm_ ? wait_fd_ : -1, false, -1, nap_ms_};  // judge_wait_fd
   }
   /// Every arrival readies the lower CQ's fd already (sleep_prepare asked fi_trywait).
   bool arm_poll_wake() noexcept { return wait_fd_ >= 0 && cq_ != nullptr; }
@@ -875,7 +876,8 @@ class device {
   // row while the lower CQ gave nothing for stuck_after_us. From then on a sleep naps instead
   // of polling the fd (sleep_descriptor::look_again_ms): 1 ms after the lower CQ gave
   // something, twice as long after each nap that found nothing, at most stuck_nap_max_ms; the
-  // first sleep that finds the fd quiet at the arm trusts it again.
+  // sleep that finds the fd quiet at the arm watches it as well, and stuck_after_arms of them
+  // in a row trust it again.
   static constexpr std::uint32_t stuck_after_arms = 32;
   static constexpr std::uint64_t stuck_after_us = 50'000;
   static constexpr std::uint32_t stuck_nap_max_ms = 16;
@@ -886,8 +888,10 @@ class device {
   std::uint64_t entries_moved_us_ = 0;    // when it last saw them move
   std::uint32_t readable_at_arm_ = 0;     // sleeps in a row whose fd was readable at the arm
   std::uint32_t nap_ms_ = 1;              // the next nap's length, while stuck_
-  bool stuck_ = false;                    // the fd is not to be trusted (it was readable at
-                                          // every arm since it was found stuck): sleeps nap
+  std::uint32_t quiet_at_arm_ = 0;        // while stuck_: sleeps in a row whose fd was quiet
+  bool stuck_ = false;                    // the fd is not to be trusted (it has not been
+                                          // quiet at stuck_after_arms arms in a row since it
+                                          // was found stuck): sleeps nap
   bool stuck_logged_ = false;
   fid_av* av_ = nullptr;
   address self_{};
