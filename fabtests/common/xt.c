@@ -395,6 +395,16 @@ void xt_progress_until_readable(int sock, struct fid_cq *cq)
 	}
 }
 
+int64_t xt_ask(int sock, const void *request, size_t len, struct fid_cq *cq)
+{
+	xt_send_all(sock, request, len);
+	if (cq)
+		xt_progress_until_readable(sock, cq);
+	int64_t answer;
+	xt_recv_all(sock, &answer, sizeof answer);
+	return answer;
+}
+
 void xt_sync_progress(int sock, struct fid_cq *cq)
 {
 	char c = 's';

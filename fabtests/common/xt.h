@@ -109,6 +109,9 @@ void xt_sync(int sock);
 void xt_sync_progress(int sock, struct fid_cq *cq);
 /* Reads cq (driving manual progress) until sock has something to read. */
 void xt_progress_until_readable(int sock, struct fid_cq *cq);
+/* Sends a request of len bytes to the process at the other end of sock and returns its 64-bit
+ * answer; reads cq meanwhile (manual progress: the peer may need us) unless cq is NULL. */
+int64_t xt_ask(int sock, const void *request, size_t len, struct fid_cq *cq);
 /* For a polling loop that found nothing: gives the core away. ctest runs two tests at once on CI's
  * two cores, each of two or more processes, and a spinner that keeps its time slice delays the
  * peer it waits for (iov_random took 4-8 times its solo time at -j2 before xt_wait,

@@ -139,21 +139,14 @@ static int target(int index, int sock)
 
 static int64_t ask(int sock, struct command c)
 {
-	int64_t answer;
-	xt_send_all(sock, &c, sizeof c);
-	xt_recv_all(sock, &answer, sizeof answer);
-	return answer;
+	return xt_ask(sock, &c, sizeof c, NULL);
 }
 
 /* The same, progressing x while the answer is on its way (the target sends to us meanwhile,
  * and under manual progress its send may need ours). */
 static int64_t ask_progress(int sock, struct command c, struct xt_ep *x)
 {
-	xt_send_all(sock, &c, sizeof c);
-	xt_progress_until_readable(sock, x->txcq);
-	int64_t answer;
-	xt_recv_all(sock, &answer, sizeof answer);
-	return answer;
+	return xt_ask(sock, &c, sizeof c, x->txcq);
 }
 
 static uint64_t rnd(uint64_t *s)

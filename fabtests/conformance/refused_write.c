@@ -159,11 +159,7 @@ static int target(int index, int sock)
 
 static int64_t ask(int sock, int op, struct xt_ep *x)
 {
-	xt_send_all(sock, &op, sizeof op);
-	xt_progress_until_readable(sock, x->txcq);
-	int64_t answer;
-	xt_recv_all(sock, &answer, sizeof answer);
-	return answer;
+	return xt_ask(sock, &op, sizeof op, x->txcq);
 }
 
 /* Delivery complete: the target's verdict comes back with the completion over every provider

@@ -399,6 +399,17 @@ concept device =
       { d.mailbox_credit_coming(p) } noexcept -> std::same_as<bool>;
       // After a peer died: skips a slot it claimed and never published (false once unstuck).
       { d.mailbox_unstick() } noexcept -> std::same_as<bool>;
+      // Whether what was published to a peer has left this process, for a send that completes
+      // when posted (fi_cq(3), FI_TRANSMIT_COMPLETE: the operation no longer depends on local
+      // resources; under manual progress the application may stop calling us once it has its
+      // completion). sent_mark(peer): a mark behind every packet and ring byte published to the
+      // peer so far. sent_out(peer, mark): ok once all of it left this process; again while
+      // some waits in a transport's queue, which only our progress empties (the backend makes
+      // sure a poll will tell it); peer_dead if the peer died with some of it never handed to
+      // the transport. A backend whose writes land in the peer's memory at once (the
+      // emulation) says ok always.
+      { cd.sent_mark(p) } noexcept -> std::same_as<std::uint64_t>;
+      { d.sent_out(p, u64) } noexcept -> std::same_as<core::status>;
       // The receiver's intake bound (proto/intake.cpp): held, senders send no message packets.
       { d.set_intake_held(flag) } noexcept -> std::same_as<void>;
       { cd.peer_intake_held(p) } noexcept -> std::same_as<bool>;
@@ -548,6 +559,8 @@ class interface_of : private D {
   using D::poll_mailbox;
   using D::has_arrivals;
   using D::mailbox_unstick;
+  using D::sent_mark;
+  using D::sent_out;
   using D::set_intake_held;
   using D::peer_intake_held;
   using D::mailbox_credit_coming;

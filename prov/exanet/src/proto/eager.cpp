@@ -61,8 +61,7 @@ core::status endpoint::send_one_now(dev::peer_id to, const void* buf, std::size_
     const core::status s =
         eager_post(to, buf, len, tag, cq_data, has_cq_data, kind, {}, reported(how.completion));
     if (core::ok(s)) [[likely]] {
-      if (how.completion && sinks_.tx) write_send_done(how.context, kind, len);
-      if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);
+      if (reported(how.completion)) report_send_done(to, how.context, kind, len, how.completion);
     } else if (s == core::status::peer_dead) {
       settle_found_dead();
     }

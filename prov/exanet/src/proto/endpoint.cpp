@@ -493,28 +493,64 @@ void endpoint::fail_recv(recv_request& r, int err) noexcept {
 
 void endpoint::complete_send(send_request& s) noexcept {
   stats_.bytes_sent += s.len;  // rendezvous (eager and medium count at the post)
-  if (s.completion && sinks_.tx) {
-    completion c;
-    c.context = s.context;
-    c.flags = FI_SEND | (s.kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);
-    c.len = s.len;
-    sinks_.tx.write(c);
-  }
-  if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);
+  if (reported(s.completion)) report_send_done(s.peer, s.context, s.kind, s.len, s.completion);
   release_send(s);
 }
 
-void endpoint::write_send_done(void* context, queue_kind kind, std::size_t len) noexcept {
+void endpoint::report_send_done(dev::peer_id to, void* context, queue_kind kind, std::size_t len,
+                                bool to_cq) noexcept {
   completion c;
   c.context = context;
   c.flags = FI_SEND | (kind == queue_kind::tagged ? FI_TAGGED : FI_MSG);
   c.len = len;
-  sinks_.tx.write(c);
+  report_sent(to, c, to_cq, report_counter::send);
 }
 
 void endpoint::complete_buffered_send(const send_args& a, std::size_t len) noexcept {
-  if (a.completion && sinks_.tx) write_send_done(a.context, a.kind, len);
-  if (sinks_.send_cntr) sinks_.send_cntr.add(sinks_.send_cntr.self, false);
+  if (reported(a.completion)) report_send_done(a.peer, a.context, a.kind, len, a.completion);
+}
+
+void endpoint::wait_report(dev::peer_id to, std::uint64_t mark, const completion& c, bool to_cq,
+                           report_counter counter, core::status s) noexcept {
+  waiting_report w;
+  w.c = c;
+  w.to_cq = to_cq;
+  w.counter = counter;
+  w.peer = to;
+  w.mark = mark;
+  if (s == core::status::peer_dead) {  // some of it was never handed over: it is lost
+    w.c.err = FI_ECONNRESET;
+    w.c.len = 0;
+    return write_report(w.c, true, counter);
+  }
+  try {
+    waiting_reports_.push_back(w);
+  } catch (...) {  // no memory for the wait: reported now, as before there was one
+    write_report(c, to_cq, counter);
+  }
+}
+
+std::size_t endpoint::release_reports() noexcept {
+  // In order per peer (marks grow); a peer whose packets are still queued below holds only its
+  // own reports back.
+  std::size_t n = 0;
+  for (auto it = waiting_reports_.begin(); it != waiting_reports_.end();) {
+    const core::status s = dev_.sent_out(it->peer, it->mark);
+    if (s == core::status::again) {
+      ++it;
+      continue;
+    }
+    waiting_report w = *it;
+    it = waiting_reports_.erase(it);
+    if (s != core::status::ok) {
+      w.c.err = FI_ECONNRESET;
+      w.c.len = 0;
+      w.to_cq = true;
+    }
+    write_report(w.c, w.to_cq, w.counter);
+    ++n;
+  }
+  return n;
 }
 
 void endpoint::fail_send(send_request& s, int err) noexcept {

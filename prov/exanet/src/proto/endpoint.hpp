@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <optional>
 #include <span>
@@ -838,7 +839,7 @@ class endpoint {
   bool quiet() const noexcept {
     return held_count_ == 0 && !dev_.has_arrivals() && !ri_deferred_ && !slot_starved_ &&
            !lift_due_ && rma_active_.empty() && atomic_active_.empty() && dma_backlog_.empty() &&
-           backlog_.empty();
+           backlog_.empty() && waiting_reports_.empty();
   }
   std::size_t progress_busy() noexcept;
   /// quiet() but for RMA reads and atomics that only wait for their replies: each reply lands as
@@ -980,10 +981,53 @@ class endpoint {
   void emit_recv(bool wanted, const completion& c) noexcept;
   void finish_recv(recv_request& r, const completion& c) noexcept;
   void complete_send(send_request& s) noexcept;
-  /// Eager and medium sends complete as soon as the payload is copied out of the user buffer.
+  /// Eager and medium sends complete as soon as the payload is copied out of the user buffer
+  /// and, over a transport with a queue of its own, has left this process (report_sent).
   void complete_buffered_send(const send_args& a, std::size_t len) noexcept;
-  /// Writes the successful completion of a buffered send to the transmit CQ (there is one).
-  void write_send_done(void* context, queue_kind kind, std::size_t len) noexcept;
+  /// The successful completion of a send to `to`, written (report_sent) to the transmit CQ if
+  /// `to_cq`, and counted.
+  void report_send_done(dev::peer_id to, void* context, queue_kind kind, std::size_t len,
+                        bool to_cq) noexcept;
+
+  // ---- reports of what completes when handed over (endpoint.cpp) ---------------------------
+  // A send or RMA write completes when its bytes are out of the user's buffer: eager, train,
+  // medium and inline RMA when posted, a rendezvous or DMA write once its data and
+  // notification are handed to the device. Its report (CQ entry, counter) waits until the
+  // device says what was published to the peer left this process (dev::device::sent_out):
+  // under manual progress the application may stop calling us once it has the completion (a
+  // barrier of its own, a socket), and a network transport's own queue empties only with our
+  // progress (net.mr_reuse: an inline write reported done stayed in tcp's queue behind a full
+  // socket, and never came). The emulation says "out" at once: the report is written at once.
+  enum class report_counter : std::uint8_t { none, send, write };
+  struct waiting_report {
+    completion c;
+    bool to_cq = false;
+    report_counter counter = report_counter::none;
+    dev::peer_id peer = dev::no_peer;
+    std::uint64_t mark = 0;
+  };
+  /// Bounded by what a peer holds unconsumed (its packet credits) and what our polls have not
+  /// read the lower completions of yet: each report waits for one peer's packets.
+  std::deque<waiting_report> waiting_reports_;
+  void report_sent(dev::peer_id to, const completion& c, bool to_cq,
+                   report_counter counter) noexcept {
+    const std::uint64_t mark = dev_.sent_mark(to);
+    const core::status s = dev_.sent_out(to, mark);
+    if (s == core::status::ok) [[likely]] return write_report(c, to_cq, counter);
+    wait_report(to, mark, c, to_cq, counter, s);
+  }
+  void write_report(const completion& c, bool to_cq, report_counter counter) noexcept {
+    if (to_cq && sinks_.tx) sinks_.tx.write(c);
+    const counter_sink& n = counter == report_counter::send    ? sinks_.send_cntr
+                            : counter == report_counter::write ? sinks_.write_cntr
+                                                               : counter_sink{};
+    if (n) n.add(n.self, c.err != 0);
+  }
+  [[gnu::cold, gnu::noinline]] void wait_report(dev::peer_id to, std::uint64_t mark,
+                                                const completion& c, bool to_cq,
+                                                report_counter counter, core::status s) noexcept;
+  /// Writes the waiting reports whose peers' packets have left (progress_busy); the count.
+  std::size_t release_reports() noexcept;
   void fail_send(send_request& s, int err) noexcept;
   void release_send(send_request& s) noexcept;
 

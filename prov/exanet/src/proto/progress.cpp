@@ -130,6 +130,7 @@ std::size_t endpoint::progress_busy() noexcept {
     n += poll_notifications();  // sender-initiated rendezvous data that landed here
   if (!rma_active_.empty()) n += progress_rma();        // RMA waiting on the engine or a reply
   if (!atomic_active_.empty()) n += progress_atomic();  // atomics to send, replies owed or due
+  if (!waiting_reports_.empty()) n += release_reports();  // sends whose packets had to leave
   if (!dma_backlog_.empty()) n += retry_dma();          // our writes that met a busy engine
   if (!backlog_.empty()) n += retry_backlog();          // control packets that met a full mailbox
   if (lift_due_) lift_suspended();                       // late RTRs, after this round's matches
@@ -146,7 +147,8 @@ bool endpoint::only_replies_due() noexcept {
   // Not dev_.has_arrivals(): a network backend says "maybe" there for ever; the device's
   // sleep_prepare, called next, looks at its arrivals after announcing the sleeper.
   if (held_count_ != 0 || ri_deferred_ || slot_starved_ || lift_due_ ||
-      !dma_backlog_.empty() || !backlog_.empty() || atomic_unsent_ != 0)
+      !dma_backlog_.empty() || !backlog_.empty() || atomic_unsent_ != 0 ||
+      !waiting_reports_.empty())
     return false;
   bool replies_only = true;
   // A read by request waiting for its reply slot (stage data with a slot armed) or any request

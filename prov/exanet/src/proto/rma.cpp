@@ -424,16 +424,20 @@ core::status endpoint::rma_post_event(rma_request& r, std::size_t seg, bool last
 void endpoint::rma_finish(rma_request& r, int err) noexcept {
   if (r.what != rma_request::role::read_response) {
     const bool read = r.what == rma_request::role::read;
-    if (err || r.completion) {
-      completion c;
-      c.context = r.context;
-      c.flags = FI_RMA | (read ? FI_READ : FI_WRITE);
-      c.len = err ? 0 : r.total;
-      c.err = err;
-      if (sinks_.tx) sinks_.tx.write(c);
+    completion c;
+    c.context = r.context;
+    c.flags = FI_RMA | (read ? FI_READ : FI_WRITE);
+    c.len = err ? 0 : r.total;
+    c.err = err;
+    if (!read && !err) {
+      // Its bytes (or its notification and report) may still wait in a transport's queue.
+      if ((r.completion && sinks_.tx) || sinks_.write_cntr)
+        report_sent(r.peer, c, r.completion, report_counter::write);
+    } else {
+      if ((err || r.completion) && sinks_.tx) sinks_.tx.write(c);
+      const counter_sink& cn = read ? sinks_.read_cntr : sinks_.write_cntr;
+      if (cn) cn.add(cn.self, err != 0);
     }
-    const counter_sink& cn = read ? sinks_.read_cntr : sinks_.write_cntr;
-    if (cn) cn.add(cn.self, err != 0);
   } else if (r.peer < control_queues_.size()) {
     --control_queues_[r.peer].responses;  // counted in rma_reply_to
   }

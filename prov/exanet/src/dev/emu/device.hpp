@@ -162,6 +162,9 @@ class device {
   bool bounce_credit_coming(peer_id, std::size_t) const noexcept { return false; }
   /// Never, likewise: a DMA write instead of a full mailbox's packet costs no round trip here.
   bool mailbox_credit_coming(peer_id) const noexcept { return false; }
+  /// A published packet or ring byte is in the peer's memory already.
+  std::uint64_t sent_mark(peer_id) const noexcept { return 0; }
+  core::status sent_out(peer_id, std::uint64_t) noexcept { return core::status::ok; }
   void bounce_write(peer_id p, const ring_space& at, std::span<const iovec> src,
                     std::size_t len) noexcept {
     core::copy_from_iov(at.handle, src, 0, len);

@@ -109,6 +109,16 @@ class device {
     return rt.remote ? remote_.bounce_credit_coming(rt.inner, len)
                      : local_.bounce_credit_coming(rt.inner, len);
   }
+  std::uint64_t sent_mark(peer_id p) const noexcept {
+    if (!net_on_) [[likely]] return 0;
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.sent_mark(rt.inner) : 0;
+  }
+  core::status sent_out(peer_id p, std::uint64_t mark) noexcept {
+    if (!net_on_) [[likely]] return core::status::ok;
+    const route& rt = routes_[p];
+    return rt.remote ? remote_.sent_out(rt.inner, mark) : core::status::ok;
+  }
   bool mailbox_credit_coming(peer_id p) noexcept {
     if (!net_on_) [[likely]] return local_.mailbox_credit_coming(p);
     const route& rt = routes_[p];

@@ -496,6 +496,11 @@ void device::set_lower_port(std::uint16_t port) noexcept {
 core::status device::inject_now(peer_id p, const packet& pk) noexcept {
   const ssize_t rc = fi_injectdata(ep_, pk.data(), pk.size(), self_.incarnation, peers_[p].fa);
   if (rc != 0) return from_fi(static_cast<int>(rc));
+  peer& pr = peers_[p];
+  if (pr.queued == 0 || posting_head_) {  // in line (a control packet may overtake the queue)
+    ++pr.handed;
+    pr.last_handed_completes = false;
+  }
   bytes_sent_ += pk.size();
   ++lower_sends_;
   burst_to_ = p;
@@ -504,7 +509,31 @@ core::status device::inject_now(peer_id p, const packet& pk) noexcept {
 
 core::status device::post(const pending_packet& q) noexcept {
   // Our callers sent the bundle first (or are sending it): it is behind every pending packet.
-  return q.bounce ? send_bounce(*q.bounce) : inject_now(q.to, q.pk);
+  if (q.bounce) return send_bounce(*q.bounce);
+  return q.reported ? send_reported(q.to, q.pk) : inject_now(q.to, q.pk);
+}
+
+core::status device::send_reported(peer_id p, const packet& pk) noexcept {
+  op_context* op = op_acquire();
+  if (!op) return inject_now(p, pk);
+  op->what = op_context::kind::bounce;
+  op->to = p;
+  op->len = 0;
+  op->count = 1;
+  op->packets[0] = pk;
+  peer& pr = peers_[p];
+  const ssize_t rc = fi_senddata(ep_, op->packets[0].data(), packet_bytes, nullptr,
+                                 self_.incarnation, pr.fa, &op->ctx);
+  if (rc != 0) {
+    free_op(*op);
+    return from_fi(static_cast<int>(rc));
+  }
+  op->handed_index = ++pr.handed;  // in line, as inject_now's callers
+  pr.last_handed_completes = true;
+  bytes_sent_ += packet_bytes;
+  ++lower_sends_;
+  burst_to_ = p;
+  return core::status::ok;
 }
 
 core::status device::send_bounce(op_context& op) noexcept {
@@ -525,6 +554,8 @@ core::status device::send_bounce(op_context& op) noexcept {
   m.data = self_.incarnation;
   const ssize_t rc = fi_sendmsg(ep_, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA);
   if (rc != 0) return from_fi(static_cast<int>(rc));
+  op.handed_index = ++pr.handed;  // always in line: the head of the queue, or no queue
+  pr.last_handed_completes = true;
   bytes_sent_ += wire::bundle_bytes(op.len, op.count);
   ++lower_sends_;
   burst_to_ = op.to;
@@ -628,10 +659,11 @@ core::status device::send_or_queue(peer_id p, const packet& pk, bool more, bool 
     }
   }
   if (pr.queued == 0) {
-    const core::status s = inject(p, pk);  // the bundle waiting, if any, first
+    if (bundle_) flush_bundle();  // the bundle waiting (to another peer) first
+    const core::status s = reported ? send_reported(p, pk) : inject_now(p, pk);
     if (s != core::status::again) return s;
   }
-  pending_.push_back({p, pk});
+  pending_.push_back({p, pk, nullptr, false, reported});
   ++pr.queued;
   push_queued(p);
   return core::status::ok;
@@ -677,7 +709,9 @@ void device::flush_pending() noexcept {
       pending_.pop_front();
       continue;
     }
+    posting_head_ = true;
     const core::status s = post(q);
+    posting_head_ = false;
     if (s == core::status::again) return;
     if (!core::ok(s) && q.bounce) free_op(*q.bounce);  // never sent: nothing will complete it
     --peers_[q.to].queued;
@@ -802,6 +836,9 @@ bool device::take_received(std::uint64_t incarnation, const packet& pk, peer_id&
       return false;
     }
     case device_packet::pong: return false;
+    // A bundle header alone, without bytes or packets: its sender wanted a completion behind
+    // what it sent us before (sent_out). Takes no credit.
+    case device_packet::bounce: return false;
     case device_packet::bye: mark_dead(from); return false;
     case device_packet::intake: pr.intake_held = pk[1] != std::byte{0}; return false;
     case device_packet::key_gone: on_key_gone(from, pk); return false;
@@ -918,7 +955,11 @@ void device::on_cq_error() noexcept {
 }
 
 void device::on_answer_done(answer_slot& a) noexcept {
-  if (a.to < peers_.size() && peers_[a.to].answers_out > 0) --peers_[a.to].answers_out;
+  if (a.to < peers_.size()) {
+    peer& pr = peers_[a.to];
+    if (pr.answers_out > 0) --pr.answers_out;
+    pr.handed_out = std::max(pr.handed_out, a.handed_index);
+  }
   a.to = no_peer;
   free_answer_slots_.push_back(static_cast<std::uint32_t>(&a - answer_slots_.data()));
 }
@@ -928,6 +969,9 @@ void device::on_tx_done(void* ctx, int err) noexcept {
   auto* op = static_cast<op_context*>(ctx);
   if (op && op->what == op_context::kind::bounce) {
     // Its bytes stay in the ring mirror until the receiver consumes them; the operation is done.
+    // It and every send to its peer handed before it have left this process (sent_out).
+    if (op->to < peers_.size())
+      peers_[op->to].handed_out = std::max(peers_[op->to].handed_out, op->handed_index);
     if (err)
       EXANET_LOG_ONCE(warn, core, "network backend: a bounce message of %zu bytes failed: %s "
                       "(the packet naming it is dropped at the receiver)", op->len,
@@ -1078,6 +1122,32 @@ bool device::still_waiting(std::uint64_t& from_us) noexcept {
   if (waited < credit_wait_us + credit_fallback_us) return false;
   from_us = now;  // the fallback's time is up: wait again
   return true;
+}
+
+core::status device::sent_out(peer_id p, std::uint64_t mark) noexcept {
+  if (p >= peers_.size()) return core::status::invalid;
+  peer& pr = peers_[p];
+  if (pr.handed_out >= mark) return core::status::ok;
+  // Handed to a peer that died: as far as we can tell; not handed: it never will be.
+  if (pr.dead) return pr.handed >= mark ? core::status::ok : core::status::peer_dead;
+  // Waiting here (queued, or in the bundle): our polls hand it over, then look again. Handed,
+  // with a completion at or after the mark: it will come. Otherwise (an inject last, which
+  // completes nothing) an empty bundle follows it: a lower message the receiver takes as a
+  // bundle without bytes or packets, whose completion covers everything before it.
+  if (pr.queued > 0 || (bundle_ && bundle_->to == p) || pr.last_handed_completes)
+    return core::status::again;
+  op_context* op = op_acquire();
+  if (!op) return core::status::again;  // the completions of those in flight free one
+  op->what = op_context::kind::bounce;
+  op->to = p;
+  op->len = 0;
+  op->count = 0;
+  op->offset = 0;
+  ring_packet h{};
+  h.type = static_cast<std::uint8_t>(device_packet::bounce);
+  op->header = to_packet(h);
+  if (!core::ok(send_bounce(*op))) free_op(*op);  // again at the next look
+  return core::status::again;
 }
 
 bool device::mailbox_credit_coming(peer_id p) noexcept {
@@ -2070,6 +2140,8 @@ void device::send_answer(peer_id p, const packet& pk) noexcept {
                                      pr.fa, &a.ctx);
       if (rc == 0) {
         free_answer_slots_.pop_back();
+        a.handed_index = ++pr.handed;
+        pr.last_handed_completes = true;
         ++pr.answers_out;
         bytes_sent_ += packet_bytes;
         ++lower_sends_;

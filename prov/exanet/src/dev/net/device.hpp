@@ -424,6 +424,20 @@ class device {
   /// both sides writing: 1 KiB writes streamed 2-3 times as fast with a 1 ms wait, and 64 B
   /// writes twice as fast again under CPU contention with no bound, 2026-12-06).
   bool mailbox_credit_coming(peer_id p) noexcept;
+  /// What was published to p has left this process once the lower provider completed a send
+  /// to p handed at or after it: the lower connection carries our sends to p in the order they
+  /// were handed, and a lower send completes once the transport took all of it (tcp: in the
+  /// kernel's socket). Until then a packet, a bundle or an inject may wait in the lower
+  /// provider's own queue (a full socket), which only our progress empties. The mark counts
+  /// what is handed and what waits here to be (queued, or in the bundle), in that order.
+  std::uint64_t sent_mark(peer_id p) const noexcept {
+    const peer& pr = peers_[p];
+    return pr.handed + pr.queued + (bundle_ && bundle_->to == p ? 1u : 0u);
+  }
+  /// ok once a completed lower send covers the mark; again while not, after posting an empty
+  /// bundle with a completion behind the mark if nothing handed or waiting would bring one (an
+  /// inject was the last); peer_dead if the peer died before all of it was handed.
+  core::status sent_out(peer_id p, std::uint64_t mark) noexcept;
   static constexpr std::uint64_t credit_wait_us = 1000;
   /// After a wait ran out, the operations behind it take the fallback for this long, then the
   /// next shortage waits again. Not until a reserve succeeds: the fallback can keep the
@@ -579,6 +593,12 @@ class device {
     std::uint64_t ring_in_head = 0, ring_in_tail = 0, ring_in_told = 0;
     bool ring_credit_due = false;  // a ring_credit the lower endpoint did not take yet
     bool packet_credit_due = false;  // a packet credit the lower endpoint did not take yet
+    // Our lower sends to it in the order the connection carries them (sent_out): how many were
+    // handed to the lower provider, the last one whose completion came (it and every one
+    // before it left this process), and whether the last one handed comes with a completion
+    // (an inject does not). Control packets that overtake our queue to it are not counted.
+    std::uint64_t handed = 0, handed_out = 0;
+    bool last_handed_completes = true;
   };
   struct held_packet {
     peer_id from = 0;
@@ -590,6 +610,8 @@ class device {
     packet pk{};
     op_context* bounce = nullptr;  // a bounce message (pk is its header): sent with its bytes
     bool answer = false;           // counted in its peer's answers_queued
+    bool reported = false;         // the application learns of its message by a read: it goes
+                                   // with a completion (send_reported)
   };
   struct grant_slot {
     key_grant g{};
@@ -669,6 +691,7 @@ class device {
     peer_id to = 0;
     std::uint64_t offset = 0;
     std::uint8_t count = 0;  // packets
+    std::uint64_t handed_index = 0;  // a bundle: its place among its peer's sends (peer::handed)
     std::array<packet, wire::max_bundle_packets> packets;
   };
 
@@ -716,6 +739,7 @@ class device {
     fi_context2 ctx{};
     packet pk{};  // the lower provider reads it until the send completes
     peer_id to = no_peer;
+    std::uint64_t handed_index = 0;  // its place among the peer's sends (peer::handed)
   };
   static constexpr std::uint32_t answers_per_peer = 320;
   static constexpr std::size_t answer_slot_count = 1024;
@@ -739,6 +763,12 @@ class device {
     return inject_now(p, pk);
   }
   core::status inject_now(peer_id p, const packet& pk) noexcept;
+  /// A packet whose message the application learns of only by a later read (reported): sent
+  /// with a completion, which tells sent_out it left (an inject would need an empty bundle
+  /// behind it for that: a second lower message per message sent and waited for). Its context
+  /// is a lower operation of kind bounce holding the packet; without one free, an inject.
+  core::status send_reported(peer_id p, const packet& pk) noexcept;
+  bool posting_head_ = false;  // flush_pending hands the head of the queue (inject_now counts it)
   /// Sends a pending packet: an inject, or a bounce message with its bytes.
   core::status post(const pending_packet& q) noexcept;
   core::status send_bounce(op_context& op) noexcept;

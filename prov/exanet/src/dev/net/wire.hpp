@@ -37,7 +37,8 @@ enum class device_packet : std::uint8_t {
                        // the registration the answer named? (no credit)
   intake = 0xFB,      // the receiver holds (1) or resumes (0) message packets (no credit)
   bounce = 0xFC,      // heads a bundle: ring bytes, then packets (the header takes no credit:
-                      // the ring's own bytes bound them; each packet takes its own)
+                      // the ring's own bytes bound them; each packet takes its own). Alone,
+                      // without either: its sender wanted a completion (sent_out)
   ring_credit = 0xFD,  // the receiver consumed its sender's ring up to here (no credit)
   key_gone = 0xFE,     // owner -> every peer it answered about a registration: closed; forget
                        // that answer (before anything the owner sends after the close). The
