@@ -586,10 +586,11 @@ void device::flush_bundle() noexcept {
   peer& pr = peers_[to];
   pending_packet q{to, {}, op};
   if (op->len == 0 && op->count <= 1) {
-    // One packet alone (a train cut short by "again", a bundle the next send found full) goes
-    // as it would have without a bundle.
+    // One packet alone (a train cut short by "again", a bundle the next send found full, a
+    // reported packet kept for the poll) goes as it would have without a bundle, with a
+    // completion: it may be a reported one (send_reported).
     const bool one = op->count == 1;
-    q = {to, op->packets[0], nullptr};
+    q = {to, op->packets[0], nullptr, false, true};
     free_op(*op);
     if (!one) return;
   } else {
