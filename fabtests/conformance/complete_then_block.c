@@ -12,8 +12,9 @@
  * completion only, and asks the target over the socket (blocking, without progress) whether the
  * operation's data arrived; the target progresses meanwhile and answers within 10 s. The small
  * operations: tagged sends of 8 B (eager), 64 B (train), 16 KiB (medium) and 256 KiB
- * (rendezvous, receive posted first), and RMA writes of 4 KiB (inline over the network) and
- * 256 KiB (DMA). CTB_ONLY=1..6 runs one of them alone.
+ * (rendezvous, receive posted first), RMA writes of 4 KiB (inline over the network) and
+ * 256 KiB (DMA), and a tagged inject of 8 B waited for on a send counter (a counter is a
+ * completion too). CTB_ONLY=1..7 runs one of them alone.
  *
  * Over the emulation a completion always follows the data into the peer's memory. As
  * net.complete_then_block every peer goes through the network backend: before exanet held such
@@ -23,6 +24,7 @@
 #include "xt.h"
 
 #include <poll.h>
+#include <rdma/fi_domain.h>
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 #include <stdlib.h>
@@ -33,7 +35,7 @@
 
 struct command {
 	char op; /* P post a receive, C check (up to 10 s), Q quit */
-	int is_send;
+	int is_send; /* 0: an RMA write; 1: a tagged send; 2: a tagged inject, counted */
 	uint64_t len;
 	uint64_t tag;
 	unsigned seed;
@@ -162,7 +164,7 @@ int main(void)
 	xt_init(240);
 	struct {
 		const char *name;
-		int is_send;
+		int is_send; /* as struct command's */
 		uint64_t len;
 	} kinds[] = {
 		{"tagged send of 8 B (eager)", 1, 8},
@@ -171,13 +173,26 @@ int main(void)
 		{"tagged send of 256 KiB (rendezvous, receive posted first)", 1, 256 << 10},
 		{"RMA write of 4 KiB (inline over the network)", 0, 4096},
 		{"RMA write of 256 KiB (DMA)", 0, 256 << 10},
+		{"tagged inject of 8 B, waited for on a send counter", 2, 8},
 	};
 	const size_t big = big_len();
 	int sock;
 	pid_t pid;
 	xt_spawn(1, target, &sock, &pid);
+	/* xt_open_rma's endpoint, with a send counter bound before it is enabled. */
 	struct xt_ep x;
-	xt_open_rma(&x);
+	struct fi_info *h = xt_hints();
+	h->caps = FI_TAGGED | FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+	h->domain_attr->mr_mode = 0;
+	xt_open_disabled(&x, h, 0);
+	fi_freeinfo(h);
+	XT_CHECK(!(x.info->domain_attr->mr_mode & (FI_MR_PROV_KEY | FI_MR_VIRT_ADDR | FI_MR_LOCAL)),
+		 "mr_mode 0x%x", x.info->domain_attr->mr_mode);
+	struct fi_cntr_attr cattr = {.events = FI_CNTR_EVENTS_COMP, .wait_obj = FI_WAIT_NONE};
+	struct fid_cntr *sent;
+	XT_RC(fi_cntr_open(x.domain, &cattr, &sent, NULL));
+	XT_RC(fi_ep_bind(x.ep, &sent->fid, FI_SEND));
+	xt_enable(&x);
 	const fi_addr_t peer = xt_exchange(&x, sock, 0, NULL);
 	unsigned char *big_buf = aligned_alloc(4096, big);
 	unsigned char *small = aligned_alloc(4096, SMALL_AREA);
@@ -200,17 +215,30 @@ int main(void)
 		const unsigned seed = 0x5100 + k;
 		const uint64_t tag = 0x7000 + k;
 		if (kinds[k].is_send)
-			XT_CHECK(ask(sock, (struct command){.op = 'P', .is_send = 1, .len = len, .tag = tag},
+			XT_CHECK(ask(sock, (struct command){.op = 'P', .is_send = kinds[k].is_send, .len = len, .tag = tag},
 				     x.txcq) == 1, "post");
 		big_done = 0;
 		RETRY(fi_write(x.ep, big_buf, big, NULL, peer, addr, key, &ctx_big), &x, "the big fi_write");
 		xt_fill(small, len, seed);
-		if (kinds[k].is_send)
+		const uint64_t sent_before = fi_cntr_read(sent);
+		if (kinds[k].is_send == 2) {
+			RETRY(fi_tinject(x.ep, small, len, peer, tag), &x, "fi_tinject");
+			const double end = xt_now_s() + 30;
+			while (fi_cntr_read(sent) < sent_before + 1) {
+				struct fi_cq_tagged_entry e;
+				if (fi_cq_read(x.txcq, &e, 1) == 1 && e.op_context == &ctx_big)
+					big_done = 1;
+				XT_CHECK(xt_now_s() < end, "%s: not counted in 30 s", kinds[k].name);
+				xt_idle();
+			}
+		} else if (kinds[k].is_send) {
 			RETRY(fi_tsend(x.ep, small, len, NULL, peer, tag, &ctx_small), &x, "fi_tsend");
-		else
+		} else {
 			RETRY(fi_write(x.ep, small, len, NULL, peer, addr + big, key, &ctx_small), &x,
 			      "fi_write");
-		wait_for(&x, &ctx_small, &ctx_big, &big_done, kinds[k].name);
+		}
+		if (kinds[k].is_send != 2)
+			wait_for(&x, &ctx_small, &ctx_big, &big_done, kinds[k].name);
 		/* Completed: from here on the initiator makes no call until the target answers. */
 		XT_CHECK(ask(sock, (struct command){.op = 'C', .is_send = kinds[k].is_send, .len = len,
 						     .tag = tag, .seed = seed}, NULL) == 1,
@@ -224,6 +252,8 @@ int main(void)
 	XT_CHECK(ask(sock, (struct command){.op = 'Q'}, NULL) == 1, "quit");
 	xt_reap(1, &pid);
 	fi_close(&mr->fid);
+	xt_close_ep(&x); /* the counter after its endpoint, before its domain */
+	XT_RC(fi_close(&sent->fid));
 	xt_close(&x);
 	xt_pass("what completed at the initiator arrives while it waits without progress");
 	return 0;
