@@ -1035,6 +1035,7 @@ void device::judge_wait_fd() noexcept {
     if (quiet_at_arm_ >= stuck_after_arms) {
       stuck_ = false;
       quiet_at_arm_ = 0;
+      readable_at_arm_ = 0;  // trusted again: stuck only after a new run of readable arms
     }
     return;
   }
