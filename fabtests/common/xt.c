@@ -353,7 +353,9 @@ struct fi_exanet_counters xt_counters(struct fid_ep *ep)
 {
 	struct fi_exanet_counters_ops *ops;
 	XT_RC(fi_open_ops(&ep->fid, FI_EXANET_COUNTERS_OPS, 0, (void **)&ops, NULL));
+	/* Zeroed: a provider built before a counter was appended leaves it untouched (0). */
 	struct fi_exanet_counters c;
+	memset(&c, 0, sizeof c);
 	XT_RC(ops->read(ep, &c, sizeof c));
 	return c;
 }

@@ -161,6 +161,12 @@ struct fi_exanet_counters {
 	 * window) that found an unmapped or protected page here: refused, and the initiator gets
 	 * an FI_EACCES error completion (fi_exanet(7), RMA). */
 	uint64_t rma_target_faults;
+	/* Manual progress on a shared core (fi_exanet(7), PROGRESS; FI_EXANET_IDLE_YIELD): how
+	 * often the application's polls, having found nothing many times in a row, gave the core
+	 * away (sched_yield), and how many of those yields let another task run (they lasted 3 us
+	 * or more). */
+	uint64_t idle_yields;
+	uint64_t idle_yields_shared;
 };
 
 struct fid_ep;

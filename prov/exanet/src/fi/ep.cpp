@@ -392,9 +392,18 @@ int endpoint::resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept {
 }
 
 void endpoint::progress() noexcept {
-  core::level_guard g(lock);
-  proto.progress();
-  if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
+  bool give_core = false;
+  {
+    core::level_guard g(lock);
+    give_core = idle.after_poll(proto.progress() != 0);
+    if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
+  }
+  if (give_core) [[unlikely]] {
+    // Outside the lock: another thread of the application may progress meanwhile.
+    const std::uint64_t ns = core::idle_yield::timed_yield();
+    core::level_guard g(lock);
+    idle.learn(ns);
+  }
 }
 
 bool endpoint::sleep_prepare(sleep_target& target) noexcept {
@@ -450,6 +459,7 @@ int endpoint_open(fid_domain* domain, fi_info* info, fid_ep** out, void* context
   ep->tx_op_flags = info->tx_attr ? info->tx_attr->op_flags : 0;
   ep->rx_op_flags = info->rx_attr ? info->rx_attr->op_flags : 0;
   ep->inject_size = domain_config(domain).inject_size;
+  ep->idle = core::idle_yield(domain_config(domain).idle_yield);
   if (info->tx_attr && info->tx_attr->inject_size && info->tx_attr->inject_size < ep->inject_size)
     ep->inject_size = info->tx_attr->inject_size;
   // The iovec limits the application was granted (a lower one it asked for binds it too).

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/idle_yield.hpp"
 #include "core/lock.hpp"
 #include "fi/common.hpp"
 #include "fi/live_stats.hpp"
@@ -65,6 +66,9 @@ class endpoint {
   int live_fd = -1;
   std::uint32_t live_countdown = 1;
   std::uint64_t live_due_ms = 0;
+  // Manual progress on a shared core (core/idle_yield.hpp, FI_EXANET_IDLE_YIELD): polls that
+  // keep finding nothing give the core away. Under lock, as progress is.
+  core::idle_yield idle;
 
   /// The device peer for fi_addr, connecting on first use. Negative -FI_E* on failure. Inline:
   /// a cached peer costs a few loads per data-path call.
@@ -78,6 +82,8 @@ class endpoint {
   }
   /// peer_of's slow path: an address not cached yet, or an AV that removed entries since.
   int resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept;
+  /// The application's poll (a CQ or counter read, manual progress): one progress round; after
+  /// a streak of rounds that found nothing, a yield of the core (core/idle_yield.hpp).
   void progress() noexcept;
   /// The progress thread's call (FI_PROGRESS_AUTO): progress unless a thread of the application
   /// holds the endpoint (then `held` at once: the thread never waits for a call to end).

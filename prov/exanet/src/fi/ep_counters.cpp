@@ -89,10 +89,20 @@ constexpr named_counter g_counters[] = {
     EXANET_COUNTER(dma_writes_staged),
     EXANET_COUNTER(network_sleepable),
     EXANET_COUNTER(rma_target_faults),
+    EXANET_COUNTER(idle_yields),
+    EXANET_COUNTER(idle_yields_shared),
 };
 #undef EXANET_COUNTER
 static_assert(std::size(g_counters) * sizeof(std::uint64_t) == sizeof(fi_exanet_counters),
               "every counter has a name in the report");
+
+// The protocol's counters and the fi layer's own (idle yields). Under the endpoint's lock.
+fi_exanet_counters counters_of(const endpoint& ep) noexcept {
+  fi_exanet_counters c = ep.proto.stats();
+  c.idle_yields = ep.idle.yields();
+  c.idle_yields_shared = ep.idle.shared_yields();
+  return c;
+}
 
 int read_counters(fid_ep* f, fi_exanet_counters* out, size_t size) noexcept {
   if (!f || !out) return -FI_EINVAL;
@@ -100,7 +110,7 @@ int read_counters(fid_ep* f, fi_exanet_counters* out, size_t size) noexcept {
   fi_exanet_counters now;
   {
     core::level_guard g(ep.lock);
-    now = ep.proto.stats();
+    now = counters_of(ep);
   }
   std::memcpy(out, &now, std::min(size, sizeof now));
   return 0;
@@ -159,7 +169,7 @@ std::string live_name(std::int32_t pid, std::uint32_t port) {
 // the threading level as every other use of its counters).
 void live_publish(endpoint& ep) noexcept {
   live_stats::file_layout& f = *ep.live;
-  const fi_exanet_counters c = ep.proto.stats();
+  const fi_exanet_counters c = counters_of(ep);
   const std::uint64_t s = f.seq.load(std::memory_order_relaxed);
   f.seq.store(s + 1, std::memory_order_relaxed);
   std::atomic_thread_fence(std::memory_order_release);
@@ -305,8 +315,8 @@ void endpoint_report_counters(endpoint& ep) noexcept {
   endpoint_report_profile(ep);
   const char* dest = params_stats_destination();
   if (!dest) return;
-  const fi_exanet_counters& c = ep.proto.stats();
-  char line[1024];
+  const fi_exanet_counters c = counters_of(ep);
+  char line[2048];  // 52 counters of up to 20 digits and their names fit
   int n = std::snprintf(line, sizeof line, "exanet-stats pid=%d port=%u", static_cast<int>(getpid()),
                         ep.proto.address().port);
   for (const named_counter& k : g_counters) {

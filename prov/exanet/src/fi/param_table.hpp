@@ -49,6 +49,7 @@ enum class param_id : std::uint8_t {
   live_stats,
   proto_info,
   progress,
+  idle_yield,
   protocol,
   network,
   network_provider,
@@ -246,6 +247,13 @@ inline constexpr param_spec g_params[] = {
      "Progress fi_getinfo answers where the hints leave control_progress or data_progress "
      "unset: manual (the application's calls progress), or auto (a progress thread per domain "
      "serves peers while the application computes). Hints that name one are always honoured.",
+     "See PROGRESS."},
+    {param_id::idle_yield, "idle_yield", param_type::integer, 64, "", 0, 65536, "",
+     "Under manual progress, polls in a row that find nothing (fi_cq_read, fi_cntr_read and the "
+     "like) before exanet gives the core away once (sched_yield), so that a process sharing its "
+     "core with the peer it waits for lets that peer run; 0: never. 32 yields in a row that "
+     "return at once (no other task wanted the core) double the count, up to 65536; one that "
+     "lets another task run sets it back.",
      "See PROGRESS."},
     {param_id::protocol, "protocol", param_type::string, 0, "write", 0, 0,
      "write|read|optimistic",

@@ -56,6 +56,7 @@ constexpr std::int64_t field(const proto::config& c, param_id id) noexcept {
     case param_id::rndv_timeout_ms: return c.rndv_timeout_ms;
     case param_id::rndv_deadline_ms: return c.rndv_deadline_ms;
     case param_id::proto_info: return c.proto_info ? 1 : 0;
+    case param_id::idle_yield: return c.idle_yield;
     case param_id::live_stats: return 1;  // the fi layer's own (params_live_stats), on by default
     // The link model's: read by params_link into the device's settings, not proto::config.
     case param_id::link_model:
@@ -111,6 +112,7 @@ void store(proto::config& c, param_id id, std::int64_t v) noexcept {
     case param_id::rndv_timeout_ms: c.rndv_timeout_ms = static_cast<unsigned>(v); break;
     case param_id::rndv_deadline_ms: c.rndv_deadline_ms = static_cast<unsigned>(v); break;
     case param_id::proto_info: c.proto_info = v != 0; break;
+    case param_id::idle_yield: c.idle_yield = static_cast<std::uint32_t>(v); break;
     case param_id::live_stats: break;  // read by params_live_stats
     case param_id::link_model:
     case param_id::link_hop_ns:

@@ -62,6 +62,9 @@ struct config {
                                            // without data, even if its sender says it has the
                                            // send; 0: none (the default: a computing rank is
                                            // waited for)
+  std::uint32_t idle_yield = 64;           // FI_EXANET_IDLE_YIELD: empty polls in a row before
+                                           // an application's poll gives its core away (the
+                                           // fi layer's, core/idle_yield.hpp); 0: never
   bool profile = false;                    // FI_EXANET_PROFILE: each endpoint stamps its
                                            // messages' phases (profile.hpp)
   bool proto_info = false;                 // FI_EXANET_PROTO_INFO: each endpoint prints its

@@ -14,6 +14,7 @@
 #include "core/buffer_cache.hpp"
 #include "core/checked_memory.hpp"
 #include "core/copy.hpp"
+#include "core/idle_yield.hpp"
 #include "core/intrusive_list.hpp"
 #include "core/iov.hpp"
 #include "core/lock.hpp"
@@ -339,6 +340,63 @@ TEST(checked_memory, maps_holes_and_protections_are_reported_not_faulted) {
   munmap(big, 130 * page);
   munmap(a, 2 * page);
   munmap(a + 3 * page, page);
+}
+
+}  // namespace
+}  // namespace exanet::core
+
+namespace exanet::core {
+namespace {
+
+// The poll count at which a poller that keeps finding nothing is told to yield.
+std::uint32_t polls_until_yield(idle_yield& y) {
+  for (std::uint32_t n = 1; n <= 2 * idle_yield::longest_streak; ++n)
+    if (y.after_poll(false)) return n;
+  return 0;
+}
+
+TEST(idle_yield, never_yields_when_off_and_work_restarts_the_streak) {
+  idle_yield off(0);
+  EXPECT_EQ(polls_until_yield(off), 0u);
+  idle_yield y(8);
+  for (int i = 0; i < 7; ++i) EXPECT_FALSE(y.after_poll(false));
+  EXPECT_FALSE(y.after_poll(true));  // work: the streak starts over
+  EXPECT_EQ(polls_until_yield(y), 8u);
+}
+
+TEST(idle_yield, a_shared_core_keeps_the_short_streak_and_an_own_core_backs_off) {
+  idle_yield y(8);
+  // Yields that let another task run: the next one always after 8 empty polls.
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_EQ(polls_until_yield(y), 8u);
+    y.learn(idle_yield::shared_ns);
+  }
+  EXPECT_EQ(y.yields(), 100u);
+  EXPECT_EQ(y.shared_yields(), 100u);
+  // Quick yields: the streak holds for quick_before_backoff of them, then doubles each time up
+  // to longest_streak.
+  for (std::uint32_t i = 0; i < idle_yield::quick_before_backoff; ++i) {
+    ASSERT_EQ(polls_until_yield(y), 8u);
+    y.learn(100);
+  }
+  std::uint32_t expect = 8;
+  while (expect < idle_yield::longest_streak) {
+    y.learn(100);
+    expect *= 2;
+    ASSERT_EQ(y.streak(), std::min(expect, idle_yield::longest_streak));
+  }
+  y.learn(100);
+  EXPECT_EQ(y.streak(), idle_yield::longest_streak);
+  EXPECT_EQ(polls_until_yield(y), idle_yield::longest_streak);
+  // One yield that let another task run: back to the short streak at once.
+  y.learn(idle_yield::shared_ns + 1);
+  EXPECT_EQ(polls_until_yield(y), 8u);
+  EXPECT_EQ(y.shared_yields(), 101u);
+}
+
+TEST(idle_yield, a_streak_beyond_the_longest_is_clamped) {
+  idle_yield y(10'000'000);
+  EXPECT_EQ(y.streak(), idle_yield::longest_streak);
 }
 
 }  // namespace
