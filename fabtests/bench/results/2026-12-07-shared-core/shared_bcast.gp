@@ -3,7 +3,7 @@ set terminal pngcairo size 1400,550 noenhanced
 set output "/work/main/fabtests/bench/results/2026-12-07-shared-core/shared_bcast.png"
 set datafile separator ","
 set datafile missing "NA"
-set multiplot layout 1,2 title "MPI bcast, 4 ranks on 2 cores\nvm, Intel(R) Xeon(R) Processor, 2 cpus, 6.18.44-fc-v1252; 2026-12-07 01:45 UTC; REPEAT=3"
+set multiplot layout 1,2 title "MPI bcast, 4 ranks on 2 cores\nvm, Intel(R) Xeon(R) Processor, 2 cpus, 6.18.44-fc-v1252; 2026-12-07 02:36 UTC; REPEAT=3"
 set logscale x 2
 set format x "%.0b%B"
 set xlabel "message size (bytes)"

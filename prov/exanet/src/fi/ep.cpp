@@ -400,9 +400,9 @@ void endpoint::progress() noexcept {
   }
   if (give_core) [[unlikely]] {
     // Outside the lock: another thread of the application may progress meanwhile.
-    const std::uint64_t ns = core::idle_yield::timed_yield();
+    const core::idle_yield::yield_time t = core::idle_yield::timed_yield();
     core::level_guard g(lock);
-    idle.learn(ns);
+    idle.learn(t);
   }
 }
 

@@ -252,8 +252,9 @@ inline constexpr param_spec g_params[] = {
      "Under manual progress, polls in a row that find nothing (fi_cq_read, fi_cntr_read and the "
      "like) before exanet gives the core away once (sched_yield), so that a process sharing its "
      "core with the peer it waits for lets that peer run; 0: never. 32 yields in a row that "
-     "return at once (no other task wanted the core) double the count, up to 65536; one that "
-     "lets another task run sets it back.",
+     "return at once (no other task wanted the core) double the count, up to 65536 and as long "
+     "as yields stay under 125 us apart (yields over 500 us apart halve it); one that lets "
+     "another task run sets it back.",
      "See PROGRESS."},
     {param_id::protocol, "protocol", param_type::string, 0, "write", 0, 0,
      "write|read|optimistic",

@@ -366,30 +366,47 @@ TEST(idle_yield, never_yields_when_off_and_work_restarts_the_streak) {
 
 TEST(idle_yield, a_shared_core_keeps_the_short_streak_and_an_own_core_backs_off) {
   idle_yield y(8);
+  std::uint64_t now = 1'000'000'000;
+  // A yield that took `took` ns, `gap` ns after the previous one ended.
+  auto yield = [&](std::uint64_t took, std::uint64_t gap) {
+    now += gap;
+    y.learn({took, now});
+  };
+  constexpr std::uint64_t quick = 100, close = idle_yield::widest_gap_ns / 4;
   // Yields that let another task run: the next one always after 8 empty polls.
   for (int i = 0; i < 100; ++i) {
     ASSERT_EQ(polls_until_yield(y), 8u);
-    y.learn(idle_yield::shared_ns);
+    yield(idle_yield::shared_ns, close);
   }
   EXPECT_EQ(y.yields(), 100u);
   EXPECT_EQ(y.shared_yields(), 100u);
-  // Quick yields: the streak holds for quick_before_backoff of them, then doubles each time up
-  // to longest_streak.
+  // Quick yields close together: the streak holds for quick_before_backoff of them, then
+  // doubles each time up to longest_streak.
   for (std::uint32_t i = 0; i < idle_yield::quick_before_backoff; ++i) {
     ASSERT_EQ(polls_until_yield(y), 8u);
-    y.learn(100);
+    yield(quick, close);
   }
   std::uint32_t expect = 8;
   while (expect < idle_yield::longest_streak) {
-    y.learn(100);
+    yield(quick, close);
     expect *= 2;
     ASSERT_EQ(y.streak(), std::min(expect, idle_yield::longest_streak));
   }
-  y.learn(100);
+  yield(quick, close);
   EXPECT_EQ(y.streak(), idle_yield::longest_streak);
   EXPECT_EQ(polls_until_yield(y), idle_yield::longest_streak);
+  // Quick yields far apart (slow polls: the streak lasts too long): it halves, not below 8.
+  yield(quick, 3 * idle_yield::widest_gap_ns);
+  EXPECT_EQ(y.streak(), idle_yield::longest_streak / 2);
+  for (int i = 0; i < 40; ++i) yield(quick, 3 * idle_yield::widest_gap_ns);
+  EXPECT_EQ(y.streak(), 8u);
+  // Within the band (between half and twice the widest gap): it stays.
+  for (int i = 0; i < 4; ++i) yield(quick, close);
+  const std::uint32_t held = y.streak();
+  yield(quick, idle_yield::widest_gap_ns);
+  EXPECT_EQ(y.streak(), held);
   // One yield that let another task run: back to the short streak at once.
-  y.learn(idle_yield::shared_ns + 1);
+  yield(idle_yield::shared_ns + 1, close);
   EXPECT_EQ(polls_until_yield(y), 8u);
   EXPECT_EQ(y.shared_yields(), 101u);
 }
