@@ -10,7 +10,7 @@ packages=(
   googletest libgtest-dev              # unit tests
   openmpi-bin libopenmpi-dev           # Open MPI jobs over exanet (pml cm, mtl ofi)
   netpipe-openmpi lammps lammps-examples  # real applications over exanet (fabtests/apps)
-  scalapack-mpi-test                   # ScaLAPACK's BLACS tester and drivers (fabtests/apps)
+  scalapack-mpi-test hpcc              # ScaLAPACK's BLACS tester and drivers, HPC Challenge (fabtests/apps)
   procps iproute2                      # process and socket checks in the test scripts
   gnuplot-nox                          # plots of the benchmarks in fabtests/bench
   spin                                 # the protocol models in shared/model

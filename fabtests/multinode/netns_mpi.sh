@@ -11,6 +11,8 @@
 #     (FI_EXANET_STATS, written when its endpoint closes) must show at least its payload sent.
 #  2. p2p, 4 ranks by node (0 and 2 on A, 1 and 3 on B), so its pairs (0-1, 2-3) span the hosts:
 #     both orders of arrival, probes, cancel, 4000 outstanding requests, persistent requests.
+#  3. Debian's hpcc (the HPC Challenge benchmark), 4 ranks by slot, where installed: its own
+#     checks must pass across the hosts.
 # Every mpirun is bounded by a timeout; the namespaces, their links, the processes in them and
 # their /dev/shm (segments included) are removed on every exit path, and checked gone at the end.
 # Needs root (exit 77 without it).
@@ -39,10 +41,13 @@ export FI_TCP_NODELAY=1 FI_TCP_IFACE=$iface FI_EXANET_STATS=$work/stats
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 echo "netns_mpi: host A $ns_a ($addr_a, runs mpirun), host B $ns_b ($addr_b), FI_EXANET_NETWORK=$FI_EXANET_NETWORK"
 
-run_job() {  # NAME MAPPING PROGRAM [ARGS...]: one mpirun on host A, its output in $work/NAME
+# One mpirun on host A (NAME MAPPING PROGRAM [ARGS...]), its output in $work/NAME, in the
+# current folder (the ranks on host B start in the same one); sets rc to its exit status.
+mpirun_job() {
   local name=$1 mapping=$2
   shift 2
-  local rc=0 job
+  local job
+  rc=0
   # In the background, waited for: a signal to this script runs its trap at once (bash defers
   # traps until a foreground command ends), which ends the job's processes on both hosts.
   on_host "$ns_a" timeout 120 env -u LD_PRELOAD "$mpirun" "${rank_preload[@]}" --allow-run-as-root \
@@ -55,6 +60,11 @@ run_job() {  # NAME MAPPING PROGRAM [ARGS...]: one mpirun on host A, its output 
     "$@" >"$work/$name" 2>&1 &
   job=$!
   wait "$job" || rc=$?
+}
+
+run_job() {  # NAME MAPPING PROGRAM [ARGS...]: a program of ours, which must print PASS
+  local name=$1
+  mpirun_job "$@"
   if [[ $rc -ne 0 ]] || ! grep -q "^PASS: " "$work/$name"; then
     echo "netns_mpi: FAIL: $name (mpirun exit $rc$([[ $rc -eq 124 ]] && echo ", timed out"))"
     grep -v "^ *$" "$work/$name" | tail -25
@@ -100,6 +110,28 @@ grep "^PASS" "$work/all_pairs"
 
 run_job p2p node "$p2p"
 grep "^PASS" "$work/p2p"
+
+# 3. A program we did not write: the HPC Challenge benchmark (Debian's hpcc) with Debian's
+#    example input, 4 ranks by slot (HPL's 2x2 grid: each process column spans the hosts). Its
+#    own checks must pass: Success=1, HPL's and PTRANS's residuals, no RandomAccess update lost.
+#    Skipped where hpcc is not installed (ci/install-deps.sh installs it).
+hpcc_input=/usr/share/doc/hpcc/examples/_hpccinf.txt
+if command -v hpcc >/dev/null && [[ -r $hpcc_input ]]; then
+  mkdir -p "$work/hpcc_dir" && cp "$hpcc_input" "$work/hpcc_dir/hpccinf.txt"
+  (cd "$work/hpcc_dir" && mpirun_job hpcc slot hpcc && exit "$rc") || {
+    echo "netns_mpi: FAIL: hpcc (mpirun exit $?)"; tail -25 "$work/hpcc"; exit 1; }
+  out=$work/hpcc_dir/hpccoutf.txt
+  if ! grep -q "^Success=1$" "$out" || ! grep -q "^MPIRandomAccess_Errors=0$" "$out" ||
+     [[ $(grep -c "0 tests completed and failed residual checks" "$out") -ne 2 ]]; then
+    echo "netns_mpi: FAIL: hpcc's own checks across the hosts"
+    grep -E "^(Success|MPIRandomAccess_Errors)=|residual checks" "$out"
+    exit 1
+  fi
+  echo "netns_mpi: hpcc across the hosts: Success=1, residuals passed, no RandomAccess error;" \
+       "$(grep -E "^AvgPingPongLatency_usec=" "$out")"
+else
+  echo "netns_mpi: hpcc not installed; its job skipped"
+fi
 
 # What the trap removes must be gone: the processes in either namespace (mpirun's daemon, any
 # rank), then the namespaces, which take the veth pair along; the /dev/shm of each host (its
