@@ -12,7 +12,7 @@
 #              MPICH's shared memory off (MPIR_CVAR_NOLOCAL=1); references: ch4:ofi over
 #              libfabric's shm and over tcp.
 #   fabtests/mpi/mpi_testsuite.sh [build-dir] [out-dir]
-# Environment: MPI (ompi), DIRS (the suite's directories, default "pt2pt coll comm rma"),
+# Environment: MPI (ompi), DIRS (the suite's directories, default "pt2pt coll comm rma spawn"),
 # TIMEOUT (seconds per test, default 120), EXANET_ENV ("NAME=value ..." given to the exanet runs
 # only, e.g. "FI_EXANET_PROTOCOL=read"; with FI_EXANET_NETWORK, FI_PROVIDER=exanet would hide
 # the network side's lower provider: Open MPI selects exanet by mtl_ofi_provider_include, MPICH
@@ -29,7 +29,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
 out=$(mkdir -p "${2:-$build/mpi_testsuite}" && cd "${2:-$build/mpi_testsuite}" && pwd)
 mpi=${MPI:-ompi}
-dirs=${DIRS:-pt2pt coll comm rma}
+dirs=${DIRS:-pt2pt coll comm rma spawn}
 export MPITEST_TIMEOUT=${TIMEOUT:-120}
 lib=$build/lib
 [[ -f $lib/libexanet-fi.so ]] || { echo "no $lib/libexanet-fi.so: build first" >&2; exit 2; }
@@ -58,6 +58,11 @@ case $mpi in
     mpicc=mpicc mpiexec=mpirun
     common="--allow-run-as-root --oversubscribe"
     cm="$common --mca pml cm --mca mtl ofi"
+    # MPI_UNIVERSE_SIZE is the slots Open MPI was given, 2 on a 2-core machine without a
+    # hostfile, and the spawn tests spawn only when it exceeds the job (MTestSpawnPossible: its
+    # children otherwise skip their part, and the parent waits for them until they exit).
+    printf 'localhost slots=16\n' >"$out/hostfile"
+    export OMPI_MCA_orte_default_hostfile=$out/hostfile
     select=" -x FI_PROVIDER=exanet"
     ((network)) && select=""  # mtl_ofi_provider_include selects exanet
     paths[exanet]="$cm --mca mtl_ofi_provider_include exanet --mca btl self$select -x FI_PROVIDER_PATH=$lib$(env_args -x)"

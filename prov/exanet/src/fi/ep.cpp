@@ -375,6 +375,15 @@ int endpoint::resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept {
     return -FI_EADDRNOTAVAIL;
   dev::peer_id p = dev::no_peer;
   if (core::status s = proto.connect(a, p); !core::ok(s)) {
+    if (a.pdid != proto.cfg().pdid) {
+      // Most often two launches that were meant to talk (MPI_Comm_connect between two mpiruns):
+      // say what would let them.
+      EXANET_LOG_ONCE(warn, ep_data, "fi_addr %llu is of protection domain %u, this endpoint's "
+                      "is %u: refused (-FI_EACCES). Processes of separate launches talk only "
+                      "when FI_EXANET_PDID gives them the same one.",
+                      static_cast<unsigned long long>(addr), a.pdid, proto.cfg().pdid);
+      return core::to_int(s);
+    }
     EXANET_LOG(info, ep_data, "fi_addr %llu (port %u) unreachable: %d",
                static_cast<unsigned long long>(addr), a.port, core::to_int(s));
     return core::to_int(s);

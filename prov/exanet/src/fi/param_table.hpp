@@ -156,8 +156,9 @@ inline constexpr param_spec g_params[] = {
      "Upstream fabtests 1.17's \\fBfi_ubertest\\fR needs 4 or 5: its weighted iovec layouts of "
      "6 entries add up to a byte more or less than the message they describe."},
     {param_id::pdid, "pdid", param_type::integer, 1,
-     "derived from the job launcher (PMIx, Open MPI, Slurm, Hydra, Intel MPI), else 1", 1,
-     int_max, "", "Protection domain id; only endpoints of equal PDID can talk.",
+     "derived from the launch (Open MPI, PMIx, Slurm, Intel MPI; shared with spawned jobs), "
+     "else 1",
+     1, int_max, "", "Protection domain id; only endpoints of equal PDID can talk.",
      "See PROTECTION."},
     {param_id::node, "node", param_type::integer, 0, "", 0, 65535, "",
      "Node id of this host.", ""},

@@ -340,20 +340,31 @@ std::uint32_t hash_pdid(std::string_view s) noexcept {
   return h < 2 ? h + 2 : h;  // 0 is never a PDID, 1 is the default of hand-started processes
 }
 
-// The ranks of one job share these variables; separate jobs differ.
+// One launch shares these variables; separate launches differ. A launch is what MPI lets talk:
+// a job and every job it starts with MPI_Comm_spawn, which gets a namespace of its own but must
+// reach its parents (psm2 draws its job key from the same place for the same reason).
+//   - Open MPI 4's mpirun: OMPI_MCA_orte_precondition_transports, one random key per mpirun,
+//     inherited by spawned jobs (a direct launch computes it from the job id). Its
+//     PMIX_NAMESPACE is the job's own number, different in a spawned job.
+//   - PRRTE (Open MPI 5): namespaces "<launcher>@<job>"; the part before '@' names the launch.
+//   - Slurm: each step is a launch. MPICH 4.0's Hydra exports no job id at all (every job gets
+//     the default, 1).
 std::uint32_t pdid_from_launcher() noexcept {
-  static constexpr const char* job_vars[] = {"PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
-                                             "SLURM_JOB_ID", "PMI_KVSNAME", "I_MPI_JOB_ID"};
-  for (const char* var : job_vars) {
-    if (const char* v = std::getenv(var); v && *v) {
-      std::string_view job(v);
-      if (std::strcmp(var, "SLURM_JOB_ID") == 0) {
-        // Steps of one allocation are separate jobs.
-        if (const char* step = std::getenv("SLURM_STEP_ID"))
-          return hash_pdid(std::string(job) + "." + step);
-      }
-      return hash_pdid(job);
+  static constexpr const char* launch_vars[] = {"OMPI_MCA_orte_precondition_transports",
+                                                "PMIX_NAMESPACE", "OMPI_MCA_ess_base_jobid",
+                                                "SLURM_JOB_ID", "PMI_KVSNAME", "I_MPI_JOB_ID"};
+  for (const char* var : launch_vars) {
+    const char* v = std::getenv(var);
+    if (!v || !*v) continue;
+    std::string_view launch(v);
+    if (std::strcmp(var, "PMIX_NAMESPACE") == 0) {
+      if (const auto at = launch.rfind('@'); at != std::string_view::npos && at > 0)
+        launch = launch.substr(0, at);
+    } else if (std::strcmp(var, "SLURM_JOB_ID") == 0) {
+      if (const char* step = std::getenv("SLURM_STEP_ID"))
+        return hash_pdid(std::string(launch) + "." + step);
     }
+    return hash_pdid(launch);
   }
   return 1;
 }
