@@ -13,6 +13,9 @@
 #     both orders of arrival, probes, cancel, 4000 outstanding requests, persistent requests.
 #  3. Debian's hpcc (the HPC Challenge benchmark), 4 ranks by slot, where installed: its own
 #     checks must pass across the hosts.
+#  4. ScaLAPACK's BLACS tester (Debian's scalapack-mpi-test, our input files in
+#     fabtests/apps/blacs), 4 ranks by slot, where installed: its summaries must be complete and
+#     show no failure across the hosts.
 # Every mpirun is bounded by a timeout; the namespaces, their links, the processes in them and
 # their /dev/shm (segments included) are removed on every exit path, and checked gone at the end.
 # Needs root (exit 77 without it).
@@ -131,6 +134,26 @@ if command -v hpcc >/dev/null && [[ -r $hpcc_input ]]; then
        "$(grep -E "^AvgPingPongLatency_usec=" "$out")"
 else
   echo "netns_mpi: hpcc not installed; its job skipped"
+fi
+
+# 4. The BLACS tester: point-to-point, broadcast and combine over every precision and its grids
+#    (2x2 and lines), the process rows and columns spanning the hosts. It ends in its
+#    BLACS_ABORT test by design (exit status not 0), so its output says how far it got.
+blacs_tests=/usr/lib/x86_64-linux-gnu/scalapack/openmpi-tests
+if [[ -x $blacs_tests/xFbtest ]]; then
+  mkdir -p "$work/blacs_dir" && cp "$here"/../apps/blacs/*.dat "$work/blacs_dir/"
+  (cd "$work/blacs_dir" && mpirun_job blacs slot "$blacs_tests/xFbtest")
+  grep "TESTS:" "$work/blacs" | grep -v "BEGIN" >"$work/blacs_summaries" || true
+  summaries=$(wc -l <"$work/blacs_summaries")
+  if ! grep -q "DONE BLACS_GRIDEXIT" "$work/blacs" || ((summaries < 20)) ||
+     grep -qv " 0 FAILED" "$work/blacs_summaries" || grep -Eq "^ *FAILED " "$work/blacs"; then
+    echo "netns_mpi: FAIL: the BLACS tester across the hosts ($summaries summaries)"
+    grep -E "TESTS:|FAILED|DONE" "$work/blacs" | tail -25
+    exit 1
+  fi
+  echo "netns_mpi: BLACS tester across the hosts: $summaries summaries, nothing failed"
+else
+  echo "netns_mpi: scalapack-mpi-test not installed; the BLACS job skipped"
 fi
 
 # What the trap removes must be gone: the processes in either namespace (mpirun's daemon, any
