@@ -139,15 +139,13 @@ fi
 # 4. The BLACS tester: point-to-point, broadcast and combine over every precision and its grids
 #    (2x2 and lines), the process rows and columns spanning the hosts. It ends in its
 #    BLACS_ABORT test by design (exit status not 0), so its output says how far it got.
+source "$here/../apps/blacs/verdict.sh"
 blacs_tests=/usr/lib/x86_64-linux-gnu/scalapack/openmpi-tests
 if [[ -x $blacs_tests/xFbtest ]]; then
   mkdir -p "$work/blacs_dir" && cp "$here"/../apps/blacs/*.dat "$work/blacs_dir/"
   (cd "$work/blacs_dir" && mpirun_job blacs slot "$blacs_tests/xFbtest")
-  grep "TESTS:" "$work/blacs" | grep -v "BEGIN" >"$work/blacs_summaries" || true
-  summaries=$(wc -l <"$work/blacs_summaries")
-  if ! grep -q "DONE BLACS_GRIDEXIT" "$work/blacs" || ((summaries < 20)) ||
-     grep -qv " 0 FAILED" "$work/blacs_summaries" || grep -Eq "^ *FAILED " "$work/blacs"; then
-    echo "netns_mpi: FAIL: the BLACS tester across the hosts ($summaries summaries)"
+  if ! summaries=$(blacs_verdict "$work/blacs"); then
+    echo "netns_mpi: FAIL: the BLACS tester across the hosts"
     grep -E "TESTS:|FAILED|DONE" "$work/blacs" | tail -25
     exit 1
   fi

@@ -65,7 +65,8 @@ class idle_yield {
     sched_yield();
     clock_gettime(CLOCK_MONOTONIC, &b);
     const auto ns = [](const timespec& t) {
-      return static_cast<std::uint64_t>(t.tv_sec) * 1000000000u + static_cast<std::uint64_t>(t.tv_nsec);
+      return static_cast<std::uint64_t>(t.tv_sec) * 1000000000u +
+             static_cast<std::uint64_t>(t.tv_nsec);
     };
     const std::uint64_t start = ns(a), end = ns(b);
     return {end > start ? end - start : 0, end};
