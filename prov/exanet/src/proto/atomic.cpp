@@ -284,15 +284,18 @@ std::size_t endpoint::progress_atomic() noexcept {
   return n;
 }
 
-void endpoint::fail_atomics_of(dev::peer_id p) noexcept {
+std::size_t endpoint::fail_atomics_of(dev::peer_id p) noexcept {
+  std::size_t failed = 0;
   atomic_active_.for_each([&](atomic_request& r) {
     if (r.peer != p) return;
     if (r.what == atomic_request::role::initiator) {
       atomic_finish(r, FI_ECONNRESET);
+      ++failed;
     } else {
       atomic_finish(r, 0);  // nobody waits for the answer any more
     }
   });
+  return failed;
 }
 
 // ---- target -----------------------------------------------------------------------------------

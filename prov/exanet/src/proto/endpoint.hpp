@@ -804,7 +804,7 @@ class endpoint {
   void atomic_finish(atomic_request& r, int err) noexcept;
   std::size_t progress_atomic() noexcept;
   /// The peer died: its atomics fail (FI_ECONNRESET), answers owed to it are dropped.
-  void fail_atomics_of(dev::peer_id p) noexcept;
+  std::size_t fail_atomics_of(dev::peer_id p) noexcept;  // how many it failed
   // intake.cpp: the bounds of what peers' packets make this endpoint keep
   /// Sizes the pools from cfg_ (resolve_queue_bounds) and allocates the held queue.
   core::status open_intake() noexcept;
@@ -866,7 +866,7 @@ class endpoint {
   void settle_arrivals() noexcept;
   void fail_peer(dev::peer_id p) noexcept;
   /// Receives posted for p (never matched) fail; any-source receives stay posted.
-  void fail_posted_from(dev::peer_id p) noexcept;
+  std::size_t fail_posted_from(dev::peer_id p) noexcept;  // receives failed
   /// Rendezvous receives whose data is late probe their sender (rndv_timeout_ms), and fail at
   /// rndv_deadline_ms when one is set.
   void expire_rendezvous(std::uint64_t now) noexcept;

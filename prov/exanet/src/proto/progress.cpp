@@ -238,19 +238,20 @@ void endpoint::settle_arrivals() noexcept {
 
 void endpoint::fail_peer(dev::peer_id p) noexcept {
   ++stats_.dead_peers;
-  EXANET_LOG(warn, ep_data, "peer port %u died: failing its transfers",
-             dev_.peer_address(p).port);
+  std::size_t failed = 0;  // operations of the application's that fail
   wait_notify_.for_each([&](recv_request& r) {
     if (r.peer != p) return;
     wait_notify_.remove(r);
     if (r.notify_slot != recv_request::no_slot) dev_.notify_free(r.notify_slot);
     fail_recv(r, FI_ECONNRESET);
+    ++failed;
   });
   // Receives whose RTR went to the dead peer: no write can come any more, and no message
   // either (they name that peer as their source), so each fails; a cancel in progress
   // completes as cancelled.
   wait_ri_.for_each([&](recv_request& r) {
     if (r.entry.source != p) return;
+    ++failed;
     if (r.rtr_only) {  // optimistic: never posted
       fail_recv(r, r.rtr == rtr_state::cancelling ? FI_ECANCELED : FI_ECONNRESET);
     } else if (r.rtr == rtr_state::waiting_rts) {
@@ -260,7 +261,7 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
       fail_recv(r, r.rtr == rtr_state::cancelling ? FI_ECANCELED : FI_ECONNRESET);
     }
   });
-  fail_posted_from(p);
+  failed += fail_posted_from(p);
   if (p < seq_.size()) {
     peer_sequence& q = seq_[p];
     while (backlog_packet* b = q.parked.pop_front()) backlog_pool_.release(b);
@@ -273,6 +274,7 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
       if (s.peer != p) return;
       list.remove(s);
       fail_send(s, FI_ECONNRESET);
+      ++failed;
     });
   };
   fail_sends(wait_cts_);
@@ -281,19 +283,29 @@ void endpoint::fail_peer(dev::peer_id p) noexcept {
     if (r.peer != p) return;
     rma_active_.remove(r);
     if (r.what == rma_request::role::read_response) r.reply_slot = rma_request::no_slot;
+    else ++failed;  // a read it asked of us answers nobody: not the application's
     rma_finish(r, FI_ECONNRESET);
   });
-  fail_atomics_of(p);
+  failed += fail_atomics_of(p);
   backlog_.for_each([&](backlog_packet& b) {
     if (b.peer != p) return;
     backlog_.remove(b);
     backlog_pool_.release(&b);
   });
   if (p < control_queues_.size()) control_queues_[p].queued = 0;
+  // A peer that exits with nothing in flight with us (a finished job's rank, a spawned child
+  // after its disconnect) is no warning.
+  if (failed > 0)
+    EXANET_LOG(warn, ep_data, "peer port %u died: %zu operations with it end in error",
+               dev_.peer_address(p).port, failed);
+  else
+    EXANET_LOG(info, ep_data, "peer port %u is gone; nothing in flight with it",
+               dev_.peer_address(p).port);
   dev_.forget_dead_peer(p);
 }
 
-void endpoint::fail_posted_from(dev::peer_id p) noexcept {
+std::size_t endpoint::fail_posted_from(dev::peer_id p) noexcept {
+  std::size_t failed = 0;
   for (int k = 0; k < 2; ++k) {
     match::matcher& m = matchers_[k];
     m.for_each_posted_at(p, [&](match::posted_entry& e) {
@@ -304,6 +316,7 @@ void endpoint::fail_posted_from(dev::peer_id p) noexcept {
         if (r.outstanding > 0) return;  // its last message in flight releases it
       }
       fail_recv(r, FI_ECONNRESET);
+      ++failed;
     });
     // An announced rendezvous from the dead peer can never be served: a receive that matched
     // it later would wait for a write that cannot come. Its eager and medium messages are
@@ -315,6 +328,7 @@ void endpoint::fail_posted_from(dev::peer_id p) noexcept {
       unexpected_.release(&u);
     });
   }
+  return failed;
 }
 
 void endpoint::expire_rendezvous(std::uint64_t now) noexcept {

@@ -131,26 +131,27 @@ inline constexpr std::size_t native_whole_bytes = 65536;
 inline constexpr std::size_t whole_message_min = 4096;
 static_assert(whole_message_min > wire::bundle_bytes(0, wire::max_bundle_packets));
 
-/// The ofi_rxm buffer size exanet chooses where the process set none: 64 KiB and room for
-/// rxm's header, so that every lower message exanet sends (at most a quarter of a receive
-/// buffer, 64 KiB with the default 256 KiB: lower_whole_message_bytes) leaves whole, as one rxm
-/// eager message: a 16 KiB medium message with its header and an eager train's packets, and a
-/// burst of medium messages up to 64 KiB of them (with rxm's default 16384 a 16 KiB message
-/// took two lower messages, BENCHMARKS.md 2026-12-04 20:31; 17408, the choice until
-/// 2026-12-06, carried one 16 KiB message or two 8 KiB ones: streaming 4-16 KiB across two
-/// namespaces moved half of what it moves at 66560, BENCHMARKS.md 2026-12-06).
-inline constexpr std::size_t rxm_buffer_choice = 66560;
+/// The ofi_rxm buffer size exanet chooses where the process set none: a 16 KiB medium message
+/// with its header and an eager train's packets, so that such a message leaves whole as one rxm
+/// eager message (with rxm's default 16384 it took two lower messages, BENCHMARKS.md 2026-12-04
+/// 20:31); a burst of smaller ones shares lower messages up to that size.
+/// Not more: rxm allocates and touches its send buffers 1024 at a time, at a process's first
+/// send, under our endpoint's lock: 18 MB at this size. 66560 (64 KiB bundles, exanet's choice
+/// from 2026-12-06 to 2026-12-07) streamed 4-16 KiB messages across two namespaces twice as fast,
+/// but made that 68 MB, taken by every process at once when a job starts: with 16 clients and a
+/// server on two cores the server's first send took 1.0-2.4 s, and fi_rdm_stress's clients
+/// missed their 2 s deadline in about one run in five of upstream.named_netns; 15 runs in 15
+/// passed at 17408 (BENCHMARKS.md 2026-12-07). A user who streams medium messages and can spare
+/// the memory sets FI_OFI_RXM_BUFFER_SIZE=66560 (fi_exanet(7), OTHER HOSTS).
+inline constexpr std::size_t rxm_buffer_choice = 17408;
 static_assert(rxm_buffer_choice >= wire::bundle_bytes(16384, wire::train_room));
-static_assert(rxm_buffer_choice >= dev::open_params::network::default_receive_bytes / 4 + 1024);
 /// The receive buffers ofi_rxm posts to its shared receive context where the process set
 /// FI_OFI_RXM_MSG_RX_SIZE to none and exanet chose the buffer size. rxm grows its receive pool
-/// 1024 buffers at a time (68 MB at 66560 bytes each, about 25 ms to allocate and touch) and
-/// posts this many when the endpoint opens. With 1024 posted, the first buffer rxm needed
-/// beyond them grew the pool during the run: fi_rma_bw -S 4096 across two namespaces lost
-/// about 50 ms to it, and a process reached 216 MB resident. 512 leaves half the first chunk
-/// for the buffers in flight: 149 MB, and 4 KiB writes 1.4 x as fast over 20000 iterations,
-/// 2.2 x over 2000 (2026-12-06). Streaming messages moved 0.97-1.03 x what 1024 moved.
-/// (4096, rxm's default, grew a process to 343 MB.)
+/// 1024 buffers at a time (18 MB at 17408 bytes each, 68 MB at 66560) and posts this many when
+/// the endpoint opens. With 1024 posted, the first buffer rxm needed beyond them grew the pool
+/// during the run: fi_rma_bw -S 4096 across two namespaces lost about 50 ms to it (66560-byte
+/// buffers). 512 leaves half the first chunk for the buffers in flight (2026-12-06); rxm's own
+/// default, 4096, posts four chunks.
 inline constexpr std::size_t rxm_msg_rx_choice = 512;
 
 /// Called once, when the provider loads (fi_prov_ini), if the network backend is on: when the
