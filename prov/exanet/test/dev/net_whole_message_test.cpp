@@ -30,13 +30,15 @@ TEST(lower_whole_message_bytes, rxm_buffer_size_is_followed) {
   EXPECT_EQ(whole("tcp;ofi_rxm", "8192"), 8 * kib);
 }
 
-TEST(lower_whole_message_bytes, exanets_own_choice_is_cut_to_a_quarter_receive_buffer) {
-  // rxm_buffer_choice leaves room for rxm's header above the 64 KiB a default receive buffer's
-  // quarter takes: exanet's lower messages stop there, and each is one rxm eager message.
+TEST(lower_whole_message_bytes, exanets_own_choice_carries_a_16_kib_medium_message_whole) {
+  // rxm_buffer_choice (17408) is what exanet's lower messages may be: a 16 KiB medium message
+  // with its header and an eager train's packets fits, under a receive buffer's quarter.
   char choice[24];
   std::snprintf(choice, sizeof choice, "%zu", rxm_buffer_choice);
-  EXPECT_EQ(whole("tcp;ofi_rxm", choice, nullptr, 64 * kib), 64 * kib);
-  EXPECT_GT(rxm_buffer_choice, 64 * kib);
+  EXPECT_EQ(whole("tcp;ofi_rxm", choice, nullptr, 64 * kib), rxm_buffer_choice);
+  EXPECT_GE(rxm_buffer_choice, wire::bundle_bytes(16 * kib, wire::train_room));
+  // A user's 66560 (fi_exanet(7), OTHER HOSTS) is cut to the quarter: 64 KiB.
+  EXPECT_EQ(whole("tcp;ofi_rxm", "66560", nullptr, 64 * kib), 64 * kib);
 }
 
 TEST(lower_whole_message_bytes, a_larger_eager_limit_counts_over_a_byte_stream_only) {
