@@ -140,9 +140,10 @@ static_assert(whole_message_min > wire::bundle_bytes(0, wire::max_bundle_packets
 /// from 2026-12-06 to 2026-12-07) streamed 4-16 KiB messages across two namespaces twice as fast,
 /// but made that 68 MB, taken by every process at once when a job starts: with 16 clients and a
 /// server on two cores the server's first send took 1.0-2.4 s, and fi_rdm_stress's clients
-/// missed their 2 s deadline in about one run in five of upstream.named_netns; 15 runs in 15
-/// passed at 17408 (BENCHMARKS.md 2026-12-07). A user who streams medium messages and can spare
-/// the memory sets FI_OFI_RXM_BUFFER_SIZE=66560 (fi_exanet(7), OTHER HOSTS).
+/// missed their 2 s deadline in about one run in five of upstream.named_netns; at 17408 and
+/// 512 receive buffers 10 runs in 10 passed (BENCHMARKS.md 2026-12-07). A user who streams
+/// medium messages and can spare the memory sets FI_OFI_RXM_BUFFER_SIZE=66560 and
+/// FI_OFI_RXM_MSG_RX_SIZE=512 (fi_exanet(7), OTHER HOSTS).
 inline constexpr std::size_t rxm_buffer_choice = 17408;
 static_assert(rxm_buffer_choice >= wire::bundle_bytes(16384, wire::train_room));
 /// The receive buffers ofi_rxm posts to its shared receive context where the process set
