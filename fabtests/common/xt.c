@@ -124,13 +124,19 @@ void xt_open_disabled(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags)
 
 void xt_open_info(struct xt_ep *x, struct fi_info *info, uint64_t cq_flags)
 {
+	xt_open_info_wait(x, info, cq_flags, FI_WAIT_NONE);
+}
+
+void xt_open_info_wait(struct xt_ep *x, struct fi_info *info, uint64_t cq_flags,
+		       enum fi_wait_obj wait)
+{
 	memset(x, 0, sizeof *x);
 	x->info = info;
 	XT_RC(fi_fabric(x->info->fabric_attr, &x->fabric, NULL));
 	XT_RC(fi_domain(x->fabric, x->info, &x->domain, NULL));
 	struct fi_av_attr av = {.type = FI_AV_MAP};
 	XT_RC(fi_av_open(x->domain, &av, &x->av, NULL));
-	struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_NONE};
+	struct fi_cq_attr cq = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = wait};
 	XT_RC(fi_cq_open(x->domain, &cq, &x->txcq, NULL));
 	XT_RC(fi_cq_open(x->domain, &cq, &x->rxcq, NULL));
 	XT_RC(fi_endpoint(x->domain, x->info, &x->ep, NULL));

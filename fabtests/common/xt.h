@@ -64,6 +64,9 @@ void xt_open(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags);
 /* Opens everything from an fi_info the caller got (which it hands over) and leaves the endpoint
  * disabled; xt_open_disabled is this with fi_getinfo(hints). */
 void xt_open_info(struct xt_ep *x, struct fi_info *info, uint64_t cq_flags);
+/* xt_open_info with CQs that have the wait object `wait` (FI_WAIT_UNSPEC: for fi_cq_sread). */
+void xt_open_info_wait(struct xt_ep *x, struct fi_info *info, uint64_t cq_flags,
+		       enum fi_wait_obj wait);
 /* xt_open in two steps, for programs that bind more (counters) before enabling. */
 void xt_open_disabled(struct xt_ep *x, struct fi_info *hints, uint64_t cq_flags);
 void xt_enable(struct xt_ep *x);

@@ -104,29 +104,12 @@ static void run(int auto_progress)
 	struct fi_info *info = NULL;
 	XT_RC(fi_getinfo(xt_api_version, NULL, NULL, 0, h, &info));
 	fi_freeinfo(h);
-	struct fid_fabric *fabric;
-	struct fid_domain *domain;
-	struct fid_av *av;
-	struct fid_cq *cq, *txcq;
-	struct fid_ep *ep;
-	XT_RC(fi_fabric(info->fabric_attr, &fabric, NULL));
-	XT_RC(fi_domain(fabric, info, &domain, NULL));
-	struct fi_av_attr aa = {.type = FI_AV_MAP};
-	XT_RC(fi_av_open(domain, &aa, &av, NULL));
-	struct fi_cq_attr ca = {.format = FI_CQ_FORMAT_TAGGED, .wait_obj = FI_WAIT_UNSPEC};
-	XT_RC(fi_cq_open(domain, &ca, &cq, NULL));
-	XT_RC(fi_cq_open(domain, &ca, &txcq, NULL));
-	XT_RC(fi_endpoint(domain, info, &ep, NULL));
-	XT_RC(fi_ep_bind(ep, &av->fid, 0));
-	XT_RC(fi_ep_bind(ep, &cq->fid, FI_RECV));
-	XT_RC(fi_ep_bind(ep, &txcq->fid, FI_TRANSMIT));
-	XT_RC(fi_enable(ep));
-	struct xt_ep named = {0}; /* xt_exchange's view of this endpoint: its name and its AV */
-	named.ep = ep;
-	named.av = av;
-	named.namelen = sizeof named.name;
-	XT_RC(fi_getname(&ep->fid, named.name, &named.namelen));
-	const fi_addr_t to = xt_exchange(&named, sock, 0, NULL);
+	struct xt_ep x;
+	xt_open_info_wait(&x, info, 0, FI_WAIT_UNSPEC);
+	xt_enable(&x);
+	struct fid_ep *ep = x.ep;
+	struct fid_cq *cq = x.rxcq, *txcq = x.txcq;
+	const fi_addr_t to = xt_exchange(&x, sock, 0, NULL);
 
 	/* The peer's message first: the lower connection is its, and the device's hello to it goes
 	 * out at once with our answer, which it may keep for the next poll. */
@@ -157,20 +140,13 @@ static void run(int auto_progress)
 		XT_CHECK(s.got, "the sleeping thread never got the peer's last message");
 	} else {
 		XT_CHECK(xt_wait(cq, NULL, NULL, 10) == 1, "the peer's last message never came");
-		s.got = 1;
 	}
 	XT_CHECK(xt_verify(last, sizeof last, 8), "the peer's last message differs");
 	XT_CHECK(xt_wait(txcq, NULL, NULL, 10) == 1, "the answer's send completion");
 	const char done = 'D';
 	xt_send_all(sock, &done, 1);
 	xt_reap(1, &pid);
-	XT_RC(fi_close(&ep->fid));
-	XT_RC(fi_close(&av->fid));
-	XT_RC(fi_close(&cq->fid));
-	XT_RC(fi_close(&txcq->fid));
-	XT_RC(fi_close(&domain->fid));
-	XT_RC(fi_close(&fabric->fid));
-	fi_freeinfo(info);
+	xt_close(&x);
 	close(sock);
 	xt_pass(auto_progress ? "FI_PROGRESS_AUTO: the first message to a peer leaves while the "
 				"application calls nothing"
