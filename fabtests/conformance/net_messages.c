@@ -35,7 +35,7 @@
  * per 16000 bytes (default buffers) and two more (before: one per 8 KiB message, two per 16 KiB one).
  *
  * Lower message size. A 16 KiB medium message to a receive posted first is ONE lower message
- * with the buffer size exanet chooses for tcp;ofi_rxm when the process sets none (17408, set
+ * with the buffer size exanet chooses for tcp;ofi_rxm when the process sets none (34816, set
  * when the provider loads, before rxm reads it; checked here after the open), and two with
  * rxm's 16 KiB when the user asks for it (net.net_messages_rxm_16k: its bytes, then the rest
  * with its packet, as 16384 B and our header do not fit 16384): dev/net follows rxm's buffer
@@ -111,7 +111,7 @@ static size_t g_lower_bytes = 16384;
 static int g_rxm_buffer_given; /* FI_OFI_RXM_BUFFER_SIZE was set before exanet loaded */
 
 /* Once exanet is loaded: with the network on over tcp;ofi_rxm and no buffer size of the
- * user's, exanet must have chosen 17408 for rxm (fi_exanet(7), OTHER HOSTS). */
+ * user's, exanet must have chosen 34816 for rxm (fi_exanet(7), OTHER HOSTS). */
 static void learn_lower_bytes(void)
 {
 	const char *rxm_buffer = getenv("FI_OFI_RXM_BUFFER_SIZE"),
@@ -121,8 +121,8 @@ static void learn_lower_bytes(void)
 		return;
 	}
 	if (net && strcmp(net, "off") && !g_rxm_buffer_given)
-		XT_CHECK(rxm_buffer && !strcmp(rxm_buffer, "17408"),
-			 "FI_OFI_RXM_BUFFER_SIZE is %s once exanet loaded with the network on (want 17408, "
+		XT_CHECK(rxm_buffer && !strcmp(rxm_buffer, "34816"),
+			 "FI_OFI_RXM_BUFFER_SIZE is %s once exanet loaded with the network on (want 34816, "
 			 "chosen at load)", rxm_buffer ? rxm_buffer : "unset");
 	g_lower_bytes = rxm_buffer && atol(rxm_buffer) >= 4096 ? (size_t)atol(rxm_buffer) : 16384;
 	if (g_lower_bytes > 65536)

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-2-Clause
 # ofi_rxm's buffer size as exanet leaves it (fi_exanet(7), OTHER HOSTS): with the network on over
 # a lower provider that libfabric layers under ofi_rxm, and FI_OFI_RXM_BUFFER_SIZE unset, exanet
-# sets 17408 when libfabric loads it, which is before libfabric initialises rxm, and
+# sets 34816 when libfabric loads it, which is before libfabric initialises rxm, and
 # FI_OFI_RXM_MSG_RX_SIZE 512 unless the process set that; a buffer size the user set is kept,
 # and then the receive count is not touched; with the network off, or over `net` (no rxm),
 # nothing is set. The judge is rxm's own log of what it read ("read long var buffer_size=..."
@@ -33,12 +33,12 @@ expect() {
   fi
 }
 
-expect 'buffer_size=17408 msg_rx_size=512' FI_EXANET_NETWORK=every_peer
-expect 'buffer_size=17408 msg_rx_size=512' FI_EXANET_NETWORK=other_hosts
-expect 'buffer_size=17408 msg_rx_size=512' FI_EXANET_NETWORK=other_hosts FI_EXANET_NETWORK_PROVIDER=verbs
-expect 'buffer_size=17408 msg_rx_size=4096' FI_EXANET_NETWORK=every_peer FI_OFI_RXM_MSG_RX_SIZE=4096
+expect 'buffer_size=34816 msg_rx_size=512' FI_EXANET_NETWORK=every_peer
+expect 'buffer_size=34816 msg_rx_size=512' FI_EXANET_NETWORK=other_hosts
+expect 'buffer_size=34816 msg_rx_size=512' FI_EXANET_NETWORK=other_hosts FI_EXANET_NETWORK_PROVIDER=verbs
+expect 'buffer_size=34816 msg_rx_size=4096' FI_EXANET_NETWORK=every_peer FI_OFI_RXM_MSG_RX_SIZE=4096
 expect 'buffer_size=16384 msg_rx_size=<not' FI_EXANET_NETWORK=other_hosts FI_OFI_RXM_BUFFER_SIZE=16384
-expect 'buffer_size=32768 msg_rx_size=<not' FI_EXANET_NETWORK=every_peer FI_OFI_RXM_BUFFER_SIZE=32768
+expect 'buffer_size=17408 msg_rx_size=<not' FI_EXANET_NETWORK=every_peer FI_OFI_RXM_BUFFER_SIZE=17408
 expect 'buffer_size=66560 msg_rx_size=512' FI_EXANET_NETWORK=other_hosts FI_OFI_RXM_BUFFER_SIZE=66560 \
   FI_OFI_RXM_MSG_RX_SIZE=512
 expect 'buffer_size=<not msg_rx_size=<not' FI_EXANET_NETWORK=off

@@ -325,7 +325,7 @@ inline constexpr param_spec g_params[] = {
      "FI_MR_LOCAL: verbs, efa, psm3, cxi) are not supported yet; the endpoint then logs why "
      "and reaches the peers of its host only (OTHER HOSTS). ofi_rxm's FI_OFI_RXM_BUFFER_SIZE "
      "(and over tcp FI_OFI_RXM_EAGER_LIMIT) sets the longest message exanet hands it; where the "
-     "process sets none, exanet sets 17408, and FI_OFI_RXM_MSG_RX_SIZE 512, when it loads "
+     "process sets none, exanet sets 34816, and FI_OFI_RXM_MSG_RX_SIZE 512, when it loads "
      "(OTHER HOSTS). net, "
      "libfabric 1.17's RDM provider over TCP without ofi_rxm, takes 64 KiB messages whole; its "
      "CQ wait fd misbehaves, and blocking waits over it nap (OTHER HOSTS)."},

@@ -30,14 +30,16 @@ TEST(lower_whole_message_bytes, rxm_buffer_size_is_followed) {
   EXPECT_EQ(whole("tcp;ofi_rxm", "8192"), 8 * kib);
 }
 
-TEST(lower_whole_message_bytes, exanets_own_choice_carries_a_16_kib_medium_message_whole) {
-  // rxm_buffer_choice (17408) is what exanet's lower messages may be: a 16 KiB medium message
-  // with its header and an eager train's packets fits, under a receive buffer's quarter.
+TEST(lower_whole_message_bytes, exanets_own_choice_carries_two_16_kib_medium_messages_whole) {
+  // rxm_buffer_choice (34816) is what exanet's lower messages may be: two 16 KiB medium
+  // messages with their header and an eager train's packets fit, under a receive buffer's
+  // quarter.
   char choice[24];
   std::snprintf(choice, sizeof choice, "%zu", rxm_buffer_choice);
   EXPECT_EQ(whole("tcp;ofi_rxm", choice, nullptr, 64 * kib), rxm_buffer_choice);
-  EXPECT_GE(rxm_buffer_choice, wire::bundle_bytes(16 * kib, wire::train_room));
-  // A user's 66560 (fi_exanet(7), OTHER HOSTS) is cut to the quarter: 64 KiB.
+  EXPECT_GE(rxm_buffer_choice, wire::bundle_bytes(2 * 16 * kib, wire::train_room));
+  // A user's 17408 (the choice before 2026-12-07 10:00) is kept; a user's 66560 (fi_exanet(7), OTHER HOSTS) is cut to the quarter: 64 KiB.
+  EXPECT_EQ(whole("tcp;ofi_rxm", "17408", nullptr, 64 * kib), 17408u);
   EXPECT_EQ(whole("tcp;ofi_rxm", "66560", nullptr, 64 * kib), 64 * kib);
 }
 

@@ -981,6 +981,10 @@ void device::on_tx_done(void* ctx, int err) noexcept {
     return;
   }
   if (!op || op->what != op_context::kind::write) return;
+  if (op->to < peers_.size()) {
+    peer& pr = peers_[op->to];
+    pr.write_bytes_out -= std::min<std::uint64_t>(pr.write_bytes_out, op->len);
+  }
   if (op->orphan) {
     op->orphan = false;
     op->what = op_context::kind::free;
@@ -1460,11 +1464,16 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
       // (key_gone) and the rest of the write must not go: access. A piece in flight is waited
       // for below first (its source is in use until it completes).
       if (w.key_slot != no_key_slot && !through) return core::status::access;
+      // Bounded bytes ahead of the peer's next packet (write_bytes_ahead): a piece waits for
+      // room, and takes no more than there is.
+      if (pr.write_bytes_out >= write_bytes_ahead) return core::status::again;
       op_context* op = op_acquire();
       if (!op) return core::status::again;
       iovec local[16];
-      const std::size_t n =
-          core::slice_iov(w.src, w.src_offset + st.done, w.len - st.done, local, iov_limit_);
+      const std::size_t n = core::slice_iov(
+          w.src, w.src_offset + st.done,
+          std::min<std::uint64_t>(w.len - st.done, write_bytes_ahead - pr.write_bytes_out), local,
+          iov_limit_);
       std::size_t len = 0;
       for (std::size_t i = 0; i < n; ++i) len += local[i].iov_len;
       const std::uint64_t at = w.dst_addr + st.done - (offset_addressing_ ? base : 0);
@@ -1495,6 +1504,7 @@ core::status device::dma_post(const dma_write& w, dma_state& st) noexcept {
       op->to = w.peer;
       st.in_flight = op;
       op->len = len;
+      pr.write_bytes_out += len;
       bytes_sent_ += len;
       // The lower provider keeps sends after writes in order on the connection (as the
       // notification behind the data needs): whatever is sent to the peer from now on lands

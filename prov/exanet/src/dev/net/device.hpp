@@ -131,24 +131,26 @@ inline constexpr std::size_t native_whole_bytes = 65536;
 inline constexpr std::size_t whole_message_min = 4096;
 static_assert(whole_message_min > wire::bundle_bytes(0, wire::max_bundle_packets));
 
-/// The ofi_rxm buffer size exanet chooses where the process set none: a 16 KiB medium message
-/// with its header and an eager train's packets, so that such a message leaves whole as one rxm
-/// eager message (with rxm's default 16384 it took two lower messages, BENCHMARKS.md 2026-12-04
-/// 20:31); a burst of smaller ones shares lower messages up to that size.
+/// The ofi_rxm buffer size exanet chooses where the process set none: two 16 KiB medium
+/// messages with their header and an eager train's packets, so that such a message always leaves
+/// whole as one rxm eager message (with rxm's default 16384 it took two lower messages,
+/// BENCHMARKS.md 2026-12-04 20:31) and a stream of them shares lower messages two by two; a
+/// burst of smaller ones shares lower messages up to that size.
 /// Not more: rxm allocates and touches its send buffers 1024 at a time, at a process's first
-/// send, under our endpoint's lock: 18 MB at this size. 66560 (64 KiB bundles, exanet's choice
-/// from 2026-12-06 to 2026-12-07) streamed 4-16 KiB messages across two namespaces twice as fast,
-/// but made that 68 MB, taken by every process at once when a job starts: with 16 clients and a
-/// server on two cores the server's first send took 1.0-2.4 s, and fi_rdm_stress's clients
-/// missed their 2 s deadline in about one run in five of upstream.named_netns; at 17408 and
-/// 512 receive buffers 10 runs in 10 passed (BENCHMARKS.md 2026-12-07). A user who streams
-/// medium messages and can spare the memory sets FI_OFI_RXM_BUFFER_SIZE=66560 and
-/// FI_OFI_RXM_MSG_RX_SIZE=512 (fi_exanet(7), OTHER HOSTS).
-inline constexpr std::size_t rxm_buffer_choice = 17408;
-static_assert(rxm_buffer_choice >= wire::bundle_bytes(16384, wire::train_room));
+/// send, under our endpoint's lock: 36 MB at this size. 66560 (64 KiB bundles, exanet's choice
+/// from 2026-12-06 to 2026-12-07) made that 68 MB, taken by every process at once when a job
+/// starts: with 16 clients and a server on two cores the server's first send took 1.0-2.4 s,
+/// and fi_rdm_stress's clients missed their 2 s deadline in about one run in five of
+/// upstream.named_netns. 17408 (one 16 KiB message, 18 MB) passed that test, but streamed
+/// 16 KiB messages across two namespaces at 0.88x tcp;ofi_rxm; this size moved 1.20x and passed
+/// it too (BENCHMARKS.md 2026-12-07). A user who streams medium messages and can spare the
+/// memory sets FI_OFI_RXM_BUFFER_SIZE=66560 and FI_OFI_RXM_MSG_RX_SIZE=512 (fi_exanet(7), OTHER
+/// HOSTS); one who counts every megabyte, 17408.
+inline constexpr std::size_t rxm_buffer_choice = 34816;
+static_assert(rxm_buffer_choice >= wire::bundle_bytes(2 * 16384, wire::train_room));
 /// The receive buffers ofi_rxm posts to its shared receive context where the process set
 /// FI_OFI_RXM_MSG_RX_SIZE to none and exanet chose the buffer size. rxm grows its receive pool
-/// 1024 buffers at a time (18 MB at 17408 bytes each, 68 MB at 66560) and posts this many when
+/// 1024 buffers at a time (36 MB at 34816 bytes each, 68 MB at 66560) and posts this many when
 /// the endpoint opens. With 1024 posted, the first buffer rxm needed beyond them grew the pool
 /// during the run: fi_rma_bw -S 4096 across two namespaces lost about 50 ms to it (66560-byte
 /// buffers). 512 leaves half the first chunk for the buffers in flight (2026-12-06); rxm's own
@@ -574,6 +576,7 @@ class device {
     bool intake_sent = false;      // what it was last told of ours
     fi_addr_t fa = FI_ADDR_UNSPEC;
     std::uint32_t credits = 0;    // packets we may still send it
+    std::uint64_t write_bytes_out = 0;  // of lower writes to it posted and not completed
     std::uint32_t consumed = 0;   // its packets we consumed and have not given credit for
     bool hello_due = true;        // our hello has not been sent yet
     std::uint32_t queued = 0;     // our packets to it waiting in pending_ (FIFO behind them)
@@ -860,6 +863,14 @@ class device {
   /// tries another).
   fid_mr* register_lower(std::uint64_t va, std::uint64_t len, std::uint64_t access,
                          std::uint64_t key, bool quiet = false) noexcept;
+  /// Bytes of lower RMA writes to one peer that may be in flight at once; a longer write goes
+  /// in pieces. A packet to that peer (a pong, a credit, a message) leaves behind what is
+  /// posted before it on the same connection, and the peer counts us lost if our pongs stay
+  /// away for three quarters of lost_after_ms: one 2 GiB write over tcp took 17 s on a busy
+  /// machine, and a peer with FI_EXANET_NETWORK_LOST_AFTER_MS=3000 counted its writer lost
+  /// mid-message (net.large_messages). 64 MiB crosses even a 1 Gb/s link in 0.6 s,
+  /// and a write window of 64 x 1 MiB still goes at once.
+  static constexpr std::uint64_t write_bytes_ahead = std::uint64_t{64} << 20;
   static constexpr std::size_t max_remote_grants = 64;
   op_context* op_acquire() noexcept;
   void free_op(op_context& op) noexcept {
