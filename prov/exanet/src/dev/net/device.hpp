@@ -142,8 +142,8 @@ static_assert(whole_message_min > wire::bundle_bytes(0, wire::max_bundle_packets
 /// starts: with 16 clients and a server on two cores the server's first send took 1.0-2.4 s,
 /// and fi_rdm_stress's clients missed their 2 s deadline in about one run in five of
 /// upstream.named_netns. 17408 (one 16 KiB message, 18 MB) passed that test, but streamed
-/// 16 KiB messages across two namespaces at 0.88x tcp;ofi_rxm; this size moved 1.20x and passed
-/// it too (BENCHMARKS.md 2026-12-07). A user who streams medium messages and can spare the
+/// 16 KiB messages across two namespaces at 0.88-0.92x tcp;ofi_rxm; this size moved 1.20-1.47x
+/// and passed it 50 runs in 50 (BENCHMARKS.md 2026-12-07). A user who streams medium messages and can spare the
 /// memory sets FI_OFI_RXM_BUFFER_SIZE=66560 and FI_OFI_RXM_MSG_RX_SIZE=512 (fi_exanet(7), OTHER
 /// HOSTS); one who counts every megabyte, 17408.
 inline constexpr std::size_t rxm_buffer_choice = 34816;
@@ -866,10 +866,12 @@ class device {
   /// Bytes of lower RMA writes to one peer that may be in flight at once; a longer write goes
   /// in pieces. A packet to that peer (a pong, a credit, a message) leaves behind what is
   /// posted before it on the same connection, and the peer counts us lost if our pongs stay
-  /// away for three quarters of lost_after_ms: one 2 GiB write over tcp took 17 s on a busy
-  /// machine, and a peer with FI_EXANET_NETWORK_LOST_AFTER_MS=3000 counted its writer lost
-  /// mid-message (net.large_messages). 64 MiB crosses even a 1 Gb/s link in 0.6 s,
-  /// and a write window of 64 x 1 MiB still goes at once.
+  /// away for three quarters of lost_after_ms: one 2 GiB write over tcp took 12-17 s here, and
+  /// its reader counted the writer lost mid-message with a 3 or 10 s bound, 4 GiB with the
+  /// default 30 s (net.large_messages). 64 MiB crosses even a 1 Gb/s link in 0.6 s, and a
+  /// write window of 64 x 1 MiB still goes at once. Smaller bounds (2-8 MiB) sped up writes
+  /// both ways at once, whose verdicts wait behind the other side's writes, by 6-24 %, but
+  /// slowed a one-way stream of 1-16 MiB messages by 6-9 % (BENCHMARKS.md 2026-12-07 11:54).
   static constexpr std::uint64_t write_bytes_ahead = std::uint64_t{64} << 20;
   static constexpr std::size_t max_remote_grants = 64;
   op_context* op_acquire() noexcept;
