@@ -156,6 +156,7 @@ run_set() {
   local set=$1 provdir=$2 bound=$3 per_test=$4 title=$5 allowed=$6
   local log out
   out=$(mktemp -d)
+  # shellcheck disable=SC2064  # expanded now: out is local
   trap "rm -rf '$out'" EXIT  # scratch: what a failure needs is printed
   log=$out/$set.log
   (cd "$out" && FI_PROVIDER_PATH=$provdir timeout -k 10 "$bound" unshare --pid --fork --kill-child --mount-proc \
@@ -186,6 +187,7 @@ rdm_stress() {
   local configs=$prefix/src/fabtests-1.17.0/fabtests/test_configs/rdm_stress
   local out cfg failed=0 friends done server
   out=$(mktemp -d)
+  # shellcheck disable=SC2064  # expanded now: out is local
   trap "rm -rf '$out'" EXIT  # scratch: what a failure needs is printed
   for cfg in "$configs"/*.json; do
     local name
@@ -439,6 +441,7 @@ ubertest() {
   local config=$root/fabtests/upstream/exanet-verify.test
   local out
   out=$(mktemp -d)
+  # shellcheck disable=SC2064  # expanded now: out is local
   trap "rm -rf '$out'" EXIT  # scratch: what a failure needs is printed
   # fabtests 1.17's iovec builder for the weighted and reversed layouts rounds each entry, so
   # with 5 or 6 entries the iovecs add up to a byte more or less than the message it means

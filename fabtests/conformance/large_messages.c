@@ -99,7 +99,7 @@ static void messages(struct xt_ep *x, fi_addr_t peer, int sender, int sock)
 			if (sender) {
 				fill(&b, seed);
 				xt_sync(sock); /* the receive is posted, or not */
-				XT_RC(fi_tsend(x->ep, buf, len, NULL, peer, seed, &ctx));
+				XT_POST(x->txcq, fi_tsend(x->ep, buf, len, NULL, peer, seed, &ctx));
 				struct fi_cq_tagged_entry e;
 				struct fi_cq_err_entry err;
 				XT_CHECK(xt_wait(x->txcq, &e, &err, 120) == 1, "send of %zu: error %d", len,

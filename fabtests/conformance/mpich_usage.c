@@ -365,13 +365,13 @@ static int rank1(int index, int sock)
 	struct fid_mr *mr;
 	reg_bound(&r, payload, LONG_AM, FI_REMOTE_READ, 0x99, &mr);
 	struct am_hdr lh = {.kind = 2, .len = LONG_AM, .addr = remote_addr(&r, payload), .key = fi_mr_key(mr), .seed = 4242};
-	XT_RC(fi_send(r.ep, &lh, sizeof lh, NULL, r.peer, &ctx));
+	XT_POST(r.cq, fi_send(r.ep, &lh, sizeof lh, NULL, r.peer, &ctx));
 	struct fi_cq_tagged_entry e;
 	wait_one(&r, &e);
 	/* tagged: the source rank as CQ data, inject below inject_size, senddata above */
 	uint64_t tag = 0x0000000500000007ull;
-	XT_RC(fi_tinjectdata(r.ep, msg, 16, 1, r.peer, tag));
-	XT_RC(fi_tsenddata(r.ep, msg, 200000, NULL, 1, r.peer, tag | 0x20000000000000ull /* sync-send bit */, &ctx));
+	XT_POST(r.cq, fi_tinjectdata(r.ep, msg, 16, 1, r.peer, tag));
+	XT_POST(r.cq, fi_tsenddata(r.ep, msg, 200000, NULL, 1, r.peer, tag | 0x20000000000000ull /* sync-send bit */, &ctx));
 	wait_one(&r, &e);
 	/* rank 0 is done reading our buffer and writing our window */
 	xt_sync_progress(sock, r.cq);
