@@ -3,7 +3,6 @@
 # The libFuzzer targets (issue 12; prov/exanet/test/fuzz): built with clang into build-fuzz.
 #   ci/fuzz.sh              build, then run each target for EXANET_FUZZ_SECONDS (default 60) from
 #                           the corpus in the repository (ci/test.sh runs this)
-#   ci/fuzz.sh build        build only (ci/test.sh builds it beside the normal tree's tests)
 #   ci/fuzz.sh campaign S   build, then fuzz the packet target for S seconds with the corpus kept
 #                           in build-fuzz/campaign (findings in build-fuzz/campaign/findings)
 set -euo pipefail
@@ -13,7 +12,6 @@ seconds=${EXANET_FUZZ_SECONDS:-60}
 CC=clang CXX=clang++ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DEXANET_FUZZ=ON \
   -DEXANET_FUZZ_SECONDS="$seconds" >/dev/null
 cmake --build "$build" -j"$(nproc)"
-[[ ${1:-} == build ]] && exit 0
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 if [[ ${1:-} == campaign ]]; then
   work=$build/campaign
