@@ -32,7 +32,7 @@ phase "ASan+UBSan tree: build, then tests"
 # Left out as well, because this tree's other tests run the same exanet code and these would
 # only repeat it at the sanitizers' cost (about 730 s of test time, 2026-12-07):
 # - large_messages (beyond 2 and 4 GiB; 260 s here): what it checks is lengths and offsets kept
-#   whole, which the normal tree checks through every engine and the network; under ASan its
+#   whole, which the normal tree checks through both engines and the network; under ASan its
 #   gigabytes of copies only cost time;
 # - ScaLAPACK and HPCC (about 100 s each here): their tagged traffic is the MPI path that
 #   app.netpipe and the mpi.* and multinode.* tests run here;
