@@ -65,7 +65,7 @@ static int sender(int index, int sock)
 	loud.tag = 201;
 	loud.context = &ctx_loud;
 	XT_POST(x.txcq, fi_tsendmsg(x.ep, &quiet, 0));
-	XT_RC(fi_tsendmsg(x.ep, &loud, FI_COMPLETION));
+	XT_POST(x.txcq, fi_tsendmsg(x.ep, &loud, FI_COMPLETION));
 	struct fi_cq_tagged_entry e;
 	XT_CHECK(xt_wait(x.txcq, &e, NULL, 30) == 1 && e.op_context == &ctx_loud, "selective send");
 	XT_CHECK(xt_drain(x.txcq) == 0, "a send without FI_COMPLETION produced an entry");
