@@ -12,6 +12,9 @@
  *            its data
  *   cntr     the same on a counter's fd (FI_WAIT_FD, counting receives)
  *   waitset  the same on a wait set's fd, its member a CQ of a second endpoint
+ *   each of the three, then: a message that arrives while the receiver watches nothing, taken
+ *            in by fi_trywait's own progress (taken_by_trywait): fi_trywait says -FI_EAGAIN,
+ *            or 0 with the fd readable
  *   dead     exanet only: the sender starts a 16 MiB rendezvous and is killed while the
  *            receiver, which makes no call meanwhile, has taken in at most the first pieces
  *            (staged writes: the staging area holds 2 MiB); then the receiver blocks, and the
@@ -41,7 +44,7 @@
 static const size_t sizes[] = {8, 4096, 1u << 20};
 
 struct cmd {
-	char op;   /* 's': send `len` bytes to endpoint `to`; 'q': quit */
+	char op;   /* 's': send `len` bytes to endpoint `to`; 'a': the same, then say so; 'q': quit */
 	char to;   /* 0: the receiver's first endpoint, 1: its second */
 	uint32_t len;
 	uint32_t seed;
@@ -66,6 +69,10 @@ static int sender(int i, int sock)
 			break;
 		xt_fill(buf, c.len, c.seed);
 		xt_send_one(x.ep, x.txcq, buf, c.len, to[(int)c.to], TAG);
+		if (c.op == 'a') {
+			char sent = 'a';
+			xt_send_all(sock, &sent, 1);
+		}
 	}
 	free(buf);
 	xt_close(&x);
@@ -207,6 +214,60 @@ static void messages(const struct waiter *w, struct fid_ep *ep, int sock, char t
 	free(buf);
 }
 
+/* The arrival is taken inside fi_trywait: the message is sent, and has reached this process,
+ * while the receiver made no call and watched nothing (no fi_trywait since it last read). Its
+ * fi_trywait's own progress then takes it in, which completes the receive (and counts it). That
+ * call must say -FI_EAGAIN, or, if it says 0, the fd must be readable: the completion has come
+ * and no later arrival will ready the fd. (A counter's fi_trywait said 0 here with its fd quiet,
+ * and the application slept for ever: net.trywait_block in CI, 2026-12-07, where the 1 MiB
+ * message's last packet came in this window by chance.) */
+static void taken_by_trywait(const struct waiter *w, struct fid_ep *ep, int sock, char to,
+			     const char *what)
+{
+	static unsigned seed = 500;
+	char buf[64];
+	memset(buf, 0, sizeof buf);
+	const uint64_t counted = w->cntr ? fi_cntr_read(w->cntr) : 0;
+	XT_RC(fi_trecv(ep, buf, sizeof buf, NULL, FI_ADDR_UNSPEC, TAG, 0, buf));
+	struct cmd c = {.op = 'a', .to = to, .len = sizeof buf, .seed = ++seed};
+	xt_send_all(sock, &c, sizeof c);
+	char sent;
+	xt_recv_all(sock, &sent, 1);
+	/* The sender's send completed; give the bytes time to cross a network too. */
+	usleep(100 * 1000);
+	struct fid *f = w->f;
+	const int rc = fi_trywait(w->fabric, &f, 1);
+	if (rc == 0) {
+		struct pollfd p = {.fd = w->fd, .events = POLLIN};
+		XT_CHECK(poll(&p, 1, POLL_MS) == 1, "%s: fi_trywait took the arrival in, said 0, and "
+			 "its fd stayed quiet for %d ms", what, POLL_MS);
+	} else {
+		XT_CHECK(rc == -FI_EAGAIN, "%s: fi_trywait = %d", what, rc);
+	}
+	/* Then read as an application would: what is there, else fi_trywait and block. */
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry err;
+	int got, polls = 0;
+	for (const double until = xt_now_us() + 20e6;;) {
+		if ((got = take(w, &e, &err)) >= 0)
+			break;
+		XT_CHECK(xt_now_us() < until, "%s: no completion within 20 s", what);
+		f = w->f;
+		const int t = fi_trywait(w->fabric, &f, 1);
+		if (t == 0) {
+			got = block_until_done(w, &e, &err, 20, &polls);
+			break;
+		}
+		XT_CHECK(t == -FI_EAGAIN, "%s: fi_trywait = %d", what, t);
+	}
+	XT_CHECK(got == 1, "%s: error completion %d", what, err.err);
+	XT_CHECK(e.op_context == buf && xt_verify(buf, sizeof buf, seed), "%s: the completion or "
+		 "its data", what);
+	if (w->cntr)
+		XT_CHECK(fi_cntr_read(w->cntr) == counted + 1, "%s: counter", what);
+	printf("  %s, taken in by fi_trywait: it said %s\n", what, rc ? "-FI_EAGAIN" : "0, fd readable");
+}
+
 static void open_ep(struct xt_ep *x, struct fi_info *info, struct fi_cq_attr *rx_attr,
 		    struct fid_cntr **cntr)
 {
@@ -285,6 +346,7 @@ int main(void)
 	struct waiter w = {.f = &a.rxcq->fid, .cq = a.rxcq, .fabric = a.fabric};
 	XT_RC(fi_control(&a.rxcq->fid, FI_GETWAIT, &w.fd));
 	messages(&w, a.ep, sock, 0, "cq");
+	taken_by_trywait(&w, a.ep, sock, 0, "cq");
 	xt_pass("cq: a CQ's wait fd, blocked on after fi_trywait, wakes on each arrival");
 
 	struct waiter wc = {.f = &cntr->fid, .cq = a.rxcq, .cntr = cntr, .fabric = a.fabric};
@@ -294,12 +356,14 @@ int main(void)
 	} else {
 		XT_CHECK(rc == 0, "FI_GETWAIT on a counter = %d", rc);
 		messages(&wc, a.ep, sock, 0, "cntr");
+		taken_by_trywait(&wc, a.ep, sock, 0, "cntr");
 		xt_pass("cntr: a counter's wait fd, blocked on after fi_trywait, wakes on each arrival");
 	}
 
 	struct waiter wsw = {.f = &ws->fid, .cq = b.rxcq, .fabric = a.fabric};
 	XT_RC(fi_control(&ws->fid, FI_GETWAIT, &wsw.fd));
 	messages(&wsw, b.ep, sock, 1, "waitset");
+	taken_by_trywait(&wsw, b.ep, sock, 1, "waitset");
 	xt_pass("waitset: a wait set's fd, blocked on after fi_trywait, wakes on an arrival at a member");
 
 	struct cmd q = {.op = 'q'};

@@ -29,6 +29,10 @@ class cntr {
   // fi_wait (exanet: either takes what it reports), fi_cntr_set and fi_cntr_add move.
   std::atomic<std::uint64_t> seen_value{0};
   std::atomic<std::uint64_t> seen_errors{0};
+  // fi_trywait's own checkpoint (not fi_poll's, which fi_trywait must not move): the counts the
+  // last fi_trywait saw. A change since then may have come inside that call's progress, after
+  // the application last read, with the fd's signal drained by the same call.
+  std::atomic<std::uint64_t> trywait_value{0}, trywait_errors{0};
   waitset* ws = nullptr;         // FI_WAIT_SET: the set this counter belongs to
   std::atomic<int> set_refs{0};  // poll sets holding it
 
@@ -244,8 +248,19 @@ void cntr_set_ref(cntr& c, int delta) noexcept { c.set_refs.fetch_add(delta, std
 int cntr_trywait(cntr& c) noexcept {
   c.progress();
   c.fd.drain();
-  // A counter has no "threshold reached" state of its own: the caller checks its value. Under
-  // manual progress an arrival must ready the fd by itself.
+  // A counter has no "threshold reached" state of its own: the caller checks its value. But a
+  // count that moved since the last fi_trywait may have moved inside this one (its progress
+  // took the arrival, and the drain above its signal), after the caller last looked: blocking
+  // then waits for an event that has come. So, as fi_poll does for counters, a change is
+  // "something available" once: -FI_EAGAIN, and the caller looks again. Loaded after the
+  // drain: a change made after this load signals the fd anew.
+  const std::uint64_t v = c.value.load(std::memory_order_seq_cst);
+  const std::uint64_t e = c.errors.load(std::memory_order_seq_cst);
+  // Both exchanged (no short circuit): the checkpoint moves to what this call saw.
+  const bool moved = (c.trywait_value.exchange(v, std::memory_order_acq_rel) != v) |
+                     (c.trywait_errors.exchange(e, std::memory_order_acq_rel) != e);
+  if (moved) return -FI_EAGAIN;
+  // Under manual progress an arrival must ready the fd by itself.
   progress_list* const lists[] = {&c.sources};
   return c.fd.watch_arrivals(lists) ? 0 : -FI_EAGAIN;
 }
