@@ -26,6 +26,10 @@
 # each namespace's veth; exanet binds its lower endpoint to the namespace's address
 # (FI_EXANET_NETWORK_NODE) with FI_EXANET_NETWORK=every_peer (across namespaces the same as
 # other_hosts). NET_ENV adds more variables to every run of both (e.g. FI_OFI_RXM_USE_RNDV_WRITE=1).
+# NET_CC chooses the namespaces' TCP congestion control (netns_lib.sh; the header says which ran):
+# under this VM's default, bbr, a new connection paces its bulk data at a rate it learns from its
+# own deliveries, and 256 KiB ping-pongs ran 60-120 us for the first 0.2-0.5 s of a run, then
+# 45-50 (exanet) while tcp;ofi_rxm stayed at 80 (2026-12-07); reno has no such start.
 #
 # PHASE (lib.sh: near, the default, waits up to PHASE_WAIT seconds, default 5 here, before each
 # run for the two vCPUs to share a cache; any: no waiting; every probe is in $out/core_probe.csv).
@@ -69,7 +73,7 @@ trap 'netns_cleanup; rm -f "$raw" "$raw".*' EXIT
 trap 'exit 130' INT TERM
 iface_a=exa$$va iface_b=exa$$vb # netns_up's names for the two ends of the veth pair
 port=$((40000 + $$ % 20000))
-echo "# hosts: $ns_a ($addr_a, leader) and $ns_b ($addr_b, follower); lower tcp: FI_TCP_NODELAY=1 FI_TCP_IFACE=<veth>${NET_ENV:+ $NET_ENV}"
+echo "# hosts: $ns_a ($addr_a, leader) and $ns_b ($addr_b, follower); lower tcp: FI_TCP_NODELAY=1 FI_TCP_IFACE=<veth>${NET_ENV:+ $NET_ENV}; TCP congestion control: $(ip netns exec "$ns_a" sysctl -n net.ipv4.tcp_congestion_control)"
 
 # env's arguments for series $1 on the host whose address is $2 and veth $3, into `senv`.
 series_env() {

@@ -23,7 +23,7 @@ pin_a=() pin_b=()
 [[ ${BIND:-1} == 1 ]] && pin_a=(taskset -c 0) pin_b=(taskset -c 1)
 env_a=(-u FI_PROVIDER FI_TCP_NODELAY=1 FI_TCP_IFACE=exa$$va)
 env_b=(-u FI_PROVIDER FI_TCP_NODELAY=1 FI_TCP_IFACE=exa$$vb)
-echo "# hosts: $ns_a ($addr_a, leader) and $ns_b ($addr_b); FI_TCP_NODELAY=1 FI_TCP_IFACE=<veth>"
+echo "# hosts: $ns_a ($addr_a, leader) and $ns_b ($addr_b); FI_TCP_NODELAY=1 FI_TCP_IFACE=<veth>; TCP congestion control: $(ip netns exec "$ns_a" sysctl -n net.ipv4.tcp_congestion_control)"
 bench_lock
 rc=0
 for ((r = 1; r <= repeat; r++)); do

@@ -52,7 +52,7 @@ printf '%s slots=1\n%s slots=1\n' "$addr_a" "$addr_b" >"$work/hostfile"
 unset FI_PROVIDER
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export FI_TCP_NODELAY=1 FI_TCP_IFACE=$iface
-echo "# hosts: $ns_a ($addr_a, mpirun, rank 0 on cpu 0) and $ns_b ($addr_b, rank 1 on cpu 1), over veth $iface"
+echo "# hosts: $ns_a ($addr_a, mpirun, rank 0 on cpu 0) and $ns_b ($addr_b, rank 1 on cpu 1), over veth $iface; TCP congestion control: $(ip netns exec "$ns_a" sysctl -n net.ipv4.tcp_congestion_control)"
 
 base=(--allow-run-as-root --hostfile "$work/hostfile" -np 2 --map-by node --bind-to none
       --mca plm_rsh_agent "$here/../multinode/netns_rsh_agent.sh" --mca plm_rsh_no_tree_spawn 1

@@ -79,7 +79,9 @@
  *   # SIZE median VALUE worst VALUE at S:R (N placements, T s)
  * Environment: FI_PROVIDER (default exanet), BIND=1 pins the processes to cpus 0 and 1,
  * XFER_TIMEOUT (seconds for the whole run, default 3600), XFER_DEBUG=1 prints the first samples
- * of every cell on stderr.
+ * of every cell on stderr, XFER_DECILES=1 the deciles of every cell's timed samples (minimum,
+ * 10 %, ... maximum) on stderr: whether a median hides two regimes (a run that changes state
+ * part-way through, or from one run to the next).
  *
  * Two hosts: by default the program forks its second side here and the two share memory (the
  * unexpected modes' flags, the one-sided modes' stop signal). -S PORT instead runs only the
@@ -730,6 +732,12 @@ static double cell(struct side *d, size_t size, int s, int r, size_t warm, size_
 		for (size_t i = 0; i < warm + n && i < 8; i++)
 			fprintf(stderr, "t[%zu] = %g\n", i, d->t[i]);
 	const double med = median_of(d->t + warm, n);
+	if (getenv("XFER_DECILES") && n >= 10) { /* sorted by median_of */
+		fprintf(stderr, "# %zu B deciles:", size);
+		for (int k = 0; k <= 10; k++)
+			fprintf(stderr, " %.4g", d->t[warm + (k == 10 ? n - 1 : k * n / 10)]);
+		fprintf(stderr, "\n");
+	}
 	/* what one iteration costs, for the probe: a ping-pong sample is half a round trip, and the
 	 * unexpected one leaves out the two deliberate waits */
 	switch (opt.mode) {

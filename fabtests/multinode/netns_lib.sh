@@ -4,7 +4,10 @@
 # (a mount namespace with its own tmpfs), so only the network connects them, as on a cluster.
 # netns_up creates them and installs a trap that removes them, and kills what netns_start
 # started, on every exit path. Needs root and iproute2: callers exit 77 (skipped) otherwise.
-#   netns_up               sets ns_a, ns_b, addr_a, addr_b, work (a scratch folder)
+#   netns_up               sets ns_a, ns_b, addr_a, addr_b, work (a scratch folder); with
+#                          NET_CC set, both namespaces' TCP congestion control (a namespace
+#                          may choose only among net.ipv4.tcp_allowed_congestion_control; this
+#                          VM's default is bbr, and only reno and bbr are allowed)
 #   on_host NS CMD...      runs CMD on that host (in the foreground)
 #   netns_start NS CMD...  the same in the background; its pid is appended to netns_pids
 #   netns_one_iface NAME   renames both ends of the veth pair NAME, as a cluster's nodes share
@@ -54,6 +57,11 @@ netns_up() {
   for ns in "$ns_a" "$ns_b"; do ip -n "$ns" link set lo up; done
   ip -n "$ns_a" link set "${tag}va" up
   ip -n "$ns_b" link set "${tag}vb" up
+  if [[ -n ${NET_CC:-} ]]; then
+    for ns in "$ns_a" "$ns_b"; do
+      ip netns exec "$ns" sysctl -q -w net.ipv4.tcp_congestion_control="$NET_CC" || return 1
+    done
+  fi
 }
 
 # rank_preload: mpirun arguments that give the ranks the LD_PRELOAD of this shell, if any. A
