@@ -172,14 +172,14 @@ static void inject_completions(void)
 	for (int i = 0; i < 8; i++) {
 		memset(src, 0x40 + i, sizeof src);
 		switch (i) {
-		case 0: XT_RC(fi_sendmsg(x.ep, &m, FI_INJECT)); break;
-		case 1: XT_RC(fi_sendmsg(x.ep, &m, FI_INJECT | FI_REMOTE_CQ_DATA)); break;
-		case 2: XT_RC(fi_inject(x.ep, src, sizeof src, self)); break;
-		case 3: XT_RC(fi_injectdata(x.ep, src, sizeof src, 5, self)); break;
-		case 4: XT_RC(fi_tsendmsg(x.ep, &t, FI_INJECT)); break;
-		case 5: XT_RC(fi_tsendmsg(x.ep, &t, FI_INJECT | FI_REMOTE_CQ_DATA)); break;
-		case 6: XT_RC(fi_tinject(x.ep, src, sizeof src, self, 7)); break;
-		case 7: XT_RC(fi_tinjectdata(x.ep, src, sizeof src, 5, self, 7)); break;
+		case 0: XT_POST(x.txcq, fi_sendmsg(x.ep, &m, FI_INJECT)); break;
+		case 1: XT_POST(x.txcq, fi_sendmsg(x.ep, &m, FI_INJECT | FI_REMOTE_CQ_DATA)); break;
+		case 2: XT_POST(x.txcq, fi_inject(x.ep, src, sizeof src, self)); break;
+		case 3: XT_POST(x.txcq, fi_injectdata(x.ep, src, sizeof src, 5, self)); break;
+		case 4: XT_POST(x.txcq, fi_tsendmsg(x.ep, &t, FI_INJECT)); break;
+		case 5: XT_POST(x.txcq, fi_tsendmsg(x.ep, &t, FI_INJECT | FI_REMOTE_CQ_DATA)); break;
+		case 6: XT_POST(x.txcq, fi_tinject(x.ep, src, sizeof src, self, 7)); break;
+		case 7: XT_POST(x.txcq, fi_tinjectdata(x.ep, src, sizeof src, 5, self, 7)); break;
 		}
 		memset(src, 0, sizeof src); /* the buffer is the caller's again */
 		const int got = xt_drain(x.txcq);
@@ -226,7 +226,7 @@ static void truncation_by_iovec(size_t len)
 	struct iovec iov[3] = {{rx, a}, {rx + a + 32, b}, {rx + a + b + 64, c}};
 	struct fi_context rctx, sctx;
 	XT_RC(fi_trecvv(x.ep, iov, NULL, 3, self, 3, 0, &rctx));
-	XT_RC(fi_tsend(x.ep, msg, len, NULL, self, 3, &sctx));
+	XT_POST(x.txcq, fi_tsend(x.ep, msg, len, NULL, self, 3, &sctx));
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err = {0};
 	XT_CHECK(xt_wait(x.rxcq, &e, &err, 20) == 0 && err.err == FI_ETRUNC, "%zu bytes into %zu: want FI_ETRUNC, got %d",

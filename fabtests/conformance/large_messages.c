@@ -159,13 +159,13 @@ static void rma(struct xt_ep *x, fi_addr_t peer, int initiator, int sock)
 		struct fi_rma_iov remote = {peer_addr, MAX_LEN, peer_key};
 		struct fi_msg_rma m = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = peer,
 				       .rma_iov = &remote, .rma_iov_count = 1, .context = &ctx};
-		XT_RC(fi_writemsg(x->ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE));
+		XT_POST(x->txcq, fi_writemsg(x->ep, &m, FI_COMPLETION | FI_DELIVERY_COMPLETE));
 		XT_CHECK(xt_wait(x->txcq, &e, &err, 120) == 1, "write of %zu: error %d", MAX_LEN,
 			 err.err);
 		xt_sync(sock); /* written: the target checks, then fills its buffer for the read */
 		xt_sync(sock);
 		clear(&b);
-		XT_RC(fi_read(x->ep, buf, MAX_LEN, fi_mr_desc(mr), peer, peer_addr, peer_key, &ctx));
+		XT_POST(x->txcq, fi_read(x->ep, buf, MAX_LEN, fi_mr_desc(mr), peer, peer_addr, peer_key, &ctx));
 		XT_CHECK(xt_wait(x->txcq, &e, &err, 120) == 1, "read of %zu: error %d", MAX_LEN,
 			 err.err);
 		check_pattern(&b, read_seed, "RMA read");

@@ -354,7 +354,7 @@ static int rank1(int index, int sock)
 				fi_cq_read(r.cq, NULL, 0);
 			XT_RC(rc);
 		} else {
-			XT_RC(fi_send(r.ep, msg, h->len, NULL, r.peer, &ctx));
+			XT_POST(r.cq, fi_send(r.ep, msg, h->len, NULL, r.peer, &ctx));
 			struct fi_cq_tagged_entry e;
 			wait_one(&r, &e);
 		}

@@ -531,7 +531,7 @@ static void train_atomic(struct xt_ep *x, int sock, uint64_t raddr, uint64_t rke
 		}
 	}
 	const struct fi_exanet_counters before = xt_counters(x->ep);
-	XT_RC(fi_atomic(x->ep, ones, 32, NULL, peer, raddr, rkey, FI_UINT64, FI_SUM, NULL));
+	XT_POST(x->txcq, fi_atomic(x->ep, ones, 32, NULL, peer, raddr, rkey, FI_UINT64, FI_SUM, NULL));
 	const struct fi_exanet_counters after = xt_counters(x->ep);
 	const unsigned long long msgs = after.network_messages_sent - before.network_messages_sent;
 	XT_CHECK(

@@ -85,7 +85,7 @@ static void iov_case(struct xt_ep *x, fi_addr_t peer, int sender, int sock)
 		struct fi_msg_tagged m = {.msg_iov = iov, .iov_count = 3, .addr = peer, .tag = 77,
 					  .context = &ctx, .data = 0x77};
 		xt_sync(sock);
-		XT_RC(fi_tsendmsg(x->ep, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA));
+		XT_POST(x->txcq, fi_tsendmsg(x->ep, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA));
 		XT_CHECK(xt_wait(x->txcq, NULL, NULL, 30) == 1, "iov send");
 	} else {
 		memset(flat, 0, total);
@@ -113,14 +113,14 @@ static void msg_forms_case(struct xt_ep *x, fi_addr_t peer, int sender, int sock
 		xt_fill(small, sizeof small, 33);
 		struct iovec iov[2] = {{a, sizeof a}, {b, sizeof b}};
 		xt_sync(sock);
-		XT_RC(fi_sendv(x->ep, iov, NULL, 2, peer, &ctx));
+		XT_POST(x->txcq, fi_sendv(x->ep, iov, NULL, 2, peer, &ctx));
 		XT_CHECK(xt_wait(x->txcq, NULL, NULL, 30) == 1, "fi_sendv");
 		struct fi_msg m = {.msg_iov = iov, .iov_count = 1, .addr = peer, .context = &ctx, .data = 0x55};
-		XT_RC(fi_sendmsg(x->ep, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA));
+		XT_POST(x->txcq, fi_sendmsg(x->ep, &m, FI_COMPLETION | FI_REMOTE_CQ_DATA));
 		XT_CHECK(xt_wait(x->txcq, NULL, NULL, 30) == 1, "fi_sendmsg");
-		XT_RC(fi_injectdata(x->ep, small, sizeof small, 0x66, peer));
-		XT_RC(fi_inject(x->ep, small, sizeof small, peer));
-		XT_RC(fi_tinjectdata(x->ep, small, sizeof small, 0x77, peer, 5));
+		XT_POST(x->txcq, fi_injectdata(x->ep, small, sizeof small, 0x66, peer));
+		XT_POST(x->txcq, fi_inject(x->ep, small, sizeof small, peer));
+		XT_POST(x->txcq, fi_tinjectdata(x->ep, small, sizeof small, 0x77, peer, 5));
 		xt_sync_progress(sock, x->txcq);
 	} else {
 		unsigned char got[8000];

@@ -234,7 +234,7 @@ static void run(enum fi_progress mode)
 		struct fid *f = &p.b.rxcq->fid;
 		XT_CHECK(fi_trywait(p.b.fabric, &f, 1) == 0, "fi_trywait on an empty CQ");
 		static const char msg[] = "wake";
-		XT_RC(fi_tinject(p.a.ep, msg, sizeof msg, p.a_to_b, 9));
+		XT_POST(p.a.txcq, fi_tinject(p.a.ep, msg, sizeof msg, p.a_to_b, 9));
 		struct pollfd pfd = {.fd = fd, .events = POLLIN};
 		XT_CHECK(poll(&pfd, 1, 10000) == 1, "auto: the wait fd did not wake within 10 s");
 		XT_CHECK(fi_cq_read(p.b.rxcq, &e, 1) == 1 && e.op_context == buf && !strcmp(buf, "wake"),
