@@ -15,7 +15,8 @@
 # Environment: FABTESTS (upstream fabtests' install prefix, default build-dir/upstream-fabtests,
 # as ci/upstream_fabtests.sh build makes it), SIZES (default 64 1K 4K 16K 64K), ITERS (fi_rma_bw
 # -I, default 20000; 2000 from 64 KiB), SERIES (default "exanet tcp"; exanet_before: the build in
-# BEFORE_LIB, an A/B in the same run), REPEAT (default 5; a cell is the median of the client's
+# BEFORE_LIB, with the variables BEFORE_ENV if set: an A/B in the same run, of two builds or of
+# one build in two settings), REPEAT (default 5; a cell is the median of the client's
 # lines), OP (write, writedata or read; default write), LOCK (lib.sh).
 # Writes $out/rma_netns_<op>.{csv,samples,png} and the inline shares in $out/rma_netns_inline.txt.
 set -u
@@ -60,6 +61,8 @@ run_pair() {
   # tcp;ofi_rxm as its users run it: exanet not loaded, whose network backend chooses rxm's
   # buffer size for the whole process (fi_exanet(7), OTHER HOSTS)
   [[ $s == tcp ]] && env=(-u FI_PROVIDER_PATH)
+  # shellcheck disable=SC2206  # BEFORE_ENV is a list of VAR=value
+  [[ $s == exanet_before ]] && env+=(${BEFORE_ENV:-})
   local -a args=(-e rdm -o "$op" -p "$prov" -E -S "$size" -I "$iters")
   netns_start "$ns_b" env "${env[@]}" timeout -k 5 120 "$rma_bw" "${args[@]}" >"$raw.server" 2>&1
   for ((w = 0; w < 200; w++)); do  # fabtests' out-of-band port
