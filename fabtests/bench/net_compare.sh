@@ -73,7 +73,8 @@ trap 'netns_cleanup; rm -f "$raw" "$raw".*' EXIT
 trap 'exit 130' INT TERM
 iface_a=exa$$va iface_b=exa$$vb # netns_up's names for the two ends of the veth pair
 port=$((40000 + $$ % 20000))
-echo "# hosts: $ns_a ($addr_a, leader) and $ns_b ($addr_b, follower); lower tcp: FI_TCP_NODELAY=1 FI_TCP_IFACE=<veth>${NET_ENV:+ $NET_ENV}; TCP congestion control: $(ip netns exec "$ns_a" sysctl -n net.ipv4.tcp_congestion_control)"
+tcp_cc=$(ip netns exec "$ns_a" sysctl -n net.ipv4.tcp_congestion_control)
+echo "# hosts: $ns_a ($addr_a, leader) and $ns_b ($addr_b, follower); lower tcp: FI_TCP_NODELAY=1 FI_TCP_IFACE=<veth>${NET_ENV:+ $NET_ENV}; TCP congestion control: $tcp_cc"
 
 # env's arguments for series $1 on the host whose address is $2 and veth $3, into `senv`.
 series_env() {
@@ -226,7 +227,7 @@ col() { # col TABLE SIZE COLUMN: the value of a column of a CSV row
     $1 == size && k { print $k }' "$out/$1.csv"
 }
 echo
-echo "== goals (issue 13, part 5)"
+echo "== goals (issue 13, part 5; TCP congestion control $tcp_cc: the large sizes' times depend on it)"
 if [[ -s $out/net_tagged_lat.csv && ${ratios} == *exanet/tcp* ]]; then
   r=$(col net_tagged_lat 8 exanet_over_tcp)
   [[ -n $r ]] && goal "8 B latency <= 1.1 x tcp;ofi_rxm" \
