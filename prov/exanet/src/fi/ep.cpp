@@ -228,8 +228,13 @@ int ep_enable(endpoint& ep) noexcept {
     EXANET_LOG(warn, core, "FI_EXANET_PROTOCOL=optimistic refuses any-source receives, and "
                            "without FI_DIRECTED_RECV every receive is one");
   // FI_PROGRESS_AUTO: from now on the domain's thread progresses the endpoint too.
-  if (progress_thread* t = domain_progress_thread(ep.domain))
-    if (int rc = t->add(ep); rc != 0) return rc;
+  if (progress_thread* t = domain_progress_thread(ep.domain)) {
+    ep.thread_progresses.store(true, std::memory_order_relaxed);
+    if (int rc = t->add(ep); rc != 0) {
+      ep.thread_progresses.store(false, std::memory_order_relaxed);
+      return rc;
+    }
+  }
   ep.enabled = true;
   return 0;
 }
@@ -401,17 +406,31 @@ int endpoint::resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept {
 }
 
 void endpoint::progress() noexcept {
-  bool give_core = false;
-  {
-    core::level_guard g(lock);
-    give_core = idle.after_poll(proto.progress() != 0);
-    if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
+  // Under FI_PROGRESS_AUTO the progress thread (or another thread of the application) that
+  // holds the endpoint is progressing it now: waiting for the lock would only put this thread
+  // to sleep, once for each round of the thread it met (hundreds of futex waits a second while
+  // both poll, seen at the start of an fi_cq_sread: net.wait_cpu). So the poll is skipped: a CQ
+  // read returns what is there, a blocking wait polls again or sleeps on the endpoint's words,
+  // which any completion moves. Under manual progress nobody else is bound to progress it.
+  const bool shared = thread_progresses.load(std::memory_order_relaxed);
+  if (!shared) {
+    lock.lock();
+  } else if (!lock.try_lock()) {
+    return;
   }
+  const bool give_core = idle.after_poll(proto.progress() != 0);
+  if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
+  lock.unlock();
   if (give_core) [[unlikely]] {
     // Outside the lock: another thread of the application may progress meanwhile.
     const core::idle_yield::yield_time t = core::idle_yield::timed_yield();
-    core::level_guard g(lock);
+    if (!shared) {
+      lock.lock();
+    } else if (!lock.try_lock()) {
+      return;  // a lesson skipped now and then only delays the streak's adaptation
+    }
     idle.learn(t);
+    lock.unlock();
   }
 }
 

@@ -57,6 +57,10 @@ class endpoint {
   cntr* remote_read_cntr = nullptr;  // FI_REMOTE_READ (FI_RMA_EVENT)
   cntr* remote_write_cntr = nullptr; // FI_REMOTE_WRITE (FI_RMA_EVENT)
   bool enabled = false;
+  // FI_PROGRESS_AUTO: the domain's progress thread progresses this endpoint too (set at enable,
+  // before the thread may see it). Atomic: a CQ read in another thread may progress the
+  // endpoint while it is being enabled.
+  std::atomic<bool> thread_progresses{false};
   std::uint64_t av_epoch = 0;
   const std::atomic<std::uint64_t>* av_epoch_now = nullptr;  // the bound AV's; set with av_
   std::vector<dev::peer_id> peers;  // fi_addr -> device peer; no_peer: not resolved yet
@@ -82,8 +86,9 @@ class endpoint {
   }
   /// peer_of's slow path: an address not cached yet, or an AV that removed entries since.
   int resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept;
-  /// The application's poll (a CQ or counter read, manual progress): one progress round; after
-  /// a streak of rounds that found nothing, a yield of the core (core/idle_yield.hpp).
+  /// The application's poll (a CQ or counter read): one progress round; after a streak of
+  /// rounds that found nothing, a yield of the core (core/idle_yield.hpp). Under
+  /// FI_PROGRESS_AUTO none if another thread holds the endpoint: it is being progressed.
   void progress() noexcept;
   /// The progress thread's call (FI_PROGRESS_AUTO): progress unless a thread of the application
   /// holds the endpoint (then `held` at once: the thread never waits for a call to end).
