@@ -406,12 +406,13 @@ int endpoint::resolve_peer(fi_addr_t addr, dev::peer_id& out) noexcept {
 }
 
 void endpoint::progress() noexcept {
-  // Under FI_PROGRESS_AUTO the progress thread (or another thread of the application) that
-  // holds the endpoint is progressing it now: waiting for the lock would only put this thread
-  // to sleep, once for each round of the thread it met (hundreds of futex waits a second while
-  // both poll, seen at the start of an fi_cq_sread: net.wait_cpu). So the poll is skipped: a CQ
-  // read returns what is there, a blocking wait polls again or sleeps on the endpoint's words,
-  // which any completion moves. Under manual progress nobody else is bound to progress it.
+  // Under FI_PROGRESS_AUTO an endpoint held by another thread is being progressed: by the
+  // progress thread, or by the application's thread that holds it, or by the progress thread
+  // once that one's call ends. Waiting for the lock would only put this thread to sleep, once
+  // for each round of the thread it met (hundreds of futex waits a second while both poll, seen
+  // at the start of an fi_cq_sread: net.wait_cpu). So the poll is skipped: a CQ read returns
+  // what is there, a blocking wait polls again or sleeps on the endpoint's words, which any
+  // completion moves. Under manual progress nobody else is bound to progress it.
   const bool shared = thread_progresses.load(std::memory_order_relaxed);
   if (!shared) {
     lock.lock();
