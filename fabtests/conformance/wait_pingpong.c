@@ -34,8 +34,9 @@
  *      alike); a sleeper that looked for arrivals only every millisecond (a network wait blind
  *      to the peers of its host) adds about one (1.06 ms measured).
  *   2. FI_PROGRESS_AUTO: the target sleeps (nanosleep, no libfabric call) while the initiator,
- *      every 300 ms, writes 4 KiB into its memory (fi_write) and waits for the completion. The
- *      target's progress thread must serve each write within WRITE_MAX_MS (its idle sleep lasts
+ *      every 300 ms, writes 4 KiB into its memory (fi_writemsg, FI_DELIVERY_COMPLETE) and waits
+ *      for the completion. The target's progress thread must serve each write within
+ *      WRITE_MAX_MS (its idle sleep lasts
  *      up to FI_EXANET_DEAD_PEER_CHECK_MS, set to 4 s here: a thread that missed the arrival
  *      would serve all five that fast with a chance of 1 in 30,000), and the target's process
  *      must stay under CPU_SHARE of CPU and WAKEUPS_PER_S
@@ -363,10 +364,11 @@ static int auto_target(int index, int sock)
 	xt_sync(sock);
 	XT_RC(fi_close(&mr->fid));
 	xt_close(&x);
-	/* The data are checked once the endpoint is closed: its close leaves the progress thread,
-	 * which orders the thread's writes before these reads where ThreadSanitizer can see it
-	 * (the order that comes through the initiator it cannot; a poll no longer waits for the
-	 * thread's lock, so it gives no order). */
+	/* The data (each write delivery-complete: in place before the initiator's completion) are
+	 * checked once the endpoint is closed: its close leaves the progress thread, which orders
+	 * the thread's writes before these reads where ThreadSanitizer can see it (the order that
+	 * comes through the initiator it cannot; a poll no longer waits for the thread's lock, so
+	 * it gives no order). */
 	for (int i = 0; i <= WRITES; i++)
 		XT_CHECK(xt_verify(region + i * WRITE_BYTES, WRITE_BYTES, 40 + i), "write %d's data", i);
 	free(region);
@@ -378,12 +380,20 @@ static double write_slot(struct xt_ep *x, unsigned char *src, struct fid_mr *mr,
 			 uint64_t peer_addr, uint64_t peer_key, int slot)
 {
 	xt_fill(src, WRITE_BYTES, 40 + slot);
+	/* Delivery complete: the completion says the data are in the target's memory, so it waits
+	 * for the target's thread (a transmit-complete write completes once sent, and leaves the
+	 * target's memory undefined until the target progresses: fi_cq(3); CI's ASan run once
+	 * found the last one not yet landed when the target checked). */
+	void *desc = fi_mr_desc(mr);
+	struct iovec iov = {src, WRITE_BYTES};
+	struct fi_rma_iov rma = {peer_addr + (uint64_t)slot * WRITE_BYTES, WRITE_BYTES, peer_key};
+	struct fi_msg_rma msg = {.msg_iov = &iov, .desc = &desc, .iov_count = 1, .addr = peer,
+				 .rma_iov = &rma, .rma_iov_count = 1, .context = src};
 	const double t0 = xt_now_us();
 	ssize_t rc;
-	while ((rc = fi_write(x->ep, src, WRITE_BYTES, fi_mr_desc(mr), peer,
-			      peer_addr + (uint64_t)slot * WRITE_BYTES, peer_key, src)) == -FI_EAGAIN)
+	while ((rc = fi_writemsg(x->ep, &msg, FI_COMPLETION | FI_DELIVERY_COMPLETE)) == -FI_EAGAIN)
 		(void)fi_cq_read(x->txcq, NULL, 0);
-	XT_CHECK(rc == 0, "fi_write = %zd", rc);
+	XT_CHECK(rc == 0, "fi_writemsg = %zd", rc);
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry err;
 	XT_CHECK(xt_wait(x->txcq, &e, &err, 30) == 1, "write %d failed: %s", slot, fi_strerror(err.err));
