@@ -675,8 +675,12 @@ bool device::local_write_admitted(const staging_packet& sp, bool& may_fault) con
   if (sp.key_slot != no_key_slot) {
     if (sp.key_slot >= grants_.size()) return false;
     const grant& gr = grants_[sp.key_slot];
+    // The flag first (an acquire): the grant's fields are read only once it says they are
+    // published (under FI_PROGRESS_AUTO the registering thread wrote them; TSan saw
+    // may_fault read before the flag).
+    if (!grant_live(gr)) return false;
     may_fault = gr.g.may_fault;
-    return grant_live(gr) && (gr.g.access & rma_access::remote_write) &&
+    return (gr.g.access & rma_access::remote_write) &&
            range_within(sp.dst_addr, sp.len, gr.g.va, gr.g.len);
   }
   if (sp.notify_slot >= windows_.size()) return false;
