@@ -414,22 +414,19 @@ void endpoint::progress() noexcept {
   // what is there, a blocking wait polls again or sleeps on the endpoint's words, which any
   // completion moves. Under manual progress nobody else is bound to progress it.
   const bool shared = thread_progresses.load(std::memory_order_relaxed);
-  if (!shared) {
+  const auto take = [&]() noexcept {
+    if (shared) return lock.try_lock();
     lock.lock();
-  } else if (!lock.try_lock()) {
-    return;
-  }
+    return true;
+  };
+  if (!take()) return;
   const bool give_core = idle.after_poll(proto.progress() != 0);
   if (--live_countdown == 0) [[unlikely]] endpoint_live_tick(*this);
   lock.unlock();
   if (give_core) [[unlikely]] {
     // Outside the lock: another thread of the application may progress meanwhile.
     const core::idle_yield::yield_time t = core::idle_yield::timed_yield();
-    if (!shared) {
-      lock.lock();
-    } else if (!lock.try_lock()) {
-      return;  // a lesson skipped now and then only delays the streak's adaptation
-    }
+    if (!take()) return;  // a lesson skipped now and then only delays the streak's adaptation
     idle.learn(t);
     lock.unlock();
   }
